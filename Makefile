@@ -1,0 +1,49 @@
+# The one command surface. CI runs `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PROTOS := $(wildcard protos/godot_rag/v1/*.proto)
+SAMPLES := samples/godot3_project samples/godot4_project samples/mini_dodge.txt
+
+.PHONY: install proto proto-check run up test test-unit test-integration bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+proto: $(STAMP)
+	$(PY) -m grpc_tools.protoc -I protos --python_out=src --pyi_out=src --grpc_python_out=src $(PROTOS)
+
+# Fails when the committed stubs differ from what the .proto files generate.
+proto-check: $(STAMP)
+	@tmp=$$(mktemp -d) && \
+	$(PY) -m grpc_tools.protoc -I protos --python_out=$$tmp --pyi_out=$$tmp --grpc_python_out=$$tmp $(PROTOS) && \
+	for f in $$(cd $$tmp && find . -name '*.py*' -type f); do \
+	  cmp -s $$tmp/$$f src/$$f || { echo "stale generated stub: src/$$f (run make proto)"; rm -rf $$tmp; exit 1; }; \
+	done; rm -rf $$tmp; echo "generated stubs are up to date"
+
+run: $(STAMP)
+	$(VENV)/bin/godot-rag analyze $(SAMPLES)
+
+up: $(STAMP)
+	$(VENV)/bin/godot-rag up
+
+test: $(STAMP) proto-check
+	$(PY) -m pytest -q
+
+test-unit: $(STAMP)
+	$(PY) -m pytest -q -m unit
+
+test-integration: $(STAMP)
+	$(PY) -m pytest -q -m integration
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_parser.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,1 @@
+"""Thin service wiring: entrypoint, gRPC servicer and bus consumer per stage."""

@@ -1,0 +1,3 @@
+from services.chunker.main import main
+
+main()

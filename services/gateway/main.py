@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+import asyncio
+
+from godot_rag.infra.service import run_service
+from godot_rag.settings import load_settings
+from godot_rag.v1 import services_pb2, services_pb2_grpc
+from services.gateway.servicer import AnalysisServicer
+
+
+def main() -> None:
+    settings = load_settings()
+
+    def register(server, ctx):
+        services_pb2_grpc.add_AnalysisServiceServicer_to_server(AnalysisServicer(ctx), server)
+        return [services_pb2.DESCRIPTOR.services_by_name["AnalysisService"].full_name]
+
+    asyncio.run(run_service("gateway", settings, settings.gateway_port, register, None))

@@ -1,0 +1,3 @@
+from services.judge.main import main
+
+main()

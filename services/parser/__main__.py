@@ -1,0 +1,3 @@
+from services.parser.main import main
+
+main()

@@ -1,0 +1,3 @@
+from services.retriever.main import main
+
+main()

@@ -1,0 +1,279 @@
+"""The godot-rag command line: up, analyze, expand, kb build."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from godot_rag.settings import Settings, SettingsError, load_settings
+
+DEFAULT_PROMPT = "Is this Godot 3 or Godot 4, and what is the basis for converting it?"
+console = Console(stderr=True)
+
+
+class CliError(RuntimeError):
+    pass
+
+
+# ---------------------------------------------------------------- stack discovery
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def running_gateway(settings: Settings) -> str | None:
+    if settings.gateway_addr:
+        return settings.gateway_addr
+    try:
+        runtime = json.loads(settings.runtime_file.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    if not _pid_alive(int(runtime.get("pid", 0))):
+        return None
+    return runtime.get("gateway")
+
+
+def start_stack(settings: Settings, timeout_s: float = 600) -> subprocess.Popen:
+    """Start `godot-rag up` in the background and wait until its gateway answers."""
+    settings.run_dir.mkdir(parents=True, exist_ok=True)
+    log_path = settings.run_dir / "up.log"
+    fh = open(log_path, "ab")
+    proc = subprocess.Popen([sys.executable, "-m", "godot_rag.cli", "up"], stdout=fh, stderr=subprocess.STDOUT,
+                            env={**os.environ, **settings.to_env()}, start_new_session=True)
+    fh.close()
+    deadline = time.monotonic() + timeout_s
+    with console.status("starting the embedded stack (PostgreSQL, NATS JetStream, six services)...") as status:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise CliError(f"godot-rag up exited with {proc.returncode}; see {log_path}:\n" + _tail(log_path))
+            if running_gateway(settings):
+                return proc
+            lines = _tail(log_path, 1).strip()
+            if lines:
+                status.update(lines[-120:])
+            time.sleep(0.2)
+    proc.terminate()
+    raise CliError(f"the embedded stack did not come up in {timeout_s}s; see {log_path}")
+
+
+def _tail(path: Path, n: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except FileNotFoundError:
+        return ""
+
+
+def stop_stack(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+# ---------------------------------------------------------------- analyze
+
+def result_to_json(result) -> dict:
+    """The stable --json shape. Fields may be added, never renamed."""
+    from godot_rag import convert
+
+    verdict = result.verdict
+    out = {
+        "analysis_id": result.analysis_id,
+        "project_id": result.project_id,
+        "prompt": result.prompt,
+        "status": result.status,
+        "verdict": {"label": verdict.label, "confidence": verdict.confidence, "counts": dict(verdict.counts), "basis": list(verdict.basis)},
+        "files": [
+            {"source_file": f.source_file, "source_kind": f.source_kind, "status": f.status, "excluded_reason": f.excluded_reason,
+             "source_sha256": f.source_sha256, "chunk_count": f.chunk_count, "error": f.error,
+             "errors": [convert.to_dict(e) for e in f.errors]}
+            for f in result.files
+        ],
+        "chunks": [],
+        "dead_letters": [convert.to_dict(d) for d in result.dead_letters],
+    }
+    for c in result.chunks:
+        j = c.judgment
+        out["chunks"].append({
+            "source_file": c.trace.source_file,
+            "chunk_id": c.trace.chunk_id,
+            "chunk_order": c.trace.chunk_order,
+            "chunk_kind": c.trace.chunk_kind,
+            "start_line": c.span.start_line,
+            "end_line": c.span.end_line,
+            "status": c.status,
+            "signal": j.signal,
+            "needs_migration": j.needs_migration,
+            "confidence": j.confidence,
+            "judge": {"kind": j.judge_kind, "model": j.model, "prompt_version": j.prompt_version},
+            "explanation": j.explanation,
+            "evidence": [{"table": e.table, "record_id": e.record_id, "relevant": e.relevant, "why": e.why} for e in j.evidence],
+            "migration_notes": [{"line": n.line, "old": n.old, "new": n.new, "basis_record_id": n.basis_record_id}
+                                for n in j.migration_notes],
+            "retriever_query": {"query_text": c.retriever_query.query_text, "query_terms": list(c.retriever_query.query_terms),
+                                "prompt_terms": list(c.retriever_query.prompt_terms)},
+            "hits": [{"table": h.table, "record_id": h.record_id, "title": h.title, "score": h.score,
+                      "component_scores": dict(h.component_scores)} for h in c.hits],
+            "last_error": c.last_error,
+        })
+    return out
+
+
+def analyze_one(stub, target: str, prompt: str, kind: str = "") -> dict:
+    from godot_rag.v1 import services_pb2 as spb
+
+    if target == "-":
+        request = spb.SubmitRequest(prompt=prompt, snippet=sys.stdin.read(), snippet_kind=kind)
+    else:
+        request = spb.SubmitRequest(prompt=prompt, path=str(Path(target).expanduser().resolve()))
+    try:
+        submitted = stub.Submit(request, timeout=300)
+    except grpc.RpcError as exc:
+        raise CliError(f"{target}: {exc.details()}") from exc
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("chunks"),
+                  TimeElapsedColumn(), console=console, transient=True) as bar:
+        task = bar.add_task(f"{submitted.project_id}", total=None)
+        for p in stub.WatchProgress(spb.GetRequest(analysis_id=submitted.analysis_id)):
+            total = p.chunks_total if p.files_chunked >= p.files_total else None
+            bar.update(task, completed=p.chunks_done + p.chunks_failed, total=total)
+    result = stub.Get(spb.GetRequest(analysis_id=submitted.analysis_id), timeout=120)
+    return result_to_json(result)
+
+
+def print_summary(doc: dict) -> None:
+    out = Console()
+    v = doc["verdict"]
+    out.print(f"[bold]{doc['project_id']}[/bold]  analysis {doc['analysis_id']}")
+    table = Table(show_header=True, header_style="bold")
+    for col in ("file", "kind", "status", "chunks", "godot3", "godot4", "neutral", "note"):
+        table.add_column(col)
+    per_file: dict[str, dict[str, int]] = {}
+    for c in doc["chunks"]:
+        counts = per_file.setdefault(c["source_file"], {"godot3": 0, "godot4": 0, "neutral": 0})
+        if c["signal"] in counts:
+            counts[c["signal"]] += 1
+    for f in doc["files"]:
+        counts = per_file.get(f["source_file"], {"godot3": 0, "godot4": 0, "neutral": 0})
+        note = f["excluded_reason"] or f["error"]
+        table.add_row(f["source_file"], f["source_kind"] or "-", f["status"], str(f["chunk_count"]), str(counts["godot3"]),
+                      str(counts["godot4"]), str(counts["neutral"]), note[:70])
+    out.print(table)
+    for line in v.get("basis", []):
+        out.print(f"  basis: {line}")
+    out.print(f"[bold]verdict: {v['label']}[/bold] (confidence {v['confidence']:.2f}; counts {v['counts']})")
+
+
+def cmd_analyze(args, settings: Settings) -> int:
+    from godot_rag.v1 import services_pb2_grpc as sgrpc
+
+    started = None
+    addr = running_gateway(settings)
+    if addr is None:
+        started = start_stack(settings)
+        addr = running_gateway(settings)
+    docs = []
+    try:
+        with grpc.insecure_channel(addr) as channel:
+            stub = sgrpc.AnalysisServiceStub(channel)
+            for target in args.paths:
+                doc = analyze_one(stub, target, args.prompt, args.kind)
+                print_summary(doc)
+                docs.append(doc)
+    finally:
+        if started is not None and not args.keep_running:
+            stop_stack(started)
+    if args.json:
+        payload = docs[0] if len(docs) == 1 else docs
+        Path(args.json).write_text(json.dumps(payload, indent=2, ensure_ascii=False))
+        console.print(f"wrote {args.json}")
+    return 0
+
+
+def cmd_expand(args, settings: Settings) -> int:
+    from godot_rag.pipeline.submit import collect
+    from godot_rag.domain.ingest import expand
+
+    collected = collect(path=args.path, max_bytes=settings.max_file_bytes)
+    sys.stdout.write(expand(collected.files))
+    for f in collected.files:
+        if not f.included:
+            console.print(f"excluded {f.source_file}: {f.excluded_reason}")
+    return 0
+
+
+def cmd_kb_build(args, settings: Settings) -> int:
+    from godot_rag.infra.embedded import EmbeddedPostgres
+    from godot_rag.infra.store import migrate_sync
+    from godot_rag.pipeline.kb import build_kb
+
+    pg = None
+    dsn = settings.pg_dsn
+    if not dsn:
+        pg = EmbeddedPostgres(settings.data_dir)
+        dsn = pg.start()
+    try:
+        migrate_sync(dsn)
+        counts = build_kb(dsn, force=args.force, progress=lambda phase, done, total: console.print(f"{phase} ({done}/{total})"))
+        console.print(f"knowledge base {'built: ' + str(counts) if counts else 'already current'}")
+    finally:
+        if pg is not None:
+            pg.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="godot-rag", description="Tell Godot 3 from Godot 4 code, chunk by chunk, with evidence.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("up", help="start the embedded stack and keep it running")
+    p = sub.add_parser("analyze", help="analyse folders or expanded-text files")
+    p.add_argument("paths", nargs="+", help="project folder, expanded '# <path>' text file, or - for a snippet on stdin")
+    p.add_argument("--prompt", default=DEFAULT_PROMPT)
+    p.add_argument("--json", help="write the result as JSON to this file")
+    p.add_argument("--kind", default="", help="source_kind of a snippet read from stdin (guessed when omitted)")
+    p.add_argument("--keep-running", action="store_true", help="leave the embedded stack running afterwards")
+    p = sub.add_parser("expand", help="print a project in the expanded '# <relative/path>' text form")
+    p.add_argument("path")
+    kb = sub.add_parser("kb", help="knowledge base")
+    kb_sub = kb.add_subparsers(dest="kb_command", required=True)
+    b = kb_sub.add_parser("build", help="load the shipped Godot reference data")
+    b.add_argument("--force", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        settings = load_settings()
+        if args.command == "up":
+            from godot_rag.supervisor import run_up
+
+            return run_up(settings, echo=lambda msg: print(msg, flush=True))
+        if args.command == "analyze":
+            return cmd_analyze(args, settings)
+        if args.command == "expand":
+            return cmd_expand(args, settings)
+        if args.command == "kb":
+            return cmd_kb_build(args, settings)
+    except (CliError, SettingsError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 1
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""Domain dataclasses <-> protobuf messages (the wire contract in protos/)."""
+
+from __future__ import annotations
+
+import json
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from godot_rag.domain import models as m
+from godot_rag.v1 import messages_pb2 as pb
+
+
+def to_dict(msg: Message) -> dict:
+    return json_format.MessageToDict(msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+
+
+def from_dict(data: dict, cls: type[Message]) -> Message:
+    return json_format.ParseDict(data, cls(), ignore_unknown_fields=True)
+
+
+def span_to_pb(span: m.Span) -> pb.Span:
+    return pb.Span(start_line=span.start_line, end_line=span.end_line, start_byte=span.start_byte, end_byte=span.end_byte)
+
+
+def span_from_pb(span: pb.Span) -> m.Span:
+    return m.Span(span.start_line, span.end_line, span.start_byte, span.end_byte)
+
+
+def chunk_to_pb(c: m.Chunk) -> pb.Chunk:
+    return pb.Chunk(
+        chunk_id=c.chunk_id,
+        chunk_order=c.chunk_order,
+        chunk_kind=c.chunk_kind,
+        node_kind=c.node_kind,
+        name=c.name,
+        span=span_to_pb(c.span),
+        code_text=c.code_text,
+        symbol_candidates=list(c.symbol_candidates),
+        api_call_candidates=list(c.api_call_candidates),
+        reference_candidates=list(c.reference_candidates),
+        code_mask=c.code_mask,
+        surrounding_context=c.surrounding_context,
+    )
+
+
+def chunk_from_pb(c: pb.Chunk) -> m.Chunk:
+    return m.Chunk(
+        chunk_id=c.chunk_id,
+        chunk_order=c.chunk_order,
+        chunk_kind=c.chunk_kind,
+        node_kind=c.node_kind,
+        name=c.name,
+        span=span_from_pb(c.span),
+        code_text=c.code_text,
+        symbol_candidates=tuple(c.symbol_candidates),
+        api_call_candidates=tuple(c.api_call_candidates),
+        reference_candidates=tuple(c.reference_candidates),
+        code_mask=c.code_mask,
+        surrounding_context=c.surrounding_context,
+    )
+
+
+def chunking_to_pb(r: m.ChunkingResult, project_id: str = "") -> pb.ChunkingOutput:
+    return pb.ChunkingOutput(
+        project_id=project_id,
+        source_file=r.source_file,
+        source_kind=r.source_kind,
+        source_sha256=r.source_sha256,
+        status=r.status,
+        chunks=[chunk_to_pb(c) for c in r.chunks],
+        errors=[pb.SourceError(line=e.line, column=e.column, end_line=e.end_line, end_column=e.end_column, message=e.message) for e in r.errors],
+        producer_version=r.producer_version,
+    )
+
+
+def query_to_pb(q: m.RetrieverQuery) -> pb.RetrieverQuery:
+    return pb.RetrieverQuery(
+        query_text=q.query_text,
+        query_terms=list(q.query_terms),
+        raw_chunk_text=q.raw_chunk_text,
+        symbol_candidates=list(q.symbol_candidates),
+        api_call_candidates=list(q.api_call_candidates),
+        reference_candidates=list(q.reference_candidates),
+        prompt_terms=list(q.prompt_terms),
+        intent=q.intent,
+    )
+
+
+def query_from_pb(q: pb.RetrieverQuery) -> m.RetrieverQuery:
+    return m.RetrieverQuery(
+        query_text=q.query_text,
+        query_terms=tuple(q.query_terms),
+        raw_chunk_text=q.raw_chunk_text,
+        symbol_candidates=tuple(q.symbol_candidates),
+        api_call_candidates=tuple(q.api_call_candidates),
+        reference_candidates=tuple(q.reference_candidates),
+        prompt_terms=tuple(q.prompt_terms),
+        intent=q.intent,
+    )
+
+
+def hit_to_pb(h: m.RetrievalHit) -> pb.RetrievalHit:
+    return pb.RetrievalHit(
+        table=h.table_name,
+        record_id=h.record_id,
+        title=h.title,
+        content=h.content,
+        score=h.score,
+        component_scores={k: float(v) for k, v in h.component_scores.items()},
+        metadata_json=json.dumps(h.metadata, sort_keys=True, default=str),
+    )
+
+
+def hit_from_pb(h: pb.RetrievalHit) -> m.RetrievalHit:
+    return m.RetrievalHit(
+        table_name=h.table,
+        record_id=h.record_id,
+        score=h.score,
+        title=h.title,
+        content=h.content,
+        metadata=json.loads(h.metadata_json) if h.metadata_json else {},
+        component_scores=dict(h.component_scores),
+    )
+
+
+def judgment_to_pb(j: m.Judgment) -> pb.Judgment:
+    return pb.Judgment(
+        signal=j.signal,
+        needs_migration=j.needs_migration,
+        confidence=j.confidence,
+        evidence=[pb.EvidenceUse(table=e.table, record_id=e.record_id, relevant=e.relevant, why=e.why) for e in j.evidence],
+        migration_notes=[pb.MigrationNote(line=n.line, old=n.old, new=n.new, basis_record_id=n.basis_record_id) for n in j.migration_notes],
+        explanation=j.explanation,
+        judge_kind=j.judge_kind,
+        model=j.model,
+        prompt_version=j.prompt_version,
+        answer=j.answer,
+        raw_output=j.raw_output,
+    )
+
+
+def judgment_from_pb(j: pb.Judgment) -> m.Judgment:
+    return m.Judgment(
+        signal=j.signal,
+        needs_migration=j.needs_migration,
+        confidence=j.confidence,
+        evidence=tuple(m.EvidenceUse(e.table, e.record_id, e.relevant, e.why) for e in j.evidence),
+        migration_notes=tuple(m.MigrationNote(n.line, n.old, n.new, n.basis_record_id) for n in j.migration_notes),
+        explanation=j.explanation,
+        judge_kind=j.judge_kind,
+        model=j.model,
+        prompt_version=j.prompt_version,
+        answer=j.answer,
+        raw_output=j.raw_output,
+    )
+
+
+def verdict_to_pb(v: m.Verdict) -> pb.Verdict:
+    return pb.Verdict(label=v.label, confidence=v.confidence, counts={k: int(x) for k, x in v.counts.items()}, basis=list(v.basis))

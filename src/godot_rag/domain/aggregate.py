@@ -1,0 +1,78 @@
+"""Project verdict from per-chunk judgments.
+
+The verdict comes from the accumulated chunk judgments, never from file names.
+Chunks weigh by what they are: project.godot's config_version is the strongest
+single fact, a script chunk counts once, scene and import metadata count less.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from godot_rag.domain.models import (
+    SIGNAL_GODOT3,
+    SIGNAL_GODOT4,
+    VERDICT_GODOT3,
+    VERDICT_GODOT4,
+    VERDICT_MIXED,
+    VERDICT_UNDETERMINED,
+    Verdict,
+)
+
+AGGREGATOR_VERSION = "verdict/1"
+
+KIND_WEIGHT = {"gdscript": 1.0, "project_config": 1.0, "scene": 0.5, "resource": 0.5, "import_meta": 0.25, "uid": 0.25}
+CHUNK_KIND_WEIGHT = {"config_version": 5.0, "features": 3.0}
+# Share of the weighted signal one side needs for a clean label.
+CLEAN_SHARE = 0.85
+
+
+@dataclass(frozen=True)
+class ChunkOutcome:
+    source_file: str
+    source_kind: str
+    chunk_kind: str
+    status: str  # done | failed
+    signal: str  # godot3 | godot4 | neutral | "" when failed
+    confidence: float
+
+
+def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
+    counts = {"godot3": 0, "godot4": 0, "neutral": 0, "failed": 0, "total": len(outcomes)}
+    s3 = s4 = 0.0
+    files3: dict[str, float] = {}
+    files4: dict[str, float] = {}
+    for o in outcomes:
+        if o.status != "done":
+            counts["failed"] += 1
+            continue
+        counts[o.signal] = counts.get(o.signal, 0) + 1
+        weight = CHUNK_KIND_WEIGHT.get(o.chunk_kind, KIND_WEIGHT.get(o.source_kind, 0.5)) * o.confidence
+        if o.signal == SIGNAL_GODOT3:
+            s3 += weight
+            files3[o.source_file] = files3.get(o.source_file, 0) + weight
+        elif o.signal == SIGNAL_GODOT4:
+            s4 += weight
+            files4[o.source_file] = files4.get(o.source_file, 0) + weight
+    total = s3 + s4
+    if total <= 0:
+        return Verdict(VERDICT_UNDETERMINED, 0.0, counts, ("no chunk carries a Godot-3-only or Godot-4-only signal",))
+    share3 = s3 / total
+    # More weighted evidence -> more confidence, saturating around a handful of chunks.
+    amount = total / (total + 2.0)
+    if share3 >= CLEAN_SHARE:
+        label, conf = VERDICT_GODOT3, share3 * amount
+    elif share3 <= 1 - CLEAN_SHARE:
+        label, conf = VERDICT_GODOT4, (1 - share3) * amount
+    else:
+        label, conf = VERDICT_MIXED, (1 - abs(share3 - 0.5) * 2) * amount
+    basis = [
+        f"Godot 3 signal weight {s3:.2f} from {counts['godot3']} chunks; Godot 4 signal weight {s4:.2f} from {counts['godot4']} chunks",
+    ]
+    for name, files in (("Godot 3", files3), ("Godot 4", files4)):
+        top = sorted(files.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+        if top:
+            basis.append(f"strongest {name} files: " + ", ".join(f"{f} ({w:.2f})" for f, w in top))
+    if counts["failed"]:
+        basis.append(f"{counts['failed']} chunks failed and are not counted")
+    return Verdict(label, round(conf, 3), counts, tuple(basis))

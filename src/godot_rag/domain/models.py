@@ -1,0 +1,163 @@
+"""Pure data contracts of the domain package.
+
+These dataclasses are what the domain functions take and return. The wire
+format between services is the protobuf in ``protos/godot_rag/v1``; the
+conversion lives in ``godot_rag.convert`` so that no domain module imports
+generated code or any I/O library.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Status values shared by parser and direct chunker output.
+PARSE_OK = "ok"
+PARSE_PARTIAL = "partial"  # syntax errors: chunks for what parsed, errors listed
+PARSE_EMPTY = "empty"  # no non-blank line
+PARSE_FAILED = "failed"  # nothing usable (invalid UTF-8, NUL bytes, over the size limit)
+
+
+@dataclass(frozen=True)
+class Span:
+    """1-based inclusive line range plus the UTF-8 byte range of the chunk.
+
+    Invariant: ``source_bytes[start_byte:end_byte].decode() == code_text``.
+    """
+
+    start_line: int
+    end_line: int
+    start_byte: int
+    end_byte: int
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One traceable piece of a file: an AST chunk (.gd) or a direct chunk."""
+
+    chunk_id: str  # deterministic, unique within the file: "player.gd:function:_process"
+    chunk_order: int  # 1-based, strictly increasing within the file
+    chunk_kind: str  # class_extends, signal, variable, function, ... / header, node, section, ...
+    node_kind: str  # the syntax node type(s) the chunk was cut from
+    name: str
+    span: Span
+    code_text: str
+    # Candidates are extracted from code only: never from comments or strings.
+    symbol_candidates: tuple[str, ...] = ()
+    api_call_candidates: tuple[str, ...] = ()
+    reference_candidates: tuple[str, ...] = ()
+    # code_text with comment and string bodies blanked by spaces (same length,
+    # same line breaks): a judge matching a symbol against it matches code only.
+    code_mask: str = ""
+    surrounding_context: str = ""
+
+
+@dataclass(frozen=True)
+class SourceError:
+    """A problem found in a source file; line/column are 1-based."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    message: str
+
+
+@dataclass(frozen=True)
+class ChunkingResult:
+    """Output of the parser (ast_parse_output) or direct chunker (direct_chunk_output)."""
+
+    source_file: str
+    source_kind: str
+    source_sha256: str
+    status: str  # PARSE_OK | PARSE_PARTIAL | PARSE_EMPTY | PARSE_FAILED
+    chunks: tuple[Chunk, ...]
+    errors: tuple[SourceError, ...] = ()
+    producer_version: str = ""
+
+
+@dataclass(frozen=True)
+class ChunkTrace:
+    """Tracking only (UI, logs, resume). Never a search criterion."""
+
+    project_id: str
+    source_file: str
+    source_sha256: str
+    chunk_id: str
+    chunk_order: int
+    chunk_kind: str
+
+
+@dataclass(frozen=True)
+class RetrieverQuery:
+    """All the retriever sees. No path, chunk id or order may enter it."""
+
+    query_text: str
+    query_terms: tuple[str, ...]
+    raw_chunk_text: str
+    symbol_candidates: tuple[str, ...] = ()
+    api_call_candidates: tuple[str, ...] = ()
+    reference_candidates: tuple[str, ...] = ()
+    prompt_terms: tuple[str, ...] = ()
+    intent: str = "version_check"
+
+
+@dataclass(frozen=True)
+class RetrievalHit:
+    table_name: str
+    record_id: str
+    score: float
+    title: str
+    content: str
+    metadata: dict = field(default_factory=dict)
+    component_scores: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MigrationNote:
+    line: int  # 1-based file line
+    old: str
+    new: str
+    basis_record_id: str
+
+
+@dataclass(frozen=True)
+class EvidenceUse:
+    table: str
+    record_id: str
+    relevant: bool
+    why: str
+
+
+SIGNAL_GODOT3 = "godot3"
+SIGNAL_GODOT4 = "godot4"
+SIGNAL_NEUTRAL = "neutral"
+SIGNALS = (SIGNAL_GODOT3, SIGNAL_GODOT4, SIGNAL_NEUTRAL)
+
+
+@dataclass(frozen=True)
+class Judgment:
+    signal: str  # one of SIGNALS
+    needs_migration: bool
+    confidence: float  # 0..1
+    evidence: tuple[EvidenceUse, ...]
+    migration_notes: tuple[MigrationNote, ...]
+    explanation: str
+    judge_kind: str  # "rules" | "llm"
+    model: str
+    prompt_version: str
+    answer: str = ""
+    raw_output: str = ""
+
+
+VERDICT_GODOT3 = "godot3"
+VERDICT_GODOT4 = "godot4"
+VERDICT_MIXED = "mixed"
+VERDICT_UNDETERMINED = "undetermined"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    label: str
+    confidence: float
+    counts: dict  # {"godot3": n, "godot4": n, "neutral": n, "failed": n, "total": n}
+    basis: tuple[str, ...] = ()  # human-readable reasons, strongest first

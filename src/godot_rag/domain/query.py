@@ -1,0 +1,131 @@
+"""Retriever query building (seed 001's RetrieverQuery, build_embedding_text).
+
+Only chunk content and the prompt's intent reach a query: the trace (path,
+chunk id, order, sha) has no way in, because these functions never see it.
+
+Choices (seed 001's reference code and its worked example disagree):
+- query_terms = API call candidates, then symbol candidates, then the chunk's
+  own name (function name), then prompt terms. Every-identifier extraction is
+  left out of query_terms: it floods the lexical query with local names.
+- Node paths ($Node, %Node, ^"path") are project-internal and never searched.
+- The migration intent adds only "migration" (not "deprecated"/"renamed"),
+  which reproduces the worked example exactly.
+"""
+
+from __future__ import annotations
+
+import re
+
+from godot_rag.domain.models import Chunk, RetrieverQuery
+
+INTENT_EXPLAIN = "explain"
+INTENT_MIGRATION = "migration"
+INTENT_VERSION = "version_check"
+
+# Table priority per intent (seed 001's table): searched first, ranked first.
+TABLE_PRIORITY = {
+    INTENT_EXPLAIN: ("docs_chunks", "api_mapping", "label_prototypes"),
+    INTENT_MIGRATION: ("api_mapping", "label_prototypes", "docs_chunks"),
+    INTENT_VERSION: ("docs_chunks", "api_mapping", "label_prototypes"),
+}
+
+# Intent cues in English, Korean, Portuguese and German (lower-cased match).
+_MIGRATION_CUES = (
+    "migrat", "convert", "conversion", "port to", "upgrade",
+    "변환", "마이그레이션", "이전", "업그레이드",
+    "conver", "migra", "atualiz",
+    "konvert", "umwand", "umstell", "portier", "aktualisier",
+)
+_EXPLAIN_CUES = (
+    "explain", "what does", "what is this", "meaning", "describe",
+    "설명", "뜻", "무엇", "의미",
+    "explica", "o que", "significa", "descrev",
+    "erklär", "erklar", "bedeutet", "was macht", "beschreib",
+)
+_VERSION_CUES = ("version", "버전", "versão", "versao", "godot 3", "godot 4", "godot3", "godot4")
+
+_GODOT3_RE = re.compile(r"godot\s*3", re.I)
+_GODOT4_RE = re.compile(r"godot\s*4", re.I)
+
+
+def unique_keep_order(values: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for v in values:
+        v = v.strip()
+        if v and v not in seen:
+            seen.add(v)
+            out.append(v)
+    return out
+
+
+def prompt_intents(prompt: str) -> set[str]:
+    low = prompt.lower()
+    intents: set[str] = set()
+    if any(c in low for c in _MIGRATION_CUES):
+        intents.add(INTENT_MIGRATION)
+    if any(c in low for c in _EXPLAIN_CUES):
+        intents.add(INTENT_EXPLAIN)
+    if any(c in low for c in _VERSION_CUES):
+        intents.add(INTENT_VERSION)
+    return intents
+
+
+def primary_intent(prompt: str) -> str:
+    intents = prompt_intents(prompt)
+    if INTENT_MIGRATION in intents:
+        return INTENT_MIGRATION
+    if INTENT_VERSION in intents:
+        return INTENT_VERSION
+    if INTENT_EXPLAIN in intents:
+        return INTENT_EXPLAIN
+    return INTENT_VERSION
+
+
+def extract_prompt_terms(prompt: str) -> list[str]:
+    terms: list[str] = []
+    if _GODOT3_RE.search(prompt):
+        terms.append("Godot 3")
+    if _GODOT4_RE.search(prompt):
+        terms.append("Godot 4")
+    intents = prompt_intents(prompt)
+    if INTENT_MIGRATION in intents:
+        terms.append("migration")
+    if INTENT_EXPLAIN in intents:
+        terms.extend(["description", "usage"])
+    return terms
+
+
+def _searchable_reference(ref: str) -> bool:
+    return not ref.startswith(("$", "%", "^"))
+
+
+def build_retriever_query(*, prompt: str, chunk: Chunk) -> RetrieverQuery:
+    prompt_terms = extract_prompt_terms(prompt)
+    references = [r for r in chunk.reference_candidates if _searchable_reference(r)]
+    name_terms = [chunk.name] if chunk.chunk_kind == "function" and chunk.name else []
+    query_terms = unique_keep_order(
+        list(chunk.api_call_candidates) + list(chunk.symbol_candidates) + name_terms + prompt_terms
+    )
+    return RetrieverQuery(
+        query_text=" ".join(query_terms),
+        query_terms=tuple(query_terms),
+        raw_chunk_text=chunk.code_text,
+        symbol_candidates=tuple(chunk.symbol_candidates),
+        api_call_candidates=tuple(chunk.api_call_candidates),
+        reference_candidates=tuple(references),
+        prompt_terms=tuple(prompt_terms),
+        intent=primary_intent(prompt),
+    )
+
+
+def build_embedding_text(query: RetrieverQuery) -> str:
+    return "\n".join(
+        [
+            query.raw_chunk_text,
+            " ".join(query.api_call_candidates),
+            " ".join(query.symbol_candidates),
+            " ".join(query.reference_candidates),
+            " ".join(query.prompt_terms),
+        ]
+    )

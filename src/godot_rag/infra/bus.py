@@ -1,0 +1,162 @@
+"""NATS JetStream: streams, publishing with dedupe ids, durable stage consumers.
+
+Ack only after the handler returned, i.e. after its result is committed.
+Error mapping at this edge: RetryableError -> nak(delay); PoisonError, or any
+failure on the last allowed delivery -> term() + dead-letter row; any other
+exception -> nak with backoff and the error recorded by the stage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable
+
+import nats
+from nats.js import api
+from nats.js.errors import NotFoundError as JsNotFound
+from opentelemetry import trace
+
+from godot_rag.errors import PoisonError, RetryableError
+from godot_rag.infra.telemetry import extract_context, inject_headers
+
+log = logging.getLogger(__name__)
+
+STREAM_FILES = "GRAG_FILES"
+STREAM_CHUNKS = "GRAG_CHUNKS"
+# Long enough to cover a restart of the whole stack, so a republish after a
+# crash is dropped as a duplicate instead of doing the work twice.
+DEDUPE_WINDOW_S = 30 * 60
+RETENTION_S = 14 * 24 * 3600
+
+
+def file_subject(route: str, analysis_id: str, file_key: str) -> str:
+    return f"grag.file.{route}.{analysis_id}.{file_key}"
+
+
+def chunk_subject(stage: str, analysis_id: str, chunk_key: str) -> str:
+    return f"grag.chunk.{stage}.{analysis_id}.{chunk_key}"
+
+
+@dataclass
+class StageSpec:
+    durable: str
+    stream: str
+    filter_subjects: list[str]
+    ack_wait_s: float
+    max_deliver: int = 6
+    max_ack_pending: int = 8
+    batch: int = 8
+
+
+@dataclass
+class Delivery:
+    subject: str
+    data: bytes
+    headers: dict[str, str]
+    num_delivered: int
+    max_deliver: int
+    _msg: object = field(repr=False, default=None)
+
+    @property
+    def last_attempt(self) -> bool:
+        return self.num_delivered >= self.max_deliver
+
+    async def in_progress(self) -> None:
+        """Tell JetStream the work goes on, so a long step is not redelivered."""
+        await self._msg.in_progress()  # type: ignore[attr-defined]
+
+
+Handler = Callable[[Delivery], Awaitable[None]]
+DeadLetterSink = Callable[[Delivery, str], Awaitable[None]]
+
+
+class Bus:
+    def __init__(self, nc: nats.NATS):
+        self.nc = nc
+        self.js = nc.jetstream()
+
+    @classmethod
+    async def connect(cls, url: str, name: str) -> "Bus":
+        nc = await nats.connect(url, name=name, max_reconnect_attempts=-1, reconnect_time_wait=0.5, connect_timeout=5)
+        return cls(nc)
+
+    async def close(self) -> None:
+        await self.nc.drain()
+
+    async def ensure_streams(self) -> None:
+        for name, subjects in ((STREAM_FILES, ["grag.file.>"]), (STREAM_CHUNKS, ["grag.chunk.>"])):
+            config = api.StreamConfig(
+                name=name, subjects=subjects, storage=api.StorageType.FILE, retention=api.RetentionPolicy.LIMITS,
+                max_age=RETENTION_S, duplicate_window=DEDUPE_WINDOW_S,
+            )
+            try:
+                await self.js.stream_info(name)
+                await self.js.update_stream(config)
+            except JsNotFound:
+                await self.js.add_stream(config)
+
+    async def publish(self, subject: str, data: bytes, msg_id: str) -> None:
+        headers = inject_headers({"Nats-Msg-Id": msg_id})
+        await self.js.publish(subject, data, headers=headers)
+
+    async def run_stage(self, spec: StageSpec, handler: Handler, dead_letter: DeadLetterSink, stop: asyncio.Event) -> None:
+        config = api.ConsumerConfig(
+            durable_name=spec.durable, ack_policy=api.AckPolicy.EXPLICIT, ack_wait=spec.ack_wait_s,
+            max_deliver=spec.max_deliver, max_ack_pending=spec.max_ack_pending,
+            filter_subjects=spec.filter_subjects if len(spec.filter_subjects) > 1 else None,
+            filter_subject=spec.filter_subjects[0] if len(spec.filter_subjects) == 1 else None,
+            deliver_policy=api.DeliverPolicy.ALL,
+        )
+        try:
+            await self.js.add_consumer(spec.stream, config)
+        except nats.js.errors.BadRequestError:
+            # The durable exists with an older config: update in place.
+            await self.js.add_consumer(spec.stream, config)
+        sub = await self.js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
+        tracer = trace.get_tracer("godot_rag.bus")
+        slots = asyncio.Semaphore(spec.max_ack_pending)
+        pending: set[asyncio.Task] = set()
+
+        async def process(msg) -> None:
+            md = msg.metadata
+            delivery = Delivery(msg.subject, msg.data, dict(msg.headers or {}), md.num_delivered, spec.max_deliver, msg)
+            ctx = extract_context(delivery.headers)
+            try:
+                with tracer.start_as_current_span(f"{spec.durable} {msg.subject.split('.')[2]}", context=ctx):
+                    await handler(delivery)
+                await msg.ack()
+            except PoisonError as exc:
+                await dead_letter(delivery, f"poison: {exc}")
+                await msg.term()
+            except RetryableError as exc:
+                if delivery.last_attempt:
+                    await dead_letter(delivery, f"gave up after {delivery.num_delivered} deliveries: {exc}")
+                    await msg.term()
+                else:
+                    await msg.nak(delay=exc.delay_s * delivery.num_delivered)
+            except Exception as exc:  # noqa: BLE001 -- the bus edge: unknown failures are retried, then dead-lettered
+                log.exception("stage %s failed on %s (delivery %d)", spec.durable, msg.subject, delivery.num_delivered)
+                if delivery.last_attempt:
+                    await dead_letter(delivery, f"gave up after {delivery.num_delivered} deliveries: {type(exc).__name__}: {exc}")
+                    await msg.term()
+                else:
+                    await msg.nak(delay=min(30.0, 2.0 ** delivery.num_delivered))
+            finally:
+                slots.release()
+
+        while not stop.is_set():
+            try:
+                msgs = await sub.fetch(spec.batch, timeout=1.0)
+            except nats.errors.TimeoutError:
+                continue
+            except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
+                break
+            for msg in msgs:
+                await slots.acquire()
+                task = asyncio.create_task(process(msg))
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)

@@ -1,0 +1,93 @@
+"""The common life of a stage service: settings, telemetry, store, bus, gRPC server, signals."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from godot_rag.errors import InvalidInputError, NotFoundError
+from godot_rag.infra.bus import Bus, Delivery
+from godot_rag.infra.store import Store
+from godot_rag.infra.telemetry import setup_tracing
+from godot_rag.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ServiceContext:
+    name: str
+    settings: Settings
+    store: Store
+    bus: Bus
+    stop: asyncio.Event
+    background: list[asyncio.Task] = field(default_factory=list)
+
+    async def dead_letter(self, delivery: Delivery, error: str) -> None:
+        parts = delivery.subject.split(".")
+        analysis_id = parts[3] if len(parts) > 4 else ""
+        await self.store.record_dead_letter(
+            analysis_id=analysis_id, stage=self.name, subject=delivery.subject, key=parts[-1], error=error,
+            deliveries=delivery.num_delivered,
+        )
+
+
+def configure_logging(level: str, name: str) -> None:
+    logging.basicConfig(level=level, format=f"%(asctime)s {name} %(levelname)s %(name)s: %(message)s")
+
+
+async def run_service(
+    name: str,
+    settings: Settings,
+    port: int,
+    register: Callable[[grpc.aio.Server, ServiceContext], list[str]],
+    start_consumers: Callable[[ServiceContext], Awaitable[list[asyncio.Task]]] | None = None,
+) -> None:
+    configure_logging(settings.log_level, name)
+    setup_tracing(name, settings.otlp_endpoint)
+    if not settings.pg_dsn or not settings.nats_url:
+        raise SystemExit(f"{name}: GODOT_RAG_PG_DSN and GODOT_RAG_NATS_URL must be set (godot-rag up sets them)")
+    store = await Store.open(settings.pg_dsn)
+    bus = await Bus.connect(settings.nats_url, name=f"godot-rag-{name}")
+    await bus.ensure_streams()
+    stop = asyncio.Event()
+    ctx = ServiceContext(name, settings, store, bus, stop)
+    server = grpc.aio.server()
+    service_names = register(server, ctx)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection([*service_names, health.SERVICE_NAME, reflection.SERVICE_NAME], server)
+    bound = server.add_insecure_port(f"{settings.host}:{port}")
+    await server.start()
+    for svc in service_names:
+        await health_servicer.set(svc, health_pb2.HealthCheckResponse.SERVING)
+    await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    log.info("%s gRPC listening on %s:%d", name, settings.host, bound)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    tasks = await start_consumers(ctx) if start_consumers else []
+    await stop.wait()
+    log.info("%s stopping", name)
+    await health_servicer.enter_graceful_shutdown()
+    await server.stop(grace=2)
+    for t in tasks:
+        await asyncio.wait_for(asyncio.shield(t), timeout=10) if not t.done() else None
+    await bus.close()
+    await store.close()
+
+
+async def abort_for(context: grpc.aio.ServicerContext, exc: Exception) -> None:
+    """Map the project's typed errors to gRPC status codes."""
+    if isinstance(exc, NotFoundError):
+        await context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+    if isinstance(exc, InvalidInputError):
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+    raise exc

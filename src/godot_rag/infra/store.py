@@ -1,0 +1,522 @@
+"""PostgreSQL store: migrations, knowledge search, pipeline state.
+
+Every write is an upsert keyed by a deterministic id, so a redelivered
+message rewrites the same row instead of adding one.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any, Iterable, Sequence
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from godot_rag.domain.knowledge import KnowledgeRecord, identifier_lexemes
+from godot_rag.domain.models import RetrievalHit, RetrieverQuery
+
+SCHEMA = "godot_rag"
+_MIGRATION_LOCK = 0x60D07A6  # advisory lock id: one migrator at a time
+
+
+class StoreError(RuntimeError):
+    """The store cannot serve the request (unreachable, schema missing...)."""
+
+
+class KnowledgeBaseMissing(StoreError):
+    """The knowledge base was never built in this database."""
+
+
+def migration_files() -> list[tuple[int, str, str]]:
+    folder = resources.files("godot_rag.infra").joinpath("migrations")
+    found: list[tuple[int, str, str]] = []
+    for entry in folder.iterdir():
+        name = entry.name
+        if name.endswith(".sql"):
+            found.append((int(name.split("_", 1)[0]), name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def migrate_sync(dsn: str) -> list[str]:
+    """Apply pending migrations; returns the names applied now."""
+    applied_now: list[str] = []
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("select pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
+        try:
+            conn.execute(f"create schema if not exists {SCHEMA}")
+            conn.execute(
+                f"create table if not exists {SCHEMA}.schema_migrations ("
+                "version int primary key, name text not null, applied_at timestamptz not null default now())"
+            )
+            done = {r[0] for r in conn.execute(f"select version from {SCHEMA}.schema_migrations").fetchall()}
+            for version, name, sql in migration_files():
+                if version in done:
+                    continue
+                with conn.transaction():
+                    conn.execute(sql)
+                    conn.execute(f"insert into {SCHEMA}.schema_migrations (version, name) values (%s, %s)", (version, name))
+                applied_now.append(name)
+        finally:
+            conn.execute("select pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
+    return applied_now
+
+
+def tsquery_literal(lexemes: Iterable[str]) -> str:
+    """An OR tsquery of exact lexemes, for a ``::tsquery`` cast (no parser runs)."""
+    quoted = []
+    for lex in lexemes:
+        lex = lex.replace("'", "''").replace("\\", "\\\\")
+        if lex:
+            quoted.append(f"'{lex}'")
+    return " | ".join(quoted)
+
+
+# ---------------------------------------------------------------- knowledge (sync: build time)
+
+def load_knowledge_sync(dsn: str, records: Sequence[KnowledgeRecord], *, data_version: str, embedding_model: str,
+                        embeddings: dict[str, list[float]] | None = None) -> dict[str, int]:
+    """Upsert knowledge records and record the KB version. Idempotent."""
+    counts: dict[str, int] = {}
+    with psycopg.connect(dsn) as conn:
+        with conn.cursor() as cur:
+            for table in ("docs_chunks", "api_mapping", "label_prototypes"):
+                rows = [r for r in records if r.table == table]
+                counts[table] = len(rows)
+                if not rows:
+                    continue
+                cur.execute(f"create temp table kb_stage (like {SCHEMA}.{table}) on commit drop")
+                cur.execute("alter table kb_stage add column lexemes text[]")
+                with cur.copy("copy kb_stage (id, source_file, payload, embedding, search_text, lexemes) from stdin") as copy:
+                    for r in rows:
+                        vec = embeddings.get(r.id) if embeddings else None
+                        copy.write_row((
+                            r.id, r.source_file, json.dumps(r.payload), None if vec is None else "[" + ",".join(f"{x:.6f}" for x in vec) + "]",
+                            r.search_text, list(r.lexemes),
+                        ))
+                cur.execute(
+                    f"""insert into {SCHEMA}.{table} (id, source_file, payload, embedding, search_text, search_tsv)
+                    select id, source_file, payload, embedding, search_text,
+                           setweight(array_to_tsvector(coalesce(lexemes, '{{}}')), 'A') || setweight(to_tsvector('simple', search_text), 'D')
+                    from kb_stage
+                    on conflict (id) do update set source_file = excluded.source_file, payload = excluded.payload,
+                        embedding = coalesce(excluded.embedding, {SCHEMA}.{table}.embedding),
+                        search_text = excluded.search_text, search_tsv = excluded.search_tsv"""
+                )
+                ids = [r.id for r in rows]
+                cur.execute(f"delete from {SCHEMA}.{table} where not (id = any(%s))", (ids,))
+                cur.execute("drop table kb_stage")
+            cur.execute(
+                f"""insert into {SCHEMA}.kb_versions (name, data_version, embedding_model, embedding_dim, record_counts, built_at)
+                values ('current', %s, %s, %s, %s, now())
+                on conflict (name) do update set data_version = excluded.data_version, embedding_model = excluded.embedding_model,
+                  embedding_dim = excluded.embedding_dim, record_counts = excluded.record_counts, built_at = now()""",
+                (data_version, embedding_model, 384 if embedding_model != "none" else 0, Jsonb(counts)),
+            )
+        conn.commit()
+    return counts
+
+
+def kb_version_sync(dsn: str) -> dict | None:
+    with psycopg.connect(dsn, row_factory=dict_row) as conn:
+        return conn.execute(f"select * from {SCHEMA}.kb_versions where name = 'current'").fetchone()
+
+
+class Store:
+    """Async access for the services."""
+
+    def __init__(self, pool: AsyncConnectionPool):
+        self.pool = pool
+
+    @classmethod
+    async def open(cls, dsn: str, *, min_size: int = 1, max_size: int = 4) -> "Store":
+        pool = AsyncConnectionPool(dsn, min_size=min_size, max_size=max_size, open=False,
+                                   kwargs={"row_factory": dict_row, "autocommit": False})
+        await pool.open(wait=True, timeout=30)
+        return cls(pool)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    async def _fetchone(self, sql: str, params: Sequence[Any] | dict = ()) -> dict | None:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(sql, params)
+            return await cur.fetchone()
+
+    async def _fetchall(self, sql: str, params: Sequence[Any] | dict = ()) -> list[dict]:
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(sql, params)
+            return await cur.fetchall()
+
+    # ------------------------------------------------------------ analyses & files
+
+    async def create_analysis(self, *, analysis_id: str, project_id: str, prompt: str, source_origin: str, input_ref: str,
+                              pipeline_version: str, files: list[dict]) -> bool:
+        """Insert the analysis and its file list; False when it already existed (a resubmission)."""
+        async with self.pool.connection() as conn:
+            async with conn.transaction():
+                cur = await conn.execute(
+                    f"""insert into {SCHEMA}.analyses (analysis_id, project_id, prompt, source_origin, input_ref, pipeline_version,
+                        files_total, files_included)
+                    values (%s, %s, %s, %s, %s, %s, %s, %s) on conflict (analysis_id) do nothing returning analysis_id""",
+                    (analysis_id, project_id, prompt, source_origin, input_ref, pipeline_version, len(files),
+                     sum(1 for f in files if f["included"])),
+                )
+                created = await cur.fetchone() is not None
+                if not created:
+                    return False
+                async with conn.cursor() as c2:
+                    for f in files:
+                        if f["included"]:
+                            await c2.execute(
+                                f"insert into {SCHEMA}.blobs (sha256, data, size) values (%s, %s, %s) on conflict do nothing",
+                                (f["sha256"], f["data"], len(f["data"])),
+                            )
+                    await c2.executemany(
+                        f"""insert into {SCHEMA}.files (analysis_id, source_file, file_order, source_kind, included, excluded_reason,
+                            sha256, size, status)
+                        values (%s, %s, %s, %s, %s, %s, %s, %s, %s) on conflict do nothing""",
+                        [
+                            (analysis_id, f["source_file"], i + 1, f["source_kind"], f["included"], f["excluded_reason"],
+                             f["sha256"], f["size"], "queued" if f["included"] else "excluded")
+                            for i, f in enumerate(files)
+                        ],
+                    )
+                return True
+
+    async def get_analysis(self, analysis_id: str) -> dict | None:
+        return await self._fetchone(f"select * from {SCHEMA}.analyses where analysis_id = %s", (analysis_id,))
+
+    async def list_files(self, analysis_id: str) -> list[dict]:
+        return await self._fetchall(f"select * from {SCHEMA}.files where analysis_id = %s order by file_order", (analysis_id,))
+
+    async def get_file(self, analysis_id: str, source_file: str) -> dict | None:
+        return await self._fetchone(f"select * from {SCHEMA}.files where analysis_id = %s and source_file = %s",
+                                    (analysis_id, source_file))
+
+    async def get_blob(self, sha256: str) -> bytes | None:
+        row = await self._fetchone(f"select data from {SCHEMA}.blobs where sha256 = %s", (sha256,))
+        return None if row is None else bytes(row["data"])
+
+    async def fail_file(self, analysis_id: str, source_file: str, error: str) -> None:
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                f"update {SCHEMA}.files set status = 'failed', error = %s, updated_at = now() where analysis_id = %s and source_file = %s",
+                (error, analysis_id, source_file),
+            )
+
+    # ------------------------------------------------------------ chunking
+
+    async def get_chunking_cache(self, sha256: str, source_kind: str, version: str) -> dict | None:
+        row = await self._fetchone(
+            f"select output from {SCHEMA}.chunking_cache where sha256 = %s and source_kind = %s and producer_version = %s",
+            (sha256, source_kind, version),
+        )
+        return None if row is None else row["output"]
+
+    async def put_chunking_cache(self, sha256: str, source_kind: str, version: str, output: dict) -> None:
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                f"""insert into {SCHEMA}.chunking_cache (sha256, source_kind, producer_version, output) values (%s, %s, %s, %s)
+                on conflict do nothing""",
+                (sha256, source_kind, version, Jsonb(output)),
+            )
+
+    async def save_file_chunks(self, analysis_id: str, source_file: str, output: dict) -> None:
+        """Chunks of one file + their first stage row + the file status, in one transaction."""
+        chunks = output.get("chunks", [])
+        async with self.pool.connection() as conn:
+            async with conn.transaction():
+                async with conn.cursor() as cur:
+                    await cur.executemany(
+                        f"""insert into {SCHEMA}.chunks (analysis_id, chunk_id, source_file, chunk_order, chunk_kind, start_line, end_line, chunk)
+                        values (%s, %s, %s, %s, %s, %s, %s, %s)
+                        on conflict (analysis_id, chunk_id) do update set chunk = excluded.chunk, chunk_order = excluded.chunk_order,
+                          start_line = excluded.start_line, end_line = excluded.end_line""",
+                        [
+                            (analysis_id, c["chunk_id"], source_file, c["chunk_order"], c["chunk_kind"],
+                             c["span"]["start_line"], c["span"]["end_line"], Jsonb(c))
+                            for c in chunks
+                        ],
+                    )
+                    await cur.executemany(
+                        f"""insert into {SCHEMA}.chunk_stages (analysis_id, chunk_id, stage, status) values (%s, %s, 'retrieve', 'waiting')
+                        on conflict do nothing""",
+                        [(analysis_id, c["chunk_id"]) for c in chunks],
+                    )
+                    status = "failed" if output.get("status") == "failed" else "chunked"
+                    await cur.execute(
+                        f"""update {SCHEMA}.files set status = %s, parse_status = %s, chunk_count = %s, errors = %s, error = %s,
+                            updated_at = now() where analysis_id = %s and source_file = %s""",
+                        (status, output.get("status", ""), len(chunks), Jsonb(output.get("errors", [])),
+                         "; ".join(e.get("message", "") for e in output.get("errors", []))[:2000] if status == "failed" else "",
+                         analysis_id, source_file),
+                    )
+
+    async def get_chunk(self, analysis_id: str, chunk_id: str) -> dict | None:
+        return await self._fetchone(f"select * from {SCHEMA}.chunks where analysis_id = %s and chunk_id = %s", (analysis_id, chunk_id))
+
+    async def file_declared_names(self, analysis_id: str, source_file: str) -> list[str]:
+        rows = await self._fetchall(
+            f"""select chunk->>'name' as name, chunk->>'chunk_kind' as kind, chunk->>'code_text' as text
+            from {SCHEMA}.chunks where analysis_id = %s and source_file = %s""",
+            (analysis_id, source_file),
+        )
+        return [r["name"] for r in rows if r["kind"] == "function"] + [
+            w for r in rows if r["kind"] in ("variable", "const", "signal") for w in _declared_in(r["text"] or "")
+        ]
+
+    # ------------------------------------------------------------ stages
+
+    async def stage_status(self, analysis_id: str, chunk_id: str, stage: str) -> str | None:
+        row = await self._fetchone(
+            f"select status from {SCHEMA}.chunk_stages where analysis_id = %s and chunk_id = %s and stage = %s",
+            (analysis_id, chunk_id, stage),
+        )
+        return None if row is None else row["status"]
+
+    async def mark_stage(self, analysis_id: str, chunk_id: str, stage: str, status: str, *, error: str = "", worker: str = "",
+                         trace_id: str = "", count_attempt: bool = False) -> None:
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                f"""insert into {SCHEMA}.chunk_stages (analysis_id, chunk_id, stage, status, attempts, last_error, worker, trace_id, started_at)
+                values (%(a)s, %(c)s, %(s)s, %(st)s, %(inc)s, %(e)s, %(w)s, %(t)s, case when %(st)s = 'in_progress' then now() end)
+                on conflict (analysis_id, chunk_id, stage) do update set
+                  status = case when {SCHEMA}.chunk_stages.status = 'done' and %(st)s <> 'done' then 'done' else %(st)s end,
+                  attempts = {SCHEMA}.chunk_stages.attempts + %(inc)s,
+                  last_error = case when %(e)s <> '' then %(e)s else {SCHEMA}.chunk_stages.last_error end,
+                  worker = %(w)s, trace_id = case when %(t)s <> '' then %(t)s else {SCHEMA}.chunk_stages.trace_id end,
+                  started_at = case when %(st)s = 'in_progress' then now() else {SCHEMA}.chunk_stages.started_at end,
+                  updated_at = now()""",
+                {"a": analysis_id, "c": chunk_id, "s": stage, "st": status, "e": error, "w": worker, "t": trace_id,
+                 "inc": 1 if count_attempt else 0},
+            )
+
+    # ------------------------------------------------------------ retrieval
+
+    async def kb_version(self) -> dict | None:
+        return await self._fetchone(f"select * from {SCHEMA}.kb_versions where name = 'current'")
+
+    async def search(self, query: RetrieverQuery, *, tables: Sequence[str], limit_per_table: int,
+                     query_embedding: list[float] | None = None) -> list[RetrievalHit]:
+        """Hybrid search over dynamic_retrieval_view with the query alone.
+
+        Components per hit: text (ts_rank_cd over exact identifier lexemes and
+        prose), trigram (best similarity of a query term to the record title),
+        vector (cosine, when the KB and the query both carry embeddings).
+        Fused as a weighted sum of per-table max-normalised scores.
+        """
+        # Identifiers of the chunk text widen lexical recall (a renamed call the
+        # parser did not list still matches its api_mapping row).
+        lexemes = identifier_lexemes(" ".join(query.query_terms) + "\n" + query.raw_chunk_text)
+        tsq = tsquery_literal(lexemes)
+        terms = list(query.query_terms) or lexemes[:20]
+        hits: list[RetrievalHit] = []
+        if not tsq and query_embedding is None:
+            return hits
+        vec = None if query_embedding is None else "[" + ",".join(f"{x:.6f}" for x in query_embedding) + "]"
+        async with self.pool.connection() as conn:
+            for table in tables:
+                candidates: dict[str, dict] = {}
+                if tsq:
+                    cur = await conn.execute(
+                        f"""select id, title, content, metadata,
+                              ts_rank_cd(search_tsv, %(tsq)s::tsquery) as text_score,
+                              (select coalesce(max(similarity(t, title)), 0) from unnest(%(terms)s::text[]) t) as trigram_score
+                            from {SCHEMA}.dynamic_retrieval_view
+                            where table_name = %(table)s and search_tsv @@ %(tsq)s::tsquery
+                            order by text_score desc, id limit %(cand)s""",
+                        {"tsq": tsq, "terms": terms, "table": table, "cand": max(limit_per_table * 8, 40)},
+                    )
+                    for row in await cur.fetchall():
+                        row["vector_score"] = 0.0
+                        candidates[row["id"]] = row
+                if vec is not None:
+                    cur = await conn.execute(
+                        f"""select id, title, content, metadata, 1 - (embedding <=> %(vec)s::vector) as vector_score,
+                              (select coalesce(max(similarity(t, title)), 0) from unnest(%(terms)s::text[]) t) as trigram_score
+                            from {SCHEMA}.dynamic_retrieval_view
+                            where table_name = %(table)s and embedding is not null
+                            order by embedding <=> %(vec)s::vector limit %(cand)s""",
+                        {"vec": vec, "terms": terms, "table": table, "cand": max(limit_per_table * 8, 40)},
+                    )
+                    for row in await cur.fetchall():
+                        if row["id"] in candidates:
+                            candidates[row["id"]]["vector_score"] = row["vector_score"]
+                        else:
+                            row["text_score"] = 0.0
+                            candidates[row["id"]] = row
+                hits.extend(_fuse(table, list(candidates.values()), limit_per_table, with_vector=vec is not None))
+            await conn.rollback()
+        return hits
+
+    async def save_retrieval(self, analysis_id: str, chunk_id: str, *, retrieval_key: str, kb_version: str, query: dict,
+                             hits: list[dict]) -> None:
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                f"""insert into {SCHEMA}.retrievals (analysis_id, chunk_id, retrieval_key, kb_version, query, hits)
+                values (%s, %s, %s, %s, %s, %s)
+                on conflict (analysis_id, chunk_id) do update set retrieval_key = excluded.retrieval_key,
+                  kb_version = excluded.kb_version, query = excluded.query, hits = excluded.hits""",
+                (analysis_id, chunk_id, retrieval_key, kb_version, Jsonb(query), Jsonb(hits)),
+            )
+
+    async def get_retrieval(self, analysis_id: str, chunk_id: str) -> dict | None:
+        return await self._fetchone(f"select * from {SCHEMA}.retrievals where analysis_id = %s and chunk_id = %s", (analysis_id, chunk_id))
+
+    async def api_mapping_payloads(self) -> list[tuple[str, dict]]:
+        rows = await self._fetchall(f"select id, payload from {SCHEMA}.api_mapping")
+        return [(r["id"], r["payload"]) for r in rows]
+
+    # ------------------------------------------------------------ judgments
+
+    async def get_cached_judgment(self, judgment_key: str) -> dict | None:
+        row = await self._fetchone(f"select judgment from {SCHEMA}.judgment_cache where judgment_key = %s", (judgment_key,))
+        return None if row is None else row["judgment"]
+
+    async def save_judgment(self, analysis_id: str, chunk_id: str, *, judgment_key: str, judgment: dict, latency_ms: float) -> None:
+        async with self.pool.connection() as conn:
+            async with conn.transaction():
+                await conn.execute(
+                    f"""insert into {SCHEMA}.judgments (analysis_id, chunk_id, judgment_key, signal, needs_migration, confidence,
+                        judge_kind, model, prompt_version, latency_ms, judgment)
+                    values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                    on conflict (analysis_id, chunk_id) do update set judgment_key = excluded.judgment_key, signal = excluded.signal,
+                      needs_migration = excluded.needs_migration, confidence = excluded.confidence, judge_kind = excluded.judge_kind,
+                      model = excluded.model, prompt_version = excluded.prompt_version, latency_ms = excluded.latency_ms,
+                      judgment = excluded.judgment""",
+                    (analysis_id, chunk_id, judgment_key, judgment.get("signal", ""), bool(judgment.get("needs_migration")),
+                     float(judgment.get("confidence", 0.0)), judgment.get("judge_kind", ""), judgment.get("model", ""),
+                     judgment.get("prompt_version", ""), latency_ms, Jsonb(judgment)),
+                )
+                await conn.execute(
+                    f"""insert into {SCHEMA}.judgment_cache (judgment_key, judgment) values (%s, %s)
+                    on conflict (judgment_key) do nothing""",
+                    (judgment_key, Jsonb(judgment)),
+                )
+
+    # ------------------------------------------------------------ aggregation
+
+    async def finalize_if_complete(self, analysis_id: str, compute) -> dict | None:
+        """Compute and store the verdict once every included file is chunked and every chunk settled.
+
+        ``compute`` maps the chunk outcome rows to a verdict dict. The row lock
+        on the analysis serialises concurrent aggregators.
+        """
+        async with self.pool.connection() as conn:
+            async with conn.transaction():
+                cur = await conn.execute(f"select * from {SCHEMA}.analyses where analysis_id = %s for update", (analysis_id,))
+                analysis = await cur.fetchone()
+                if analysis is None:
+                    return None
+                cur = await conn.execute(
+                    f"select count(*) filter (where included and status = 'queued') as pending from {SCHEMA}.files where analysis_id = %s",
+                    (analysis_id,),
+                )
+                if (await cur.fetchone())["pending"]:
+                    return None
+                cur = await conn.execute(
+                    f"""select c.chunk_id, c.source_file, c.chunk_kind, f.source_kind,
+                          coalesce(s.status, 'waiting') as agg_status, j.signal, j.confidence
+                        from {SCHEMA}.chunks c
+                        join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
+                        left join {SCHEMA}.chunk_stages s on s.analysis_id = c.analysis_id and s.chunk_id = c.chunk_id and s.stage = 'aggregate'
+                        left join {SCHEMA}.judgments j on j.analysis_id = c.analysis_id and j.chunk_id = c.chunk_id
+                        where c.analysis_id = %s order by c.source_file, c.chunk_order""",
+                    (analysis_id,),
+                )
+                rows = await cur.fetchall()
+                if any(r["agg_status"] not in ("done", "failed") for r in rows):
+                    return None
+                verdict = compute(rows)
+                await conn.execute(
+                    f"""insert into {SCHEMA}.verdicts (analysis_id, label, confidence, counts, basis) values (%s, %s, %s, %s, %s)
+                    on conflict (analysis_id) do update set label = excluded.label, confidence = excluded.confidence,
+                      counts = excluded.counts, basis = excluded.basis, computed_at = now()""",
+                    (analysis_id, verdict["label"], verdict["confidence"], Jsonb(verdict["counts"]), Jsonb(verdict["basis"])),
+                )
+                await conn.execute(
+                    f"update {SCHEMA}.analyses set status = 'done', finished_at = coalesce(finished_at, now()), updated_at = now() where analysis_id = %s",
+                    (analysis_id,),
+                )
+                return verdict
+
+    async def get_verdict(self, analysis_id: str) -> dict | None:
+        return await self._fetchone(f"select * from {SCHEMA}.verdicts where analysis_id = %s", (analysis_id,))
+
+    async def list_chunk_results(self, analysis_id: str, source_file: str = "") -> list[dict]:
+        return await self._fetchall(
+            f"""select c.chunk_id, c.source_file, c.chunk_order, c.chunk_kind, c.start_line, c.end_line, c.chunk,
+                  f.sha256, a.project_id,
+                  (select jsonb_object_agg(s.stage, jsonb_build_object('status', s.status, 'attempts', s.attempts,
+                      'last_error', s.last_error, 'trace_id', s.trace_id, 'worker', s.worker))
+                     from {SCHEMA}.chunk_stages s where s.analysis_id = c.analysis_id and s.chunk_id = c.chunk_id) as stages,
+                  r.query, r.hits, j.judgment
+                from {SCHEMA}.chunks c
+                join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
+                join {SCHEMA}.analyses a on a.analysis_id = c.analysis_id
+                left join {SCHEMA}.retrievals r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id
+                left join {SCHEMA}.judgments j on j.analysis_id = c.analysis_id and j.chunk_id = c.chunk_id
+                where c.analysis_id = %s and (%s = '' or c.source_file = %s)
+                order by f.file_order, c.chunk_order""",
+            (analysis_id, source_file, source_file),
+        )
+
+    async def progress(self, analysis_id: str) -> dict:
+        row = await self._fetchone(
+            f"""select
+                (select count(*) from {SCHEMA}.files where analysis_id = %(a)s and included) as files_total,
+                (select count(*) from {SCHEMA}.files where analysis_id = %(a)s and included and status <> 'queued') as files_chunked,
+                (select count(*) from {SCHEMA}.chunks where analysis_id = %(a)s) as chunks_total,
+                (select count(*) from {SCHEMA}.chunk_stages where analysis_id = %(a)s and stage = 'aggregate' and status = 'done') as chunks_done,
+                (select count(*) from {SCHEMA}.chunk_stages where analysis_id = %(a)s and status = 'failed') as chunks_failed""",
+            {"a": analysis_id},
+        )
+        return row or {}
+
+    async def record_dead_letter(self, *, analysis_id: str, stage: str, subject: str, key: str, error: str, deliveries: int) -> None:
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                f"""insert into {SCHEMA}.dead_letters (analysis_id, stage, subject, key, error, deliveries) values (%s, %s, %s, %s, %s, %s)
+                on conflict (analysis_id, stage, key) do update set error = excluded.error, deliveries = excluded.deliveries""",
+                (analysis_id, stage, subject, key, error[:4000], deliveries),
+            )
+
+    async def dead_letters(self, analysis_id: str) -> list[dict]:
+        return await self._fetchall(f"select * from {SCHEMA}.dead_letters where analysis_id = %s order by id", (analysis_id,))
+
+
+def _declared_in(text: str) -> list[str]:
+    import re
+
+    return re.findall(r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:export(?:\([^)]*\))?\s+|onready\s+|static\s+)*(?:var|const|signal)\s+([A-Za-z_]\w*)", text, re.M)
+
+
+_WEIGHTS_LEXICAL = {"text": 0.65, "trigram": 0.35}
+_WEIGHTS_HYBRID = {"vector": 0.45, "text": 0.35, "trigram": 0.20}
+
+
+def _fuse(table: str, rows: list[dict], limit: int, *, with_vector: bool) -> list[RetrievalHit]:
+    if not rows:
+        return []
+    max_text = max(float(r["text_score"] or 0) for r in rows) or 1.0
+    weights = _WEIGHTS_HYBRID if with_vector else _WEIGHTS_LEXICAL
+    scored = []
+    for r in rows:
+        comp = {
+            "text": float(r["text_score"] or 0) / max_text,
+            "trigram": float(r["trigram_score"] or 0),
+        }
+        if with_vector:
+            comp["vector"] = max(0.0, float(r["vector_score"] or 0))
+        score = sum(weights[k] * comp[k] for k in weights)
+        raw = {"text_raw": float(r["text_score"] or 0)}
+        scored.append((score, r["id"], r, {**comp, **raw}))
+    scored.sort(key=lambda s: (-s[0], s[1]))
+    return [
+        RetrievalHit(table_name=table, record_id=rid, score=round(score, 6), title=r["title"] or "", content=r["content"] or "",
+                     metadata=r["metadata"] or {}, component_scores=comp)
+        for score, rid, r, comp in scored[:limit]
+    ]

@@ -1,0 +1,99 @@
+"""Assemble what the API shows about an analysis from the store."""
+
+from __future__ import annotations
+
+from godot_rag import convert
+from godot_rag.domain.aggregate import ChunkOutcome, compute_verdict
+from godot_rag.errors import NotFoundError
+from godot_rag.infra.store import Store
+from godot_rag.v1 import messages_pb2 as pb
+from godot_rag.v1 import services_pb2 as spb
+
+STAGES = ("retrieve", "judge", "aggregate")
+
+
+def chunk_status(stages: dict | None, analysis_running: bool) -> tuple[str, str, str]:
+    """(status, stage, last_error) of a chunk from its per-stage rows.
+
+    A chunk is 'interrupted' when a stage was in progress, the analysis is
+    no longer being worked on, and it never finished.
+    """
+    stages = stages or {}
+    last_error = ""
+    for stage in STAGES:
+        row = stages.get(stage)
+        if row and row.get("last_error"):
+            last_error = row["last_error"]
+        if row and row.get("status") == "failed":
+            return "failed", stage, last_error
+    if (stages.get("aggregate") or {}).get("status") == "done":
+        return "done", "aggregate", last_error
+    for stage in reversed(STAGES):
+        row = stages.get(stage)
+        if row and row.get("status") == "in_progress":
+            return ("in_progress" if analysis_running else "interrupted"), stage, last_error
+    for stage in STAGES:
+        row = stages.get(stage)
+        if row and row.get("status") != "done":
+            return "waiting", stage, last_error
+    return "waiting", "retrieve", last_error
+
+
+def outcome_rows_to_verdict(rows: list[dict]) -> dict:
+    outcomes = [
+        ChunkOutcome(r["source_file"], r["source_kind"], r["chunk_kind"], "done" if r["agg_status"] == "done" else "failed",
+                     r["signal"] or "", float(r["confidence"] or 0))
+        for r in rows
+    ]
+    v = compute_verdict(outcomes)
+    return {"label": v.label, "confidence": v.confidence, "counts": v.counts, "basis": list(v.basis)}
+
+
+def verdict_pb(row: dict | None) -> pb.Verdict | None:
+    if row is None:
+        return None
+    return pb.Verdict(label=row["label"], confidence=row["confidence"], counts={k: int(v) for k, v in row["counts"].items()},
+                      basis=row["basis"])
+
+
+async def chunk_results(store: Store, analysis_id: str, source_file: str = "", running: bool = True) -> list[spb.ChunkResult]:
+    results: list[spb.ChunkResult] = []
+    for r in await store.list_chunk_results(analysis_id, source_file):
+        chunk = convert.from_dict(r["chunk"], pb.Chunk)
+        status, stage, last_error = chunk_status(r["stages"], running)
+        cr = spb.ChunkResult(
+            trace=pb.ChunkTrace(project_id=r["project_id"], source_file=r["source_file"], source_sha256=r["sha256"],
+                                chunk_id=r["chunk_id"], chunk_order=r["chunk_order"], chunk_kind=r["chunk_kind"]),
+            span=chunk.span, status=status, last_error=last_error,
+        )
+        if r["query"]:
+            cr.retriever_query.CopyFrom(convert.from_dict(r["query"], pb.RetrieverQuery))
+        for h in r["hits"] or []:
+            cr.hits.append(convert.from_dict(h, pb.RetrievalHit))
+        if r["judgment"]:
+            cr.judgment.CopyFrom(convert.from_dict(r["judgment"], pb.Judgment))
+        results.append(cr)
+    return results
+
+
+async def analysis_result(store: Store, analysis_id: str) -> spb.AnalysisResult:
+    analysis = await store.get_analysis(analysis_id)
+    if analysis is None:
+        raise NotFoundError(f"no analysis {analysis_id}")
+    running = analysis["status"] != "done"
+    result = spb.AnalysisResult(analysis_id=analysis_id, project_id=analysis["project_id"], prompt=analysis["prompt"],
+                                status=analysis["status"])
+    v = verdict_pb(await store.get_verdict(analysis_id))
+    if v is not None:
+        result.verdict.CopyFrom(v)
+    for f in await store.list_files(analysis_id):
+        result.files.append(spb.FileResult(
+            source_file=f["source_file"], source_kind=f["source_kind"], status=f["status"], excluded_reason=f["excluded_reason"],
+            source_sha256=f["sha256"], chunk_count=f["chunk_count"], error=f["error"],
+            errors=[convert.from_dict(e, pb.SourceError) for e in f["errors"]],
+        ))
+    result.chunks.extend(await chunk_results(store, analysis_id, running=running))
+    for d in await store.dead_letters(analysis_id):
+        result.dead_letters.append(spb.DeadLetter(stage=d["stage"], subject=d["subject"], key=d["key"], error=d["error"],
+                                                  deliveries=d["deliveries"]))
+    return result

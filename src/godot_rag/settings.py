@@ -1,0 +1,101 @@
+"""The one Settings object, read from GODOT_RAG_* environment variables.
+
+Read once in each entrypoint's main() and passed down; nothing reads the
+environment elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+import platformdirs
+
+ENV_PREFIX = "GODOT_RAG_"
+
+
+class SettingsError(ValueError):
+    """A GODOT_RAG_* variable holds a value that cannot be used."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    # Empty = start/use the embedded PostgreSQL under data_dir.
+    pg_dsn: str = ""
+    # Empty = start/use the embedded nats-server under data_dir.
+    nats_url: str = ""
+    nats_port: int = 0  # embedded nats-server port; 0 picks a free one
+    host: str = "127.0.0.1"  # every embedded listener binds loopback only
+    gateway_port: int = 0
+    parser_port: int = 0
+    chunker_port: int = 0
+    retriever_port: int = 0
+    judge_port: int = 0
+    aggregator_port: int = 0
+    web_port: int = 0
+    gateway_addr: str = ""  # where the CLI finds a running gateway; empty = read data_dir/runtime.json
+    max_file_bytes: int = 2 * 1024 * 1024
+    retrieval_limit_per_table: int = 5
+    judge: str = "rules"  # rules | llm
+    judge_cascade: str = "all"  # all | ambiguous
+    llm_url: str = ""
+    llm_model: str = ""
+    llm_api_key: str = ""
+    llm_timeout_s: float = 120.0
+    llm_max_concurrency: int = 4
+    embedder: str = "none"  # none | minilm | tei
+    tei_url: str = ""
+    otlp_endpoint: str = ""  # empty = spans are kept in-process only
+    log_level: str = "INFO"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.data_dir / "run"
+
+    @property
+    def runtime_file(self) -> Path:
+        return self.run_dir / "runtime.json"
+
+    def to_env(self) -> dict[str, str]:
+        """The environment that reproduces these settings in a child process."""
+        env: dict[str, str] = {}
+        for f in fields(self):
+            env[ENV_PREFIX + f.name.upper()] = str(getattr(self, f.name))
+        return env
+
+    def with_overrides(self, **changes: object) -> "Settings":
+        return replace(self, **changes)
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("godot-rag", appauthor=False))
+
+
+def load_settings(environ: dict[str, str] | None = None) -> Settings:
+    env = os.environ if environ is None else environ
+    values: dict[str, object] = {}
+    for f in fields(Settings):
+        raw = env.get(ENV_PREFIX + f.name.upper())
+        if raw is None or raw == "":
+            continue
+        kind = f.type if isinstance(f.type, str) else f.type.__name__
+        try:
+            if kind == "int":
+                values[f.name] = int(raw)
+            elif kind == "float":
+                values[f.name] = float(raw)
+            elif kind == "Path":
+                values[f.name] = Path(raw).expanduser()
+            else:
+                values[f.name] = raw
+        except ValueError as exc:
+            raise SettingsError(f"{ENV_PREFIX}{f.name.upper()}={raw!r}: {exc}") from exc
+    values.setdefault("data_dir", default_data_dir())
+    settings = Settings(**values)  # type: ignore[arg-type]
+    if settings.judge not in ("rules", "llm"):
+        raise SettingsError(f"{ENV_PREFIX}JUDGE must be 'rules' or 'llm', not {settings.judge!r}")
+    if settings.judge_cascade not in ("all", "ambiguous"):
+        raise SettingsError(f"{ENV_PREFIX}JUDGE_CASCADE must be 'all' or 'ambiguous'")
+    return settings

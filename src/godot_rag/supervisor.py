@@ -1,0 +1,182 @@
+"""`godot-rag up`: the embedded stack as separate processes on loopback.
+
+PostgreSQL and nats-server under the data folder, then the six services, each
+its own process talking only over NATS and gRPC/Postgres. A service that dies
+is restarted; Ctrl-C or SIGTERM stops everything.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from godot_rag.infra.embedded import EmbeddedNats, EmbeddedPostgres, free_port
+from godot_rag.infra.store import migrate_sync
+from godot_rag.pipeline.kb import build_kb
+from godot_rag.settings import Settings
+
+log = logging.getLogger(__name__)
+
+SERVICES = ("parser", "chunker", "retriever", "judge", "aggregator", "gateway")
+
+
+class SupervisorError(RuntimeError):
+    pass
+
+
+@dataclass
+class Child:
+    name: str
+    port: int
+    proc: subprocess.Popen | None = None
+    restarts: int = 0
+    log_path: Path = field(default_factory=Path)
+
+
+def wait_healthy(addr: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    last_error = ""
+    with grpc.insecure_channel(addr) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            try:
+                if stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1).status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError as exc:
+                last_error = exc.code().name
+            time.sleep(0.1)
+    raise SupervisorError(f"{addr} not healthy after {timeout_s}s ({last_error})")
+
+
+class Supervisor:
+    def __init__(self, settings: Settings, echo=print):
+        self.settings = settings
+        self.echo = echo
+        self.pg = EmbeddedPostgres(settings.data_dir) if not settings.pg_dsn else None
+        self.nats = EmbeddedNats(settings.data_dir, settings.host, settings.nats_port) if not settings.nats_url else None
+        self.children: dict[str, Child] = {}
+        self.stopping = False
+        self._lock_fh = None
+
+    def _lock(self) -> None:
+        self.settings.run_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_fh = open(self.settings.run_dir / "up.lock", "w")
+        try:
+            fcntl.flock(self._lock_fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise SupervisorError(f"another godot-rag up already runs on {self.settings.data_dir}") from exc
+
+    def start(self) -> dict:
+        self._lock()
+        s = self.settings
+        dsn = s.pg_dsn
+        if self.pg is not None:
+            self.echo(f"starting PostgreSQL (pgvector, pg_trgm) in {self.pg.pgdata}")
+            dsn = self.pg.start()
+        applied = migrate_sync(dsn)
+        if applied:
+            self.echo(f"applied migrations: {', '.join(applied)}")
+        counts = build_kb(dsn, progress=lambda phase, done, total: self.echo(f"knowledge base: {phase} ({done}/{total})"))
+        if counts:
+            self.echo(f"knowledge base built: {counts}")
+        nats_url = s.nats_url
+        if self.nats is not None:
+            self.nats.start()
+            nats_url = self.nats.url
+            self.echo(f"nats-server (JetStream) listening on {nats_url}, store {self.nats.store_dir}")
+        ports = {name: getattr(s, f"{name}_port") or free_port(s.host) for name in SERVICES}
+        self.child_settings = s.with_overrides(pg_dsn=dsn, nats_url=nats_url, **{f"{n}_port": p for n, p in ports.items()})
+        logs = s.run_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        for name in SERVICES:
+            child = Child(name, ports[name], log_path=logs / f"{name}.log")
+            self.children[name] = child
+            self._spawn(child)
+        for name in SERVICES:
+            wait_healthy(f"{s.host}:{ports[name]}", 60)
+            self.echo(f"{name:<10} gRPC on {s.host}:{ports[name]}")
+        runtime = {
+            "pid": os.getpid(),
+            "gateway": f"{s.host}:{ports['gateway']}",
+            "services": {n: f"{s.host}:{p}" for n, p in ports.items()},
+            "nats_url": nats_url,
+            "pg_dsn": dsn,
+            "data_dir": str(s.data_dir),
+        }
+        tmp = s.runtime_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(runtime, indent=2))
+        tmp.replace(s.runtime_file)
+        self.echo(f"logs in {logs}; data in {s.data_dir}")
+        return runtime
+
+    def _spawn(self, child: Child) -> None:
+        env = {**os.environ, **self.child_settings.to_env(), "PYTHONUNBUFFERED": "1"}
+        fh = open(child.log_path, "ab")
+        child.proc = subprocess.Popen([sys.executable, "-m", f"services.{child.name}"], env=env, stdout=fh,
+                                      stderr=subprocess.STDOUT)
+        fh.close()
+
+    def watch(self, stop_flag: list[bool]) -> None:
+        """Restart services that die until asked to stop."""
+        while not stop_flag[0]:
+            for child in self.children.values():
+                if child.proc is not None and child.proc.poll() is not None and not self.stopping:
+                    child.restarts += 1
+                    self.echo(f"{child.name} exited with {child.proc.returncode}; restarting (#{child.restarts}), see {child.log_path}")
+                    if child.restarts > 20:
+                        raise SupervisorError(f"{child.name} keeps dying; see {child.log_path}")
+                    self._spawn(child)
+            time.sleep(0.3)
+
+    def stop(self) -> None:
+        self.stopping = True
+        for child in self.children.values():
+            if child.proc is not None and child.proc.poll() is None:
+                child.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for child in self.children.values():
+            if child.proc is None:
+                continue
+            try:
+                child.proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.proc.kill()
+                child.proc.wait(5)
+        if self.settings.runtime_file.exists():
+            self.settings.runtime_file.unlink()
+        if self.nats is not None:
+            self.nats.stop()
+        if self.pg is not None:
+            self.pg.stop()
+        if self._lock_fh is not None:
+            self._lock_fh.close()
+
+
+def run_up(settings: Settings, echo=print) -> int:
+    sup = Supervisor(settings, echo)
+    stop_flag = [False]
+
+    def on_signal(signum, frame):
+        stop_flag[0] = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        sup.start()
+        echo("godot-rag is up; Ctrl-C stops it")
+        sup.watch(stop_flag)
+        return 0
+    finally:
+        echo("stopping godot-rag")
+        sup.stop()

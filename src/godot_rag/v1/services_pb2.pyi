@@ -1,0 +1,222 @@
+from godot_rag.v1 import messages_pb2 as _messages_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ParseRequest(_message.Message):
+    __slots__ = ("project_id", "source_file", "source_kind", "source_text", "source_sha256")
+    PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FILE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_KIND_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_TEXT_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SHA256_FIELD_NUMBER: _ClassVar[int]
+    project_id: str
+    source_file: str
+    source_kind: str
+    source_text: bytes
+    source_sha256: str
+    def __init__(self, project_id: _Optional[str] = ..., source_file: _Optional[str] = ..., source_kind: _Optional[str] = ..., source_text: _Optional[bytes] = ..., source_sha256: _Optional[str] = ...) -> None: ...
+
+class ChunkRequest(_message.Message):
+    __slots__ = ("project_id", "source_file", "source_kind", "source_text", "source_sha256")
+    PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FILE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_KIND_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_TEXT_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SHA256_FIELD_NUMBER: _ClassVar[int]
+    project_id: str
+    source_file: str
+    source_kind: str
+    source_text: bytes
+    source_sha256: str
+    def __init__(self, project_id: _Optional[str] = ..., source_file: _Optional[str] = ..., source_kind: _Optional[str] = ..., source_text: _Optional[bytes] = ..., source_sha256: _Optional[str] = ...) -> None: ...
+
+class SearchRequest(_message.Message):
+    __slots__ = ("query", "limit_per_table")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_PER_TABLE_FIELD_NUMBER: _ClassVar[int]
+    query: _messages_pb2.RetrieverQuery
+    limit_per_table: int
+    def __init__(self, query: _Optional[_Union[_messages_pb2.RetrieverQuery, _Mapping]] = ..., limit_per_table: _Optional[int] = ...) -> None: ...
+
+class SearchResponse(_message.Message):
+    __slots__ = ("hits", "kb_version")
+    HITS_FIELD_NUMBER: _ClassVar[int]
+    KB_VERSION_FIELD_NUMBER: _ClassVar[int]
+    hits: _containers.RepeatedCompositeFieldContainer[_messages_pb2.RetrievalHit]
+    kb_version: str
+    def __init__(self, hits: _Optional[_Iterable[_Union[_messages_pb2.RetrievalHit, _Mapping]]] = ..., kb_version: _Optional[str] = ...) -> None: ...
+
+class BuildQueryRequest(_message.Message):
+    __slots__ = ("prompt", "chunk")
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    prompt: str
+    chunk: _messages_pb2.Chunk
+    def __init__(self, prompt: _Optional[str] = ..., chunk: _Optional[_Union[_messages_pb2.Chunk, _Mapping]] = ...) -> None: ...
+
+class VerdictRequest(_message.Message):
+    __slots__ = ("analysis_id",)
+    ANALYSIS_ID_FIELD_NUMBER: _ClassVar[int]
+    analysis_id: str
+    def __init__(self, analysis_id: _Optional[str] = ...) -> None: ...
+
+class ListChunksRequest(_message.Message):
+    __slots__ = ("analysis_id", "source_file")
+    ANALYSIS_ID_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FILE_FIELD_NUMBER: _ClassVar[int]
+    analysis_id: str
+    source_file: str
+    def __init__(self, analysis_id: _Optional[str] = ..., source_file: _Optional[str] = ...) -> None: ...
+
+class ChunkStatus(_message.Message):
+    __slots__ = ("trace", "span", "status", "stage", "judgment", "last_error")
+    TRACE_FIELD_NUMBER: _ClassVar[int]
+    SPAN_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    JUDGMENT_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    trace: _messages_pb2.ChunkTrace
+    span: _messages_pb2.Span
+    status: str
+    stage: str
+    judgment: _messages_pb2.Judgment
+    last_error: str
+    def __init__(self, trace: _Optional[_Union[_messages_pb2.ChunkTrace, _Mapping]] = ..., span: _Optional[_Union[_messages_pb2.Span, _Mapping]] = ..., status: _Optional[str] = ..., stage: _Optional[str] = ..., judgment: _Optional[_Union[_messages_pb2.Judgment, _Mapping]] = ..., last_error: _Optional[str] = ...) -> None: ...
+
+class ListChunksResponse(_message.Message):
+    __slots__ = ("chunks",)
+    CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    chunks: _containers.RepeatedCompositeFieldContainer[ChunkStatus]
+    def __init__(self, chunks: _Optional[_Iterable[_Union[ChunkStatus, _Mapping]]] = ...) -> None: ...
+
+class SubmitRequest(_message.Message):
+    __slots__ = ("prompt", "path", "expanded_text", "snippet", "snippet_kind", "project_id")
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    EXPANDED_TEXT_FIELD_NUMBER: _ClassVar[int]
+    SNIPPET_FIELD_NUMBER: _ClassVar[int]
+    SNIPPET_KIND_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    prompt: str
+    path: str
+    expanded_text: str
+    snippet: str
+    snippet_kind: str
+    project_id: str
+    def __init__(self, prompt: _Optional[str] = ..., path: _Optional[str] = ..., expanded_text: _Optional[str] = ..., snippet: _Optional[str] = ..., snippet_kind: _Optional[str] = ..., project_id: _Optional[str] = ...) -> None: ...
+
+class SubmitResponse(_message.Message):
+    __slots__ = ("analysis_id", "project_id", "files_included", "files_excluded")
+    ANALYSIS_ID_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    FILES_INCLUDED_FIELD_NUMBER: _ClassVar[int]
+    FILES_EXCLUDED_FIELD_NUMBER: _ClassVar[int]
+    analysis_id: str
+    project_id: str
+    files_included: int
+    files_excluded: int
+    def __init__(self, analysis_id: _Optional[str] = ..., project_id: _Optional[str] = ..., files_included: _Optional[int] = ..., files_excluded: _Optional[int] = ...) -> None: ...
+
+class GetRequest(_message.Message):
+    __slots__ = ("analysis_id",)
+    ANALYSIS_ID_FIELD_NUMBER: _ClassVar[int]
+    analysis_id: str
+    def __init__(self, analysis_id: _Optional[str] = ...) -> None: ...
+
+class FileResult(_message.Message):
+    __slots__ = ("source_file", "source_kind", "status", "excluded_reason", "source_sha256", "chunk_count", "errors", "error")
+    SOURCE_FILE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_KIND_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDED_REASON_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SHA256_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_COUNT_FIELD_NUMBER: _ClassVar[int]
+    ERRORS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    source_file: str
+    source_kind: str
+    status: str
+    excluded_reason: str
+    source_sha256: str
+    chunk_count: int
+    errors: _containers.RepeatedCompositeFieldContainer[_messages_pb2.SourceError]
+    error: str
+    def __init__(self, source_file: _Optional[str] = ..., source_kind: _Optional[str] = ..., status: _Optional[str] = ..., excluded_reason: _Optional[str] = ..., source_sha256: _Optional[str] = ..., chunk_count: _Optional[int] = ..., errors: _Optional[_Iterable[_Union[_messages_pb2.SourceError, _Mapping]]] = ..., error: _Optional[str] = ...) -> None: ...
+
+class ChunkResult(_message.Message):
+    __slots__ = ("trace", "span", "status", "judgment", "retriever_query", "hits", "last_error")
+    TRACE_FIELD_NUMBER: _ClassVar[int]
+    SPAN_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    JUDGMENT_FIELD_NUMBER: _ClassVar[int]
+    RETRIEVER_QUERY_FIELD_NUMBER: _ClassVar[int]
+    HITS_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    trace: _messages_pb2.ChunkTrace
+    span: _messages_pb2.Span
+    status: str
+    judgment: _messages_pb2.Judgment
+    retriever_query: _messages_pb2.RetrieverQuery
+    hits: _containers.RepeatedCompositeFieldContainer[_messages_pb2.RetrievalHit]
+    last_error: str
+    def __init__(self, trace: _Optional[_Union[_messages_pb2.ChunkTrace, _Mapping]] = ..., span: _Optional[_Union[_messages_pb2.Span, _Mapping]] = ..., status: _Optional[str] = ..., judgment: _Optional[_Union[_messages_pb2.Judgment, _Mapping]] = ..., retriever_query: _Optional[_Union[_messages_pb2.RetrieverQuery, _Mapping]] = ..., hits: _Optional[_Iterable[_Union[_messages_pb2.RetrievalHit, _Mapping]]] = ..., last_error: _Optional[str] = ...) -> None: ...
+
+class AnalysisResult(_message.Message):
+    __slots__ = ("analysis_id", "project_id", "prompt", "status", "verdict", "files", "chunks", "dead_letters")
+    ANALYSIS_ID_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_FIELD_NUMBER: _ClassVar[int]
+    DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
+    analysis_id: str
+    project_id: str
+    prompt: str
+    status: str
+    verdict: _messages_pb2.Verdict
+    files: _containers.RepeatedCompositeFieldContainer[FileResult]
+    chunks: _containers.RepeatedCompositeFieldContainer[ChunkResult]
+    dead_letters: _containers.RepeatedCompositeFieldContainer[DeadLetter]
+    def __init__(self, analysis_id: _Optional[str] = ..., project_id: _Optional[str] = ..., prompt: _Optional[str] = ..., status: _Optional[str] = ..., verdict: _Optional[_Union[_messages_pb2.Verdict, _Mapping]] = ..., files: _Optional[_Iterable[_Union[FileResult, _Mapping]]] = ..., chunks: _Optional[_Iterable[_Union[ChunkResult, _Mapping]]] = ..., dead_letters: _Optional[_Iterable[_Union[DeadLetter, _Mapping]]] = ...) -> None: ...
+
+class DeadLetter(_message.Message):
+    __slots__ = ("stage", "subject", "key", "error", "deliveries")
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    DELIVERIES_FIELD_NUMBER: _ClassVar[int]
+    stage: str
+    subject: str
+    key: str
+    error: str
+    deliveries: int
+    def __init__(self, stage: _Optional[str] = ..., subject: _Optional[str] = ..., key: _Optional[str] = ..., error: _Optional[str] = ..., deliveries: _Optional[int] = ...) -> None: ...
+
+class Progress(_message.Message):
+    __slots__ = ("analysis_id", "status", "files_total", "files_chunked", "chunks_total", "chunks_done", "chunks_failed", "verdict")
+    ANALYSIS_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    FILES_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    FILES_CHUNKED_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_DONE_FIELD_NUMBER: _ClassVar[int]
+    CHUNKS_FAILED_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
+    analysis_id: str
+    status: str
+    files_total: int
+    files_chunked: int
+    chunks_total: int
+    chunks_done: int
+    chunks_failed: int
+    verdict: _messages_pb2.Verdict
+    def __init__(self, analysis_id: _Optional[str] = ..., status: _Optional[str] = ..., files_total: _Optional[int] = ..., files_chunked: _Optional[int] = ..., chunks_total: _Optional[int] = ..., chunks_done: _Optional[int] = ..., chunks_failed: _Optional[int] = ..., verdict: _Optional[_Union[_messages_pb2.Verdict, _Mapping]] = ...) -> None: ...
