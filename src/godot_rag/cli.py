@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from godot_rag.pipeline.export import result_to_json
 from godot_rag.settings import Settings, SettingsError, load_settings
 
 DEFAULT_PROMPT = "Is this Godot 3 or Godot 4, and what is the basis for converting it?"
@@ -90,53 +91,6 @@ def stop_stack(proc: subprocess.Popen) -> None:
 
 
 # ---------------------------------------------------------------- analyze
-
-def result_to_json(result) -> dict:
-    """The stable --json shape. Fields may be added, never renamed."""
-    from godot_rag import convert
-
-    verdict = result.verdict
-    out = {
-        "analysis_id": result.analysis_id,
-        "project_id": result.project_id,
-        "prompt": result.prompt,
-        "status": result.status,
-        "verdict": {"label": verdict.label, "confidence": verdict.confidence, "counts": dict(verdict.counts), "basis": list(verdict.basis)},
-        "files": [
-            {"source_file": f.source_file, "source_kind": f.source_kind, "status": f.status, "excluded_reason": f.excluded_reason,
-             "source_sha256": f.source_sha256, "chunk_count": f.chunk_count, "error": f.error,
-             "errors": [convert.to_dict(e) for e in f.errors]}
-            for f in result.files
-        ],
-        "chunks": [],
-        "dead_letters": [convert.to_dict(d) for d in result.dead_letters],
-    }
-    for c in result.chunks:
-        j = c.judgment
-        out["chunks"].append({
-            "source_file": c.trace.source_file,
-            "chunk_id": c.trace.chunk_id,
-            "chunk_order": c.trace.chunk_order,
-            "chunk_kind": c.trace.chunk_kind,
-            "start_line": c.span.start_line,
-            "end_line": c.span.end_line,
-            "status": c.status,
-            "signal": j.signal,
-            "needs_migration": j.needs_migration,
-            "confidence": j.confidence,
-            "judge": {"kind": j.judge_kind, "model": j.model, "prompt_version": j.prompt_version},
-            "explanation": j.explanation,
-            "evidence": [{"table": e.table, "record_id": e.record_id, "relevant": e.relevant, "why": e.why} for e in j.evidence],
-            "migration_notes": [{"line": n.line, "old": n.old, "new": n.new, "basis_record_id": n.basis_record_id}
-                                for n in j.migration_notes],
-            "retriever_query": {"query_text": c.retriever_query.query_text, "query_terms": list(c.retriever_query.query_terms),
-                                "prompt_terms": list(c.retriever_query.prompt_terms)},
-            "hits": [{"table": h.table, "record_id": h.record_id, "title": h.title, "score": h.score,
-                      "component_scores": dict(h.component_scores)} for h in c.hits],
-            "last_error": c.last_error,
-        })
-    return out
-
 
 def analyze_one(stub, target: str, prompt: str, kind: str = "") -> dict:
     from godot_rag.v1 import services_pb2 as spb

@@ -221,7 +221,8 @@ def split_expanded_text(text: str) -> list[ExpandedBlock]:
     line, whose path looks like a relative file path. That is what keeps a
     Markdown title right under "# README.md" (no blank line before it) or a
     GDScript comment inside a function from being read as a file boundary.
-    The blank line before the next header is a separator, not content.
+    The blank line that ends a block (before the next header, or at the end
+    of the text as ``expand`` writes it) is a separator, not content.
     """
     text = text.replace("\r\n", "\n") if "\r\n" in text and "\n" not in text.replace("\r\n", "") else text
     lines = text.split("\n")
@@ -241,7 +242,7 @@ def split_expanded_text(text: str) -> list[ExpandedBlock]:
     for n, (i, path) in enumerate(headers):
         end = headers[n + 1][0] if n + 1 < len(headers) else len(lines)
         body = lines[i + 1 : end]
-        if n + 1 < len(headers) and body and body[-1] == "":
+        if body and body[-1] == "":
             body = body[:-1]
         content = "\n".join(body) + "\n" if body else ""
         if path in seen:

