@@ -8,7 +8,7 @@ from godot_rag.domain.ingest import IngestError
 from godot_rag.errors import NotFoundError
 from godot_rag.infra.service import ServiceContext
 from godot_rag.pipeline.results import analysis_result, verdict_pb
-from godot_rag.pipeline.submit import collect, submit
+from godot_rag.pipeline.submit import collect, submit_all
 from godot_rag.v1 import services_pb2 as spb
 from godot_rag.v1 import services_pb2_grpc as sgrpc
 
@@ -21,18 +21,33 @@ class AnalysisServicer(sgrpc.AnalysisServiceServicer):
         if not request.prompt.strip():
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "a prompt is required")
         which = request.WhichOneof("input")
+        if which is None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                                "nothing to analyse: set path, git_url, archive, expanded_text or snippet")
         try:
-            collected = await asyncio.to_thread(
-                collect, path=request.path if which == "path" else "", expanded_text=request.expanded_text if which == "expanded_text" else "",
+            # Cloning, extracting and reading files block: keep them off the event loop.
+            submission = await asyncio.to_thread(
+                collect, path=request.path if which == "path" else "",
+                expanded_text=request.expanded_text if which == "expanded_text" else "",
                 snippet=request.snippet if which == "snippet" else "", snippet_kind=request.snippet_kind,
-                project_id=request.project_id, max_bytes=self.ctx.settings.max_file_bytes,
+                git_url=request.git_url if which == "git_url" else "", git_ref=request.git_ref,
+                archive=request.archive if which == "archive" else b"", archive_name=request.archive_name,
+                project_id=request.project_id, settings=self.ctx.settings,
             )
         except IngestError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        aid, _ = await submit(self.ctx.store, self.ctx.bus, collected, request.prompt)
-        return spb.SubmitResponse(analysis_id=aid, project_id=collected.project_id,
-                                  files_included=sum(1 for f in collected.files if f.included),
-                                  files_excluded=sum(1 for f in collected.files if not f.included))
+        submitted = await submit_all(self.ctx.store, self.ctx.bus, submission, request.prompt)
+        response = spb.SubmitResponse(source_origin=submission.source_origin, input_ref=submission.input_ref)
+        for s in submitted:
+            response.projects.append(spb.SubmittedProject(
+                analysis_id=s.analysis_id, project_id=s.project_id, project_root=s.root, files_included=s.files_included,
+                files_excluded=s.files_excluded, created=s.created,
+            ))
+        if submitted:
+            first = submitted[0]
+            response.analysis_id, response.project_id = first.analysis_id, first.project_id
+            response.files_included, response.files_excluded = first.files_included, first.files_excluded
+        return response
 
     async def Get(self, request: spb.GetRequest, context: grpc.aio.ServicerContext):
         try:

@@ -37,6 +37,11 @@ class Settings:
     web_port: int = 0
     gateway_addr: str = ""  # where the CLI finds a running gateway; empty = read data_dir/runtime.json
     max_file_bytes: int = 2 * 1024 * 1024
+    # Uploaded archives and fetched git trees: refused as a whole past these (bombs).
+    archive_max_total_bytes: int = 512 * 1024 * 1024  # all extracted bytes together
+    archive_max_ratio: float = 100.0  # extracted bytes / archive bytes (applies above 1 MiB extracted)
+    archive_max_entries: int = 50_000
+    git_timeout_s: float = 120.0  # whole clone + tree read; an unreachable remote fails within it
     retrieval_limit_per_table: int = 5
     judge: str = "rules"  # rules | llm
     judge_cascade: str = "all"  # all | ambiguous
@@ -53,6 +58,11 @@ class Settings:
     @property
     def run_dir(self) -> Path:
         return self.data_dir / "run"
+
+    @property
+    def work_dir(self) -> Path:
+        """Working folders of git clones and extracted archives, removed once read."""
+        return self.data_dir / "work"
 
     @property
     def runtime_file(self) -> Path:

@@ -4,7 +4,10 @@ as separate processes, exactly as `godot-rag up` runs them."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
+from pathlib import Path
 
 import grpc
 import psycopg
@@ -33,7 +36,10 @@ class Stack:
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp("godot-rag-data")
+    # PostgreSQL runs as the 'pgserver' user when the tests run as root: the
+    # data folder must be reachable by it, which pytest's 0700 tmp dirs are not.
+    data_dir = Path(tempfile.mkdtemp(prefix="godot-rag-test-"))
+    data_dir.chmod(0o755)
     settings = load_settings({"GODOT_RAG_DATA_DIR": str(data_dir)})
     messages: list[str] = []
     supervisor = Supervisor(settings, echo=messages.append)
@@ -48,3 +54,4 @@ def stack(tmp_path_factory):
     finally:
         stop_flag[0] = True
         supervisor.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)

@@ -32,3 +32,20 @@ def test_failed_chunks_are_counted_not_weighed():
     v = compute_verdict([outcome("godot4")] * 3 + [outcome("", status="failed")])
     assert v.label == "godot4" and v.counts["failed"] == 1
     assert any("failed" in b for b in v.basis)
+
+
+def test_a_whole_godot3_script_in_a_godot4_project_is_mixed():
+    g4 = [ChunkOutcome("project.godot", "project_config", "config_version", "done", "godot4", 0.99)]
+    g4 += [ChunkOutcome("player.gd", "gdscript", "function", "done", "godot4", 0.95)] * 3
+    enemy = [ChunkOutcome("enemy.gd", "gdscript", "class_extends", "done", "godot3", 0.9),
+             ChunkOutcome("enemy.gd", "gdscript", "function", "done", "godot3", 0.9)]
+    v = compute_verdict(g4 + enemy)
+    assert v.label == "mixed"
+    assert any("enemy.gd" in b for b in v.basis)
+
+
+def test_one_stray_godot3_fact_does_not_make_a_godot4_project_mixed():
+    g4 = [ChunkOutcome("project.godot", "project_config", "config_version", "done", "godot4", 0.99)]
+    g4 += [ChunkOutcome("player.gd", "gdscript", "function", "done", "godot4", 0.95)] * 3
+    stray = [ChunkOutcome("hud.gd", "gdscript", "function", "done", "godot3", 0.9)]
+    assert compute_verdict(g4 + stray).label == "godot4"

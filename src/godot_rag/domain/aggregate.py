@@ -25,6 +25,11 @@ KIND_WEIGHT = {"gdscript": 1.0, "project_config": 1.0, "scene": 0.5, "resource":
 CHUNK_KIND_WEIGHT = {"config_version": 5.0, "features": 3.0}
 # Share of the weighted signal one side needs for a clean label.
 CLEAN_SHARE = 0.85
+# A file counts as written for the minority version when its minority weight
+# reaches this (about two confident facts) and dominates the file: one whole
+# Godot 3 script in a Godot 4 project makes the project mixed, a stray fact
+# in an otherwise clean project does not.
+MINORITY_FILE_WEIGHT = 1.5
 
 
 @dataclass(frozen=True)
@@ -60,12 +65,18 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
     share3 = s3 / total
     # More weighted evidence -> more confidence, saturating around a handful of chunks.
     amount = total / (total + 2.0)
+    minority_files: list[str] = []
     if share3 >= CLEAN_SHARE:
         label, conf = VERDICT_GODOT3, share3 * amount
+        minority_files = _minority_files(files4, files3)
     elif share3 <= 1 - CLEAN_SHARE:
         label, conf = VERDICT_GODOT4, (1 - share3) * amount
+        minority_files = _minority_files(files3, files4)
     else:
         label, conf = VERDICT_MIXED, (1 - abs(share3 - 0.5) * 2) * amount
+    if minority_files:
+        minority = "Godot 4" if label == VERDICT_GODOT3 else "Godot 3"
+        label, conf = VERDICT_MIXED, max(0.5, conf * 0.8)
     basis = [
         f"Godot 3 signal weight {s3:.2f} from {counts['godot3']} chunks; Godot 4 signal weight {s4:.2f} from {counts['godot4']} chunks",
     ]
@@ -73,6 +84,12 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
         top = sorted(files.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
         if top:
             basis.append(f"strongest {name} files: " + ", ".join(f"{f} ({w:.2f})" for f, w in top))
+    if minority_files:
+        basis.append(f"mixed: written for {minority}: " + ", ".join(minority_files))
     if counts["failed"]:
         basis.append(f"{counts['failed']} chunks failed and are not counted")
     return Verdict(label, round(conf, 3), counts, tuple(basis))
+
+
+def _minority_files(minority: dict[str, float], majority: dict[str, float]) -> list[str]:
+    return sorted(f for f, w in minority.items() if w >= MINORITY_FILE_WEIGHT and w >= 2 * majority.get(f, 0.0))

@@ -43,9 +43,10 @@ A standalone annotation line (``@rpc``, ``@warning_ignore(...)``,
 comment block (consecutive comment lines; ``#region``/``#endregion`` count as
 comments) belongs to the declaration after it, except when it touches the
 declaration before it and is followed by a blank line: then it is a trailing
-note of that declaration.  Comments at the end of the file belong to the last
-chunk; a file of comments only is one ``statement`` chunk.  Comments inside a
-function belong to the function.
+note of that declaration.  ``#endregion`` closes what is above it and always
+joins the declaration before it.  Comments at the end of the file belong to
+the last chunk; a file of comments only is one ``statement`` chunk.  Comments
+inside a function belong to the function.
 
 Spans, ids, order
 -----------------
@@ -92,10 +93,11 @@ per character, line breaks kept: same length as ``code_text``.
   2. ``Class.MEMBER`` accesses (``Vector2.ZERO``, ``Engine.editor_hint``);
   3. method calls on a variable, ``var.method`` (``velocity.normalized``,
      ``hit.emit``, ``super.foo``), or on the result of a plain call, written
-     ``f().method`` (``get_tree().change_scene``), except a small stop list
-     of generic container/math methods (``length``, ``size``, ``abs``,
-     ``append``...; see ``gdscript_candidates.STOP_METHODS``).  Field
-     accesses on variables (``velocity.x``) are not candidates;
+     ``f().method`` (``get_tree().change_scene``; not for ``preload``/
+     ``load``/``get_node`` results, which are user content), except a small
+     stop list of generic container/math methods (``length``, ``size``,
+     ``abs``, ``append``...; see ``gdscript_candidates.STOP_METHODS``).
+     Field accesses on variables (``velocity.x``) are not candidates;
   4. calls of known migration-relevant engine methods and global functions
      (``yield``, ``connect``, ``emit_signal``, ``set_deferred``,
      ``move_and_slide``, ``instance``, ``rand_range``...; see
@@ -104,7 +106,9 @@ per character, line breaks kept: same length as ``code_text``.
      Godot 3 super calls as written (``._ready``).
   Other bare calls (``hide()``, ``show()``) and calls on node paths
   (``$Sprite.play()``) are not candidates.  Receivers declared in the same
-  file (enums, inner classes, constants) are user code, not engine API.
+  file (enums, inner classes, constants) are user code, not engine API:
+  ``State.IDLE`` is not a candidate, ``Bullet.instance()`` gives
+  ``instance`` by rule 4.
 
 ``reference_candidates`` (order of first appearance): ``res://``,
 ``user://`` and ``uid://`` paths inside string literals; the first string
@@ -122,11 +126,15 @@ range, joined by ``\\n``.  Empty for tool/class_name/class_extends chunks.
 Syntax errors
 -------------
 Lines inside an ERROR node nested in a function stay in that function.  A
-class-level ERROR region is cut at the lines that start at the region's
-indentation; each piece is re-parsed on its own (same byte offsets) and
-chunked normally when it parses cleanly, otherwise it becomes one chunk whose
-kind is guessed from its first keyword (``func`` -> function...), or
-``statement``, with node_kind ``ERROR``.
+class-level ERROR region, or a broken declaration that swallowed later lines
+at its own indentation (``func f():`` with a bad body eating ``func g():``),
+is cut at the lines that start code at the region's indentation; each piece
+is re-parsed on its own (tree-sitter included ranges, so byte offsets stay
+those of the file) and chunked normally when it parses cleanly, otherwise it
+becomes one chunk whose kind is guessed from its first keyword (``func`` ->
+function...), or ``statement``, with node_kind ``ERROR``.  The errors
+reported for such a region are those of its pieces that still fail on their
+own (precise positions); otherwise the region's own ERROR/MISSING nodes.
 
 Invariants (checked on every call; a violation raises AssertionError because
 it is a parser bug, not bad input): code_text equals the span's bytes;
@@ -268,11 +276,9 @@ class _Group:
     refs: list[tuple[int, str]]
 
 
-@dataclass(slots=True)
-class _Capture:
-    start: int
-    end: int
-    kind: str
+# A query capture: (start byte, end byte, capture name).
+_Capture = tuple[int, int, str]
+_WHITESPACE_BYTES = frozenset(b" \t\r\n\f\v")
 
 
 def _failed(source_file: str, sha: str, message: str, line: int = 1, column: int = 1) -> ChunkingResult:
@@ -360,6 +366,12 @@ class _Chunker:
         self.class_headers: dict[tuple[str, ...], tuple[int, int]] = {}
         self.header_lines: list[tuple[int, int]] = []
         self.local_types: set[str] = set()
+        # Errors found by re-parsing the pieces of a cut region, keyed by the
+        # region node's byte range: more precise than the region itself.
+        self.region_errors: dict[tuple[int, int], list[SourceError]] = {}
+        # Per-file caches for surrounding_context.
+        self.word_patterns: dict[str, re.Pattern[str]] = {}
+        self.range_texts: dict[tuple[int, int], str] = {}
 
     # ----------------------------------------------------------------- lines
     def line_of(self, offset: int) -> int:
@@ -380,25 +392,36 @@ class _Chunker:
         return not self.src[self.line_start(line) : self.line_end(line)].strip()
 
     def node_lines(self, node: Node) -> tuple[int, int]:
-        start = self.line_of(node.start_byte)
-        end = self.line_of(max(node.end_byte - 1, node.start_byte))
-        while end > start and self.is_blank(end):
-            end -= 1
+        first_byte, end_byte = node.start_byte, node.end_byte
+        last_byte = max(end_byte - 1, first_byte)
+        start = self.line_of(first_byte)
+        end = self.line_of(last_byte)
+        src = self.src
+        # Most nodes begin and end with a token; ERROR nodes may begin or end
+        # with whitespace-only lines.
+        if first_byte < len(src) and src[first_byte] in _WHITESPACE_BYTES:
+            while start < end and self.is_blank(start):
+                start += 1
+        if last_byte < len(src) and src[last_byte] in _WHITESPACE_BYTES:
+            while end > start and self.is_blank(end):
+                end -= 1
         return start, end
 
     def text(self, start: int, end: int) -> str:
-        return self.src[start:end].decode("utf-8")
+        # Error recovery can cut a node inside a multi-byte character;
+        # line-aligned ranges (code_text) are always whole.
+        return self.src[start:end].decode("utf-8", errors="replace")
 
     # ------------------------------------------------------------------ run
     def run(self) -> tuple[tuple[Chunk, ...], tuple[SourceError, ...]]:
         parser = Parser(_language())
         tree = parser.parse(self.src)
         root = tree.root_node
-        errors = self._errors(root) if root.has_error else ()
         if root.type == "ERROR":
             self._error_region(root, ())
         else:
             self._build(root.children, ())
+        errors = self._errors(root) if root.has_error else ()
         self._normalise_pieces()
         groups = self._group(self._attach())
         captures = self._captures(root)
@@ -412,20 +435,36 @@ class _Chunker:
         stack = [root]
         while stack:
             node = stack.pop()
-            if node.is_error:
-                snippet = self.text(node.start_byte, min(node.end_byte, node.start_byte + 40))
-                snippet = snippet.split("\n", 1)[0].strip()
-                found.append(self._error_at(node, f"syntax error near {snippet!r}"))
-                continue
-            if node.is_missing:
-                found.append(self._error_at(node, f"syntax error: missing {node.type!r}"))
-                continue
-            stack.extend(child for child in reversed(node.children) if child.has_error or child.is_missing)
-        found.sort(key=lambda err: (err.line, err.column, err.end_line, err.end_column))
-        return tuple(found)
+            refined = self.region_errors.get((node.start_byte, node.end_byte))
+            if refined:
+                found.extend(refined)
+            elif node.is_error or node.is_missing:
+                found.extend(self._collect_errors(node))
+            else:
+                stack.extend(child for child in node.children if child.has_error or child.is_missing)
+        unique = set(found)
+        return tuple(sorted(unique, key=lambda e: (e.line, e.column, e.end_line, e.end_column, e.message)))
 
     def _column(self, line: int, offset: int) -> int:
         return len(self.src[self.starts[line] : offset].decode("utf-8", errors="replace")) + 1
+
+    def _collect_errors(self, root: Node) -> list[SourceError]:
+        found: list[SourceError] = []
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if node.is_error:
+                # 40 bytes may end inside a character: drop the partial one.
+                snippet = self.src[node.start_byte : min(node.end_byte, node.start_byte + 40)].decode(
+                    "utf-8", errors="ignore"
+                )
+                snippet = snippet.split("\n", 1)[0].strip()
+                found.append(self._error_at(node, f"syntax error near {snippet!r}"))
+            elif node.is_missing:
+                found.append(self._error_at(node, f"syntax error: missing {node.type!r}"))
+            else:
+                stack.extend(child for child in node.children if child.has_error or child.is_missing)
+        return found
 
     def _error_at(self, node: Node, message: str) -> SourceError:
         start_line = self.line_of(node.start_byte)
@@ -588,7 +627,8 @@ class _Chunker:
         inner_scope = scope + (name,)
         # class_body starts right after the colon; its first member tells
         # where the header ends.
-        members = [child for child in body.children if child.end_byte > child.start_byte] if body is not None else []
+        children = body.children if body is not None else []
+        members = [child for child in children if child.end_byte > child.start_byte]
         body_line = self.line_of(members[0].start_byte) if members else start
         recurse = body_line > start
         if recurse:
@@ -620,17 +660,21 @@ class _Chunker:
 
     def _error_region(self, node: Node, scope: tuple[str, ...]) -> None:
         first, last, seg_starts = self._segment_starts(node)
+        refined = self.region_errors.setdefault((node.start_byte, node.end_byte), [])
         for index, seg_first in enumerate(seg_starts):
             seg_last = seg_starts[index + 1] - 1 if index + 1 < len(seg_starts) else last
             while seg_last > seg_first and self.is_blank(seg_last):
                 seg_last -= 1
-            start_byte = node.start_byte if index == 0 else self.starts[seg_first]
+            start_byte = max(node.start_byte, self.starts[seg_first])
             end_byte = self.line_end(seg_last)
             if index + 1 == len(seg_starts):
                 end_byte = min(end_byte, node.end_byte)
-            self._segment(start_byte, max(end_byte, start_byte), seg_first, seg_last, scope)
+            refined.extend(self._segment(start_byte, max(end_byte, start_byte), seg_first, seg_last, scope))
 
-    def _segment(self, start_byte: int, end_byte: int, first: int, last: int, scope: tuple[str, ...]) -> None:
+    def _segment(
+        self, start_byte: int, end_byte: int, first: int, last: int, scope: tuple[str, ...]
+    ) -> list[SourceError]:
+        """Chunk one piece of a cut region; return the errors it still has."""
         start_point = (first, start_byte - self.starts[first])
         end_line = self.line_of(max(end_byte - 1, start_byte))
         end_point = (end_line, end_byte - self.starts[end_line])
@@ -638,19 +682,25 @@ class _Chunker:
         sub_root = sub.parse(self.src).root_node
         if not sub_root.has_error and sub_root.type != "ERROR":
             self._build(sub_root.children, scope)
-            return
+            return []
         # Still broken on its own: one chunk, kind guessed from the keyword.
-        head = _SEGMENT_HEAD.match(self.text(start_byte, self.line_end(first)))
+        head_text = self.text(start_byte, self.line_end(first))
+        head = _SEGMENT_HEAD.match(head_text)
         kind = KIND_STATEMENT
         name: str | None = None
+        symbols: list[tuple[int, str]] = []
         if head is not None:
             kind = _SEGMENT_KINDS[head.group(1)]
             if kind not in _ORDINAL_KINDS:
                 name = head.group(2)
                 if name is None:
                     kind = KIND_STATEMENT
-        piece = _Piece(kind, _DECL, first, last, scope, ["ERROR"], name)
+                elif kind != KIND_FUNCTION:
+                    # A declaration's own name is a symbol even when broken.
+                    symbols.append((start_byte + len(head_text[: head.start(2)].encode("utf-8")), name))
+        piece = _Piece(kind, _DECL, first, last, scope, ["ERROR"], name, symbols)
         self.pieces.append(piece)
+        return self._collect_errors(sub_root)
 
     # ------------------------------------------------------------- assembly
     def _normalise_pieces(self) -> None:
@@ -675,11 +725,13 @@ class _Chunker:
                 if self.src[gap_start:gap_end].strip():
                     scope = covered[-1].scope if covered else ()
                     for line in range(previous_end + 1, next_start):
-                        if not self.is_blank(line):
-                            if covered and covered[-1].end_line == line - 1 and covered[-1].node_types == ["text"]:
-                                covered[-1].end_line = line
-                            else:
-                                covered.append(_Piece(KIND_STATEMENT, _DECL, line, line, scope, ["text"]))
+                        if self.is_blank(line):
+                            continue
+                        stray = covered[-1] if covered else None
+                        if stray is not None and stray.end_line == line - 1 and stray.node_types == ["text"]:
+                            stray.end_line = line
+                        else:
+                            covered.append(_Piece(KIND_STATEMENT, _DECL, line, line, scope, ["text"]))
             if piece is not None:
                 covered.append(piece)
                 previous_end = piece.end_line
@@ -695,8 +747,8 @@ class _Chunker:
                 return
             previous = decls[-1] if decls else None
             if previous is None and next_decl is None:
-                only = _Piece(KIND_STATEMENT, _DECL, pending[0].start_line, pending[-1].end_line, (), ["comment"])
-                decls.append(only)
+                first, last = pending[0].start_line, pending[-1].end_line
+                decls.append(_Piece(KIND_STATEMENT, _DECL, first, last, (), ["comment"]))
                 pending.clear()
                 return
             blocks: list[list[_Piece]] = [[pending[0]]]
@@ -766,10 +818,8 @@ class _Chunker:
     # -------------------------------------------------------------- captures
     def _captures(self, root: Node) -> list[_Capture]:
         found = QueryCursor(_query()).captures(root)
-        captures = [
-            _Capture(node.start_byte, node.end_byte, kind) for kind, nodes in found.items() for node in nodes
-        ]
-        captures.sort(key=lambda c: (c.start, -c.end))
+        captures = [(node.start_byte, node.end_byte, kind) for kind, nodes in found.items() for node in nodes]
+        captures.sort()
         return captures
 
     # ---------------------------------------------------------------- chunks
@@ -783,10 +833,10 @@ class _Chunker:
             start_byte = self.line_start(group.start_line)
             end_byte = self.line_end(group.end_line)
             # Captures are sorted by start; chunks are in file order.
-            while capture_index < len(captures) and captures[capture_index].start < start_byte:
+            while capture_index < len(captures) and captures[capture_index][0] < start_byte:
                 capture_index += 1
             first_capture = capture_index
-            while capture_index < len(captures) and captures[capture_index].start < end_byte:
+            while capture_index < len(captures) and captures[capture_index][0] < end_byte:
                 capture_index += 1
             mine = captures[first_capture:capture_index]
 
@@ -825,7 +875,7 @@ class _Chunker:
         def offset(byte: int) -> int:
             if chunk_ascii:
                 return byte - start_byte
-            return len(raw[: byte - start_byte].decode("utf-8"))
+            return len(raw[: byte - start_byte].decode("utf-8", errors="ignore"))
 
         mask_ranges: list[tuple[int, int]] = []
         scan_ranges: list[tuple[int, int]] = []
@@ -834,8 +884,8 @@ class _Chunker:
         apis: list[tuple[int, str]] = []
         base_dots: set[int] = set()
         src = self.src
-        for capture in captures:
-            start, end, kind = capture.start, min(capture.end, end_byte), capture.kind
+        for start, end, kind in captures:
+            end = min(end, end_byte)
             if kind == "mask":
                 mask_ranges.append((start, end))
             elif kind == "string" or kind == "literal" or kind == "node_path":
@@ -896,21 +946,31 @@ class _Chunker:
             header = self.class_headers.get(group.scope[:depth])
             if header is not None:
                 ranges.add(header)
-        words = cand.identifiers(scan)
-        if group.kind == KIND_FUNCTION and group.name is not None:
-            words.discard(group.name)  # `func r()` does not use a member `r`
+        # Innermost class first: a member shadows an outer one of that name.
         resolved: set[str] = set()
+        if group.kind == KIND_FUNCTION and group.name is not None:
+            resolved.add(group.name)  # `func r()` does not use a member `r`
         for depth in range(len(group.scope), -1, -1):
-            members = self.members.get(group.scope[:depth])
-            if not members:
-                continue
-            for word in words & members.keys():
-                if word not in resolved:
-                    resolved.add(word)
-                    ranges.add(members[word])
-        inside = [r for r in ranges if not (group.start_line <= r[0] and r[1] <= group.end_line)]
-        inside.sort()
-        return "\n".join(self.text(self.line_start(a), self.line_end(b)) for a, b in inside)
+            for name, lines in self.members.get(group.scope[:depth], {}).items():
+                if name in resolved or name not in scan:
+                    continue
+                pattern = self.word_patterns.get(name)
+                if pattern is None:
+                    pattern = self.word_patterns[name] = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+                if pattern.search(scan) is not None:
+                    resolved.add(name)
+                    ranges.add(lines)
+        parts: list[str] = []
+        for line_range in sorted(ranges):
+            if group.start_line <= line_range[0] and line_range[1] <= group.end_line:
+                continue  # the chunk's own declaration
+            text = self.range_texts.get(line_range)
+            if text is None:
+                text = self.range_texts[line_range] = self.text(
+                    self.line_start(line_range[0]), self.line_end(line_range[1])
+                )
+            parts.append(text)
+        return "\n".join(parts)
 
     # ------------------------------------------------------------ invariants
     def _check(self, chunks: tuple[Chunk, ...]) -> None:
@@ -931,7 +991,10 @@ class _Chunker:
                 raise AssertionError(f"{where}: overlaps the previous chunk")
             if src[previous_end : span.start_byte].strip():
                 raise AssertionError(f"{where}: non-blank text before it belongs to no chunk")
-            if not chunk.code_text.strip() or self.is_blank(span.start_line - 1) or self.is_blank(span.end_line - 1):
+            text = chunk.code_text
+            first_break = text.find("\n")
+            first_line = text[:first_break] if first_break >= 0 else text
+            if not first_line.strip() or not text[text.rfind("\n") + 1 :].strip():
                 raise AssertionError(f"{where}: span starts or ends on a blank line")
             if len(chunk.code_mask) != len(chunk.code_text):
                 raise AssertionError(f"{where}: code_mask length differs from code_text")
@@ -939,7 +1002,7 @@ class _Chunker:
             previous_order = chunk.chunk_order
             previous_end = span.end_byte
         if src[previous_end:].strip():
-            raise AssertionError(f"{self.source_file}: non-blank text after the last chunk belongs to no chunk")
+            raise AssertionError(f"{self.source_file}: non-blank text after the last chunk is in no chunk")
 
 
 def _absorb(target: _Piece, piece: _Piece) -> None:
@@ -985,14 +1048,19 @@ def _string_content(src: bytes, start: int, end: int) -> tuple[int, int] | None:
     else:
         return None
     content_start = position + width
-    content_end = end - width if end - width >= content_start and src[end - width : end] == quote[:width] else end
+    closed = end - width >= content_start and src[end - width : end] == quote[:width]
+    content_end = end - width if closed else end  # an unterminated literal runs to its end
     return content_start, max(content_end, content_start)
 
 
 def _blank(
-    text: str, ranges: list[tuple[int, int]], start_byte: int, to_offset: Callable[[int], int], fill: str = " "
+    text: str,
+    ranges: list[tuple[int, int]],
+    start_byte: int,
+    to_offset: Callable[[int], int],
+    fill: str = " ",
 ) -> str:
-    """``text`` with each byte range replaced by spaces, line breaks kept."""
+    """``text`` with each byte range replaced by ``fill`` characters, line breaks kept."""
     if not ranges:
         return text
     parts: list[str] = []

@@ -183,22 +183,25 @@ KNOWN_NODE_CLASSES: frozenset[str] = frozenset(
     }
 )
 
-_IDENT = r"[A-Za-z_]\w*"
-# A chain head must not follow `.` (it would be a later segment) nor one of
-# the GDScript sigils ($ % @ & ^) that start node paths, annotations and
-# StringName/NodePath literals.
-_HEAD = r"(?<![\w.$%@&^])"
-# `func name` is consumed first so a function's own name is neither a symbol
-# nor a call.
-R_PASCAL = re.compile(rf"\bfunc\s+{_IDENT}|{_HEAD}([A-Z]\w*)")
+_IDENT = r"[A-Za-z_]\w*+"
+# A chain head must not follow `.` (it would be a later segment), a word
+# character, or one of the GDScript sigils ($ % @ & ^) that start node paths,
+# annotations and StringName/NodePath literals.  The check sits after the
+# first character (a two-character lookbehind) so that the regex engine can
+# skip ahead on the leading character class: several times faster than a
+# leading lookbehind on long files.
+_HEAD_CHECK = r"(?<![\w.$%@&^][A-Za-z_])"
+R_PASCAL = re.compile(r"[A-Z](?<![\w.$%@&^][A-Z])\w*+")
 R_ANNOTATION = re.compile(rf"@({_IDENT})")
 R_TYPED_COLLECTION = re.compile(r"(?<![\w.])(Array|Dictionary)\s*\[([^\[\]\n]*)\]")
-R_DOTTED = re.compile(rf"{_HEAD}({_IDENT})\s*\.\s*({_IDENT})(\s*\()?")
-# One level of nested parentheses inside the receiver call's arguments.
-R_RECV_CALL = re.compile(rf"{_HEAD}([a-z_]\w*)\s*\((?:[^()]|\([^()]*\))*\)\s*\.\s*({_IDENT})\s*\(")
+# A head followed by `.member` and/or `(`: dotted accesses and bare calls in
+# one pass.  Groups: head, member, call paren.
+R_HEAD = re.compile(rf"([A-Za-z_]{_HEAD_CHECK}\w*+)(?=\s*[.(])(?:\s*\.\s*({_IDENT}))?(\s*\()?")
+# `f(args).member(`: one level of nested parentheses inside the arguments.
+R_RECV_CALL = re.compile(rf"([a-z_]{_HEAD_CHECK}\w*+)\s*\((?:[^()]|\([^()]*\))*\)\s*\.\s*({_IDENT})\s*\(")
+R_CLOSE_DOT = re.compile(r"\)\s*\.")
 R_MEMBER_CALL = re.compile(rf"\.\s*({_IDENT})\s*\(")
-R_BARE_CALL = re.compile(rf"\bfunc\s+{_IDENT}|{_HEAD}({_IDENT})\s*\(")
-R_WORD = re.compile(_IDENT)
+R_AFTER_FUNC = re.compile(r"(?<!\w)func\s+$")
 R_STRING_ARG = re.compile(r"""\s*(?:"((?:[^"\\\n]|\\.)*)"|'((?:[^'\\\n]|\\.)*)')""")
 R_RESOURCE_PATH = re.compile(r"(?:res|user|uid)://[^\s\"'()\[\]{},;]*")
 
@@ -262,13 +265,13 @@ def extract(
     apis: list[tuple[int, int, str]] = [(CAT_BARE_CALL, pos, value) for pos, value in ast_apis]
 
     for m in R_PASCAL.finditer(scan):
-        name = m.group(1)
-        if name is not None and is_type_name(name):
-            symbols.append((0, m.start(1), name))
+        name = m.group()
+        if is_type_name(name) and not _after_func(scan, m.start()):
+            symbols.append((0, m.start(), name))
     if "@" in scan:
         for m in R_ANNOTATION.finditer(scan):
             symbols.append((0, m.start(), "@" + m.group(1)))
-    if "[" in scan:
+    if "Array" in scan or "Dictionary" in scan:
         for m in R_TYPED_COLLECTION.finditer(scan):
             inner = ", ".join(part.strip() for part in m.group(2).split(","))
             symbols.append((0, m.start(), f"{m.group(1)}[{inner}]"))
@@ -276,20 +279,33 @@ def extract(
     # Member names already judged as the first segment of a chain; the
     # generic member-call pass must not report them again.
     handled: set[int] = set(skip_member_offsets)
-    if "." in scan:
-        for m in R_DOTTED.finditer(scan):
-            head, member, call = m.group(1), m.group(2), m.group(3)
-            handled.add(m.start(2))
-            is_call = call is not None
-            if head[0].isupper() and head not in local_types:
-                apis.append((CAT_CLASS_CALL if is_call else CAT_CLASS_ACCESS, m.start(), f"{head}.{member}"))
-            elif not is_call:
-                continue
-            elif head == "self" or head[0].isupper():
-                if member in KNOWN_CALLS:
-                    apis.append((CAT_BARE_CALL, m.start(2), member))
-            elif member not in STOP_METHODS:
-                apis.append((CAT_METHOD_CALL, m.start(), f"{head}.{member}"))
+    has_dot = "." in scan
+    if not has_dot and "(" not in scan:
+        return unique_in_order(symbols), unique_in_order(apis), unique_in_order(refs)
+    for m in R_HEAD.finditer(scan):
+        head, member, paren = m.group(1), m.group(2), m.group(3)
+        if member is None:
+            if paren is None:
+                continue  # `foo(` never follows; `foo .` with no member name
+            # A bare call `name(`.
+            if head in KNOWN_CALLS:
+                if not _after_func(scan, m.start()):
+                    apis.append((CAT_BARE_CALL, m.start(), head))
+            elif head in REFERENCE_CALLS:
+                _reference_call(code_text, m.start(), m.end(), head, symbols, refs)
+            continue
+        handled.add(m.start(2))
+        if head[0].isupper() and head not in local_types:
+            category = CAT_CLASS_CALL if paren is not None else CAT_CLASS_ACCESS
+            apis.append((category, m.start(), f"{head}.{member}"))
+        elif paren is None:
+            continue
+        elif head == "self" or head[0].isupper():
+            if member in KNOWN_CALLS:
+                apis.append((CAT_BARE_CALL, m.start(2), member))
+        elif member not in STOP_METHODS:
+            apis.append((CAT_METHOD_CALL, m.start(), f"{head}.{member}"))
+    if has_dot and R_CLOSE_DOT.search(scan) is not None:
         for m in R_RECV_CALL.finditer(scan):
             head, member = m.group(1), m.group(2)
             if head in REFERENCE_CALLS:
@@ -299,36 +315,39 @@ def extract(
             handled.add(m.start(2))
             if member not in STOP_METHODS:
                 apis.append((CAT_METHOD_CALL, m.start(), f"{head}().{member}"))
-        for m in R_MEMBER_CALL.finditer(scan):
-            member = m.group(1)
-            if m.start(1) not in handled and m.start() not in handled and member in KNOWN_CALLS:
-                apis.append((CAT_BARE_CALL, m.start(1), member))
-
-    if "(" in scan:
-        for m in R_BARE_CALL.finditer(scan):
-            name = m.group(1)
-            if name is None:
-                continue
-            if name in KNOWN_CALLS:
-                apis.append((CAT_BARE_CALL, m.start(1), name))
-            elif name in REFERENCE_CALLS:
-                arg = R_STRING_ARG.match(code_text, m.end())
-                if arg is None:
-                    continue
-                path = arg.group(1) if arg.group(1) is not None else arg.group(2)
-                if path:
-                    refs.append((0, m.start(1), path))
-                    if name in _NODE_PATH_CALLS:
-                        cls = node_path_class(path)
-                        if cls is not None:
-                            symbols.append((0, m.start(1), cls))
+    for m in R_MEMBER_CALL.finditer(scan) if has_dot else ():
+        member = m.group(1)
+        if member in KNOWN_CALLS and m.start(1) not in handled and m.start() not in handled:
+            apis.append((CAT_BARE_CALL, m.start(1), member))
 
     return unique_in_order(symbols), unique_in_order(apis), unique_in_order(refs)
 
 
-def identifiers(scan: str) -> set[str]:
-    """Every identifier-shaped word of the masked code (for context matching)."""
-    return set(R_WORD.findall(scan))
+def _after_func(scan: str, start: int) -> bool:
+    """Whether the identifier at ``start`` is the name in `func name(`."""
+    return R_AFTER_FUNC.search(scan, max(0, start - 16), start) is not None
+
+
+def _reference_call(
+    code_text: str,
+    start: int,
+    paren_end: int,
+    name: str,
+    symbols: list[tuple[int, int, str]],
+    refs: list[tuple[int, int, str]],
+) -> None:
+    # The argument is read from code_text: in the scan its body is blank.
+    arg = R_STRING_ARG.match(code_text, paren_end)
+    if arg is None:
+        return
+    path = arg.group(1) if arg.group(1) is not None else arg.group(2)
+    if not path:
+        return
+    refs.append((0, start, path))
+    if name in _NODE_PATH_CALLS:
+        node_class = node_path_class(path)
+        if node_class is not None:
+            symbols.append((0, start, node_class))
 
 
 def resource_paths(string_content: str) -> list[str]:

@@ -6,11 +6,15 @@ reads files. The analysed project is read, never executed.
 
 from __future__ import annotations
 
+import errno
 import os
+import posixpath
 import re
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path, PurePosixPath
+from typing import Callable
 
 from godot_rag.domain.ids import sha256_hex
 
@@ -75,6 +79,8 @@ class SourceFile:
     data: bytes = b""  # empty when excluded
     sha256: str = ""
     size: int = 0
+    # Excluded by the policy but text: ``data`` holds it for `expand` (only when decided with keep_text).
+    has_text: bool = False
 
 
 def classify_path(rel_path: str) -> tuple[str, str]:
@@ -130,61 +136,277 @@ class IngestError(ValueError):
     """The input as a whole cannot be read (missing path, empty expanded text...)."""
 
 
-def scan_folder(root: Path, *, max_bytes: int) -> list[SourceFile]:
-    """Every file under root in sorted relative-path order, each with a decision.
+# ---- The tree of one input: every entry it holds, before any decision.
 
-    Symlinks are not followed: one that points outside the root would let a
-    project make the analysis read arbitrary files.
+ENTRY_FILE = "file"  # a regular file; ``read`` returns its bytes
+ENTRY_SYMLINK = "symlink"  # a symbolic link (to a file or a folder); never followed
+ENTRY_SPECIAL = "special"  # device, socket or pipe
+ENTRY_EXCLUDED = "excluded"  # decided before the policy ran (cache folder, submodule...); ``reason`` says why
+
+REASON_NESTED_PROJECT = "folder holds its own project.godot: analysed as a separate project"
+REASON_SPECIAL = "not a regular file (device, socket or pipe)"
+REASON_SYMLINK_INSIDE = "symbolic link: not followed; its target {target!r} is analysed under its own path"
+REASON_SYMLINK_OUTSIDE = "symbolic link leading outside the project root ({target!r}): refused, never followed"
+
+CACHE_DIRS = frozenset({".godot", ".import"})
+VCS_DIRS = frozenset({".git", ".hg", ".svn"})
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    """One entry of an input tree: a folder walk, an extracted archive, expanded text."""
+
+    path: str  # relative POSIX path from the input root; folder markers end with "/"
+    kind: str  # ENTRY_FILE, ENTRY_SYMLINK, ENTRY_SPECIAL, ENTRY_EXCLUDED
+    size: int = 0
+    reason: str = ""  # ENTRY_EXCLUDED only
+    link_target: str = ""  # ENTRY_SYMLINK only, as stored in the link
+    read: Callable[[], bytes] | None = None  # ENTRY_FILE only; may raise OSError
+
+
+@dataclass(frozen=True)
+class ProjectFiles:
+    """The files of one project root of an input."""
+
+    root: str  # folder of its project.godot relative to the input root; "" = the input root itself
+    files: list[SourceFile]  # paths relative to ``root``, sorted
+
+
+def _parent(path: str) -> str:
+    return posixpath.dirname(path.rstrip("/"))
+
+
+def _under(path: str, folder: str) -> bool:
+    return folder == "" or path == folder or path.startswith(folder + "/")
+
+
+def _relative(path: str, folder: str) -> str:
+    return path if folder == "" else path[len(folder) + 1 :]
+
+
+def find_project_roots(entries: list[TreeEntry]) -> list[str]:
+    """Folders (input-relative, "" = top) that hold a project.godot regular file, sorted."""
+    roots = {_parent(e.path) for e in entries if e.kind == ENTRY_FILE and posixpath.basename(e.path) == "project.godot"}
+    # A project.godot inside an editor cache or VCS folder is not a project.
+    return sorted(r for r in roots if not (set(r.split("/")) & (CACHE_DIRS | VCS_DIRS)))
+
+
+def _owner(path: str, roots: list[str]) -> str | None:
+    best: str | None = None
+    for r in roots:
+        if _under(path.rstrip("/"), r) and (best is None or len(r) > len(best)):
+            best = r
+    return best
+
+
+def _gdignored(rel: str, gdignore_dirs: set[str]) -> bool:
+    """Whether a folder above ``rel`` (inside the project, not its root) holds a .gdignore.
+
+    The .gdignore file itself stays included for direct chunking (seed 001's
+    policy table) unless a folder further up is ignored too.
+    """
+    name = posixpath.basename(rel.rstrip("/"))
+    folder = _parent(rel)
+    while folder:
+        if folder in gdignore_dirs and not (name == ".gdignore" and folder == _parent(rel)):
+            return True
+        folder = posixpath.dirname(folder)
+    return False
+
+
+def _decide_entry(rel: str, entry: TreeEntry, project_root: str, *, max_bytes: int, keep_text: bool) -> SourceFile:
+    if entry.kind == ENTRY_EXCLUDED:
+        kind = "" if rel.endswith("/") else classify_path(rel)[0]
+        return SourceFile(rel, kind, False, entry.reason, size=entry.size)
+    folders = set(rel.split("/")[:-1])
+    if folders & VCS_DIRS:
+        return SourceFile(rel, "", False, REASON_VCS, size=entry.size)
+    if folders & CACHE_DIRS:
+        return SourceFile(rel, "", False, REASON_CACHE, size=entry.size)
+    if entry.kind == ENTRY_SPECIAL:
+        return SourceFile(rel, "", False, REASON_SPECIAL)
+    if entry.kind == ENTRY_SYMLINK:
+        target = entry.link_target
+        resolved = None if target.startswith("/") else posixpath.normpath(posixpath.join(_parent(entry.path), target))
+        inside = resolved is not None and resolved != ".." and not resolved.startswith("../")
+        if inside and _under("" if resolved == "." else str(resolved), project_root):
+            return SourceFile(rel, "", False, REASON_SYMLINK_INSIDE.format(target=target))
+        return SourceFile(rel, "", False, REASON_SYMLINK_OUTSIDE.format(target=target))
+    kind, reason = classify_path(rel)
+    size = entry.size
+    by_path = bool(reason) and not reason.startswith(REASON_UNKNOWN)
+    if reason == REASON_BINARY or (by_path and not keep_text):
+        # Assets, documentation, C#, other languages: decided by the path, never read.
+        return SourceFile(rel, "", False, reason, size=size)
+    if size > max_bytes:
+        why = reason if by_path else f"oversized: {size} bytes, over the limit of {max_bytes}"
+        return SourceFile(rel, kind, False, why, size=size)
+    try:
+        data = entry.read() if entry.read is not None else b""
+    except OSError as exc:
+        return SourceFile(rel, "", False, f"unreadable: {exc.strerror or exc}", size=size)
+    decided = decide(rel, data, max_bytes=max_bytes)
+    if keep_text and reason and not looks_binary(data):
+        # Text the policy excludes keeps its bytes for `expand`, never for the pipeline.
+        return replace(decided, data=data, has_text=True)
+    return decided
+
+
+def decide_tree(entries: list[TreeEntry], *, max_bytes: int, keep_text: bool = False) -> list[ProjectFiles]:
+    """Split an input tree into its project roots and decide every entry.
+
+    - Every folder with a project.godot is a project root (a demo collection
+      holds many); a file belongs to the deepest root above it.
+    - Without any project.godot the whole input is one project at its top.
+    - Entries outside every root form a project at the input's top (root ""),
+      which also lists each nested root as an excluded folder, so every entry
+      of the input shows up in exactly one project's file list.
+    - ``.gdignore`` and the cache folders are applied inside each project.
+
+    ``keep_text`` keeps the bytes of text files that the policy excludes
+    (documentation, C#...), for ``expand``; submissions leave it off.
+    """
+    by_path: dict[str, TreeEntry] = {}
+    for e in entries:
+        if e.path in by_path:
+            raise IngestError(f"{e.path!r} appears twice in the input")
+        by_path[e.path] = e
+    ordered = [by_path[p] for p in sorted(by_path)]
+    roots = find_project_roots(ordered) or [""]
+    owned: dict[str, list[TreeEntry]] = {r: [] for r in roots}
+    leftovers: list[TreeEntry] = []
+    for e in ordered:
+        owner = _owner(e.path, roots)
+        if owner is None:
+            leftovers.append(e)
+        else:
+            owned[owner].append(e)
+    if leftovers:
+        roots = ["", *roots]
+        owned[""] = leftovers
+    # Each nested root is listed, as a folder, in the project right above it.
+    for r in roots:
+        if r == "":
+            continue
+        parent = _owner(_parent(r), [x for x in roots if x != r])
+        if parent is not None:
+            owned[parent].append(TreeEntry(r + "/", ENTRY_EXCLUDED, reason=REASON_NESTED_PROJECT))
+    projects: list[ProjectFiles] = []
+    for r in roots:
+        rels = [(_relative(e.path, r), e) for e in owned[r]]
+        gdignore_dirs = {
+            _parent(rel) for rel, e in rels if e.kind == ENTRY_FILE and posixpath.basename(rel) == ".gdignore" and _parent(rel)
+        }
+        files: list[SourceFile] = []
+        for rel, e in rels:
+            if _gdignored(rel, gdignore_dirs):
+                files.append(SourceFile(rel, "", False, REASON_GDIGNORE, size=e.size))
+            else:
+                files.append(_decide_entry(rel, e, r, max_bytes=max_bytes, keep_text=keep_text))
+        files.sort(key=lambda s: s.source_file)
+        projects.append(ProjectFiles(r, files))
+    return projects
+
+
+def flatten(projects: list[ProjectFiles]) -> list[SourceFile]:
+    """All files of all projects with input-relative paths, sorted (nested-root markers dropped)."""
+    out: list[SourceFile] = []
+    for p in projects:
+        for f in p.files:
+            if f.excluded_reason == REASON_NESTED_PROJECT:
+                continue
+            path = f.source_file if p.root == "" else f"{p.root}/{f.source_file}"
+            out.append(replace(f, source_file=path))
+    out.sort(key=lambda s: s.source_file)
+    return out
+
+
+def _read_regular(path: str) -> bytes:
+    """Read a file without following a symlink swapped in after the walk looked at it."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "no longer a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    finally:
+        os.close(fd)
+
+
+def walk_folder(root: Path) -> list[TreeEntry]:
+    """Every entry under root, without following any symbolic link.
+
+    Editor caches (.godot/, .import/) and VCS folders become one excluded
+    folder entry each and are not descended. Files are read later, and only
+    those the policy needs.
     """
     root = root.resolve()
     if not root.is_dir():
         raise IngestError(f"not a folder: {root}")
-    results: list[SourceFile] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        rel_dir = Path(dirpath).relative_to(root).as_posix()
-        prefix = "" if rel_dir == "." else rel_dir + "/"
+    entries: list[TreeEntry] = []
+    root_str = str(root)
+
+    def rel_of(full: str) -> str:
+        return Path(full).relative_to(root).as_posix()
+
+    def on_error(exc: OSError) -> None:
+        if exc.filename and exc.filename != root_str:
+            entries.append(TreeEntry(rel_of(exc.filename) + "/", ENTRY_EXCLUDED, reason=f"unreadable folder: {exc.strerror}"))
+        elif exc.filename == root_str:
+            raise IngestError(f"cannot read {root}: {exc.strerror}") from exc
+
+    def link_target(full: str) -> str:
+        target = os.readlink(full)
+        # An absolute link into the root itself is judged like the relative one.
+        if target.startswith(root_str + "/"):
+            target = os.path.relpath(target, os.path.dirname(full))
+        return target
+
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=on_error):
         keep: list[str] = []
         for d in sorted(dirnames):
-            full = Path(dirpath) / d
-            if d == ".git":
-                results.append(SourceFile(prefix + d + "/", "", False, REASON_VCS))
-            elif d in (".godot", ".import"):
-                results.append(SourceFile(prefix + d + "/", "", False, REASON_CACHE))
-            elif (full / ".gdignore").exists() and not full.is_symlink():
-                results.append(SourceFile(prefix + d + "/", "", False, REASON_GDIGNORE))
-            elif full.is_symlink():
-                results.append(SourceFile(prefix + d, "", False, "symbolic link to a folder: not followed"))
+            full = os.path.join(dirpath, d)
+            rel = rel_of(full)
+            if os.path.islink(full):
+                entries.append(TreeEntry(rel, ENTRY_SYMLINK, link_target=link_target(full)))
+            elif d in VCS_DIRS:
+                entries.append(TreeEntry(rel + "/", ENTRY_EXCLUDED, reason=REASON_VCS))
+            elif d in CACHE_DIRS:
+                entries.append(TreeEntry(rel + "/", ENTRY_EXCLUDED, reason=REASON_CACHE))
             else:
                 keep.append(d)
         dirnames[:] = keep
         for f in filenames:
-            full = Path(dirpath) / f
-            rel = prefix + f
+            full = os.path.join(dirpath, f)
+            rel = rel_of(full)
             try:
-                st = full.lstat()
+                st = os.lstat(full)
             except OSError as exc:
-                results.append(SourceFile(rel, "", False, f"unreadable: {exc.strerror}"))
+                entries.append(TreeEntry(rel, ENTRY_EXCLUDED, reason=f"unreadable: {exc.strerror}"))
                 continue
             if stat.S_ISLNK(st.st_mode):
-                results.append(SourceFile(rel, "", False, "symbolic link: not followed"))
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                results.append(SourceFile(rel, "", False, "not a regular file (device, socket or pipe)"))
-                continue
-            if st.st_size > max_bytes:
-                kind, _ = classify_path(rel)
-                results.append(
-                    SourceFile(rel, kind, False, f"oversized: {st.st_size} bytes, over the limit of {max_bytes}", size=st.st_size)
-                )
-                continue
-            try:
-                data = full.read_bytes()
-            except OSError as exc:
-                results.append(SourceFile(rel, "", False, f"unreadable: {exc.strerror}"))
-                continue
-            results.append(decide(rel, data, max_bytes=max_bytes))
-    results.sort(key=lambda s: s.source_file)
-    return results
+                entries.append(TreeEntry(rel, ENTRY_SYMLINK, link_target=link_target(full)))
+            elif not stat.S_ISREG(st.st_mode):
+                entries.append(TreeEntry(rel, ENTRY_SPECIAL))
+            else:
+                entries.append(TreeEntry(rel, ENTRY_FILE, size=st.st_size, read=partial(_read_regular, full)))
+    return entries
+
+
+def scan_projects(root: Path, *, max_bytes: int, keep_text: bool = False,
+                  extra: list[TreeEntry] | None = None) -> list[ProjectFiles]:
+    """The projects of a folder; ``extra`` adds entries decided elsewhere (e.g. a git submodule)."""
+    return decide_tree([*walk_folder(root), *(extra or [])], max_bytes=max_bytes, keep_text=keep_text)
+
+
+def scan_folder(root: Path, *, max_bytes: int) -> list[SourceFile]:
+    """Every file under root in sorted relative-path order, each with a decision.
+
+    Symlinks are not followed: one that points outside the root would let a
+    project make the analysis read arbitrary files. Paths are relative to
+    ``root`` even when it holds several project roots (see ``scan_projects``).
+    """
+    return flatten(scan_projects(root, max_bytes=max_bytes))
 
 
 # ---- The expanded text form: "# <relative/path>" headers, one blank line between files.
@@ -252,17 +474,35 @@ def split_expanded_text(text: str) -> list[ExpandedBlock]:
     return blocks
 
 
+def expanded_entries(text: str) -> list[TreeEntry]:
+    """The files of an expanded text as tree entries (it holds text files only, no folders or links)."""
+    entries: list[TreeEntry] = []
+    for b in split_expanded_text(text):
+        data = b.text.encode("utf-8")
+        entries.append(TreeEntry(b.source_file, ENTRY_FILE, size=len(data), read=partial(bytes, data)))
+    return entries
+
+
+def projects_from_expanded_text(text: str, *, max_bytes: int, keep_text: bool = False) -> list[ProjectFiles]:
+    return decide_tree(expanded_entries(text), max_bytes=max_bytes, keep_text=keep_text)
+
+
 def files_from_expanded_text(text: str, *, max_bytes: int) -> list[SourceFile]:
-    files = [decide(b.source_file, b.text.encode("utf-8"), max_bytes=max_bytes) for b in split_expanded_text(text)]
-    files.sort(key=lambda s: s.source_file)
-    return files
+    return flatten(projects_from_expanded_text(text, max_bytes=max_bytes))
 
 
 def expand(files: list[SourceFile]) -> str:
-    """The expanded text of included and text files, for people to inspect."""
+    """The expanded text of every file that has text, for people to inspect.
+
+    Like the expanded project of seed 001 it shows documentation and other
+    text the policy excludes as well (when the files were decided with
+    ``keep_text``); binaries, caches, links and unreadable files have no text
+    and are only listed by the caller. Reading the result back gives the same
+    decisions.
+    """
     out: list[str] = []
     for f in files:
-        if not f.included:
+        if not f.included and not f.has_text:
             continue
         body = f.data.decode("utf-8")
         out.append(f"# {f.source_file}\n{body}")
@@ -286,4 +526,18 @@ def guess_snippet_kind(text: str) -> str:
     return "gdscript"
 
 
-SNIPPET_EXTENSION = {"gdscript": ".gd", "scene": ".tscn", "resource": ".tres", "project_config": ".godot", "import_meta": ".import"}
+SNIPPET_EXTENSION = {"gdscript": ".gd", "scene": ".tscn", "resource": ".tres", "project_config": ".godot", "import_meta": ".import",
+                     "uid": ".uid", "config": ".cfg", "shader": ".gdshader"}
+ANALYSED_KINDS = frozenset(KIND_BY_EXTENSION.values()) | frozenset(KIND_BY_BASENAME.values())
+
+
+def decide_snippet(name: str, kind: str, data: bytes, *, max_bytes: int) -> SourceFile:
+    """A pasted file: its kind is given or guessed, so only its content and size decide."""
+    size = len(data)
+    if kind not in ANALYSED_KINDS:
+        return SourceFile(name, kind, False, f"source_kind {kind!r} is not analysed in source-analysis mode", size=size)
+    if size > max_bytes:
+        return SourceFile(name, kind, False, f"oversized: {size} bytes, over the limit of {max_bytes}", size=size)
+    if looks_binary(data):
+        return SourceFile(name, kind, False, REASON_BINARY_CONTENT, size=size)
+    return SourceFile(name, kind, True, "", data=data, sha256=sha256_hex(data), size=size)

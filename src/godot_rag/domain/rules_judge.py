@@ -81,6 +81,8 @@ _G3_SYNTAX: list[tuple[re.Pattern[str], str, float, str, str]] = [
     (re.compile(r"^[ \t]*(remote|master|puppet|remotesync|mastersync|puppetsync)[ \t]+func\b", re.M),
      "RPC keyword on a function (Godot 4 uses @rpc)", 0.95, "remote func", "@rpc func"),
     (re.compile(r"^[ \t]*func[ \t]+_init\([^)]*\)[ \t]*\.[ \t]*\(", re.M), "`_init().(...)` parent constructor call", 0.95, "_init().()", "super()"),
+    (re.compile(r"(?<![\w.])move_and_slide[ \t]*\([ \t]*[^)\s]"), "`move_and_slide(velocity, ...)` with arguments (Godot 4 takes none: velocity is a property)",
+     0.9, "move_and_slide(velocity)", "move_and_slide()"),
     (re.compile(r"\b(PoolStringArray|PoolIntArray|PoolRealArray|PoolByteArray|PoolVector2Array|PoolVector3Array|PoolColorArray)\b"),
      "Pool*Array type (Packed*Array in Godot 4)", 0.9, "", ""),
 ]

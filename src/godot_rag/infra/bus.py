@@ -149,7 +149,8 @@ class Bus:
         while not stop.is_set():
             try:
                 msgs = await sub.fetch(spec.batch, timeout=1.0)
-            except nats.errors.TimeoutError:
+            except (nats.errors.TimeoutError, asyncio.TimeoutError):
+                # An empty fetch: nothing pending for this stage right now.
                 continue
             except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
                 break

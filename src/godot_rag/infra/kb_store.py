@@ -42,8 +42,8 @@ def load_knowledge_sync(dsn: str, records: Sequence[KnowledgeRecord], *, data_ve
                 counts[table] = len(rows)
                 if not rows:
                     continue
-                cur.execute(f"create temp table kb_stage (like {SCHEMA}.{table}) on commit drop")
-                cur.execute("alter table kb_stage add column lexemes text[]")
+                cur.execute("create temp table kb_stage (id text, source_file text, payload jsonb, embedding vector(384), "
+                            "search_text text, lexemes text[]) on commit drop")
                 with cur.copy("copy kb_stage (id, source_file, payload, embedding, search_text, lexemes) from stdin") as copy:
                     for r in rows:
                         vec = embeddings.get(r.id) if embeddings else None

@@ -74,14 +74,24 @@ async def run_service(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     tasks = await start_consumers(ctx) if start_consumers else []
-    await stop.wait()
+    stop_waiter = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait([stop_waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    crashed = [t for t in done if t is not stop_waiter and t.exception() is not None]
+    stop.set()
     log.info("%s stopping", name)
     await health_servicer.enter_graceful_shutdown()
     await server.stop(grace=2)
-    for t in tasks:
-        await asyncio.wait_for(asyncio.shield(t), timeout=10) if not t.done() else None
+    pending = [t for t in tasks if not t.done()]
+    if pending:
+        await asyncio.wait(pending, timeout=10)
     await bus.close()
     await store.close()
+    if crashed:
+        # A consumer loop that dies must take the process with it: the
+        # supervisor (or Kubernetes) restarts it and JetStream redelivers.
+        for t in crashed:
+            log.error("%s consumer crashed", name, exc_info=t.exception())
+        raise SystemExit(1)
 
 
 async def abort_for(context: grpc.aio.ServicerContext, exc: Exception) -> None:

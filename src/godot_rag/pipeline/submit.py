@@ -8,19 +8,23 @@ from pathlib import Path
 
 from godot_rag.domain.direct import CHUNKER_VERSION
 from godot_rag.domain.gdscript import PARSER_VERSION
+from godot_rag.domain.archive import ArchiveLimits, archive_stem, detect_format, looks_like_archive_name
 from godot_rag.domain.ids import analysis_id_for, message_id, sha256_hex, subject_token
 from godot_rag.domain.ingest import (
     AST_KINDS,
     SNIPPET_EXTENSION,
     IngestError,
+    ProjectFiles,
     SourceFile,
-    decide,
-    files_from_expanded_text,
+    decide_snippet,
     guess_snippet_kind,
-    scan_folder,
+    projects_from_expanded_text,
+    scan_projects,
 )
 from godot_rag.infra.bus import Bus, file_subject
+from godot_rag.infra.fetch import clone_git, extract_archive, parse_git_source, working_folder
 from godot_rag.infra.store import Store
+from godot_rag.settings import Settings
 from godot_rag.v1 import messages_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -31,43 +35,104 @@ FILE_STAGE_VERSION = "1"
 
 @dataclass(frozen=True)
 class Collected:
+    """One project of a submission: it becomes one analysis."""
+
     project_id: str
     source_origin: str
     input_ref: str
     files: list[SourceFile]
+    root: str = ""  # folder of its project.godot relative to the input; "" = the input's top
 
 
-def collect(*, path: str = "", expanded_text: str = "", snippet: str = "", snippet_kind: str = "", project_id: str = "",
-            max_bytes: int) -> Collected:
+@dataclass(frozen=True)
+class Submission:
+    source_origin: str
+    input_ref: str
+    projects: list[Collected]  # in root path order, the input's top first
+
+
+def _projects(base_id: str, origin: str, input_ref: str, projects: list[ProjectFiles]) -> Submission:
+    collected = [
+        Collected(base_id if p.root == "" else f"{base_id}/{p.root}", origin, input_ref, p.files, p.root) for p in projects
+    ]
+    return Submission(origin, input_ref, collected)
+
+
+def archive_limits(settings: Settings) -> ArchiveLimits:
+    return ArchiveLimits(max_total_bytes=settings.archive_max_total_bytes, max_ratio=settings.archive_max_ratio,
+                         max_entries=settings.archive_max_entries)
+
+
+def _is_archive_file(p: Path) -> bool:
+    if looks_like_archive_name(p.name):
+        return True
+    with open(p, "rb") as fh:
+        return bool(detect_format(fh.read(1024)))
+
+
+def _from_archive_file(archive: Path, name: str, input_ref: str, project_id: str, settings: Settings,
+                       keep_text: bool) -> Submission:
+    with working_folder(settings.work_dir, "archive-") as work:
+        tree = work / "tree"
+        tree.mkdir()
+        extra = extract_archive(archive, tree, archive_limits(settings), max_file_bytes=settings.max_file_bytes)
+        projects = scan_projects(tree, max_bytes=settings.max_file_bytes, keep_text=keep_text, extra=extra)
+    return _projects(project_id or f"archive:{archive_stem(name)}", "uploaded_file", input_ref, projects)
+
+
+def collect(*, path: str = "", expanded_text: str = "", snippet: str = "", snippet_kind: str = "", git_url: str = "",
+            git_ref: str = "", archive: bytes = b"", archive_name: str = "", project_id: str = "", settings: Settings,
+            keep_text: bool = False) -> Submission:
+    """Any input form -> its projects, every file decided. Raises IngestError with a clear message.
+
+    Git clones and archives are fetched into a working folder under the data
+    folder that is removed before this returns: every included file's bytes
+    are in memory by then.
+    """
+    max_bytes = settings.max_file_bytes
+    if git_url:
+        source = parse_git_source(git_url)
+        with working_folder(settings.work_dir, "git-") as work:
+            got = clone_git(source, git_ref, work, archive_limits(settings), max_file_bytes=max_bytes,
+                            timeout_s=settings.git_timeout_s)
+            projects = scan_projects(work / "tree", max_bytes=max_bytes, keep_text=keep_text, extra=got.extra)
+        base = project_id or source.project_base + (f"@{git_ref}" if git_ref else "")
+        return _projects(base, source.origin, f"{source.display}@{got.commit}", projects)
+    if archive:
+        name = archive_name or f"upload-{sha256_hex(archive)[:12]}"
+        with working_folder(settings.work_dir, "upload-") as work:
+            stored = work / "upload.bin"
+            stored.write_bytes(archive)
+            return _from_archive_file(stored, name, f"upload:{name}", project_id, settings, keep_text)
     if path:
         p = Path(path).expanduser()
         if p.is_dir():
-            files = scan_folder(p, max_bytes=max_bytes)
-            return Collected(project_id or f"local:{p.resolve().name}", "local_directory", str(p.resolve()), files)
+            projects = scan_projects(p, max_bytes=max_bytes, keep_text=keep_text)
+            return _projects(project_id or f"local:{p.resolve().name}", "local_directory", str(p.resolve()), projects)
         if p.is_file():
+            if _is_archive_file(p):
+                return _from_archive_file(p, p.name, str(p.resolve()), project_id, settings, keep_text)
             try:
                 text = p.read_text(encoding="utf-8")
             except UnicodeDecodeError as exc:
-                raise IngestError(f"{p} is neither a folder nor an expanded-text file (not UTF-8: {exc})") from exc
-            files = files_from_expanded_text(text, max_bytes=max_bytes)
+                raise IngestError(f"{p} is neither a folder, an archive nor an expanded-text file (not UTF-8: {exc})") from exc
+            projects = projects_from_expanded_text(text, max_bytes=max_bytes, keep_text=keep_text)
             name = p.name.rsplit(".", 1)[0]
-            return Collected(project_id or f"expanded:{name}", "expanded_text", str(p.resolve()), files)
+            return _projects(project_id or f"expanded:{name}", "expanded_text", str(p.resolve()), projects)
         raise IngestError(f"no such file or folder: {p}")
     if expanded_text:
-        files = files_from_expanded_text(expanded_text, max_bytes=max_bytes)
+        projects = projects_from_expanded_text(expanded_text, max_bytes=max_bytes, keep_text=keep_text)
         digest = sha256_hex(expanded_text.encode("utf-8"))[:12]
-        return Collected(project_id or f"expanded:{digest}", "expanded_text", f"expanded:{digest}", files)
+        return _projects(project_id or f"expanded:{digest}", "expanded_text", f"expanded:{digest}", projects)
     if snippet:
         kind = snippet_kind or guess_snippet_kind(snippet)
         data = snippet.encode("utf-8")
         digest = sha256_hex(data)[:12]
         name = f"pasted://snippet-{digest}{SNIPPET_EXTENSION.get(kind, '.txt')}"
-        decided = decide(name, data, max_bytes=max_bytes)
-        f = SourceFile(name, kind, decided.included, decided.excluded_reason, decided.data, decided.sha256, decided.size)
-        if decided.included and not decided.source_kind:
-            f = SourceFile(name, kind, True, "", data, sha256_hex(data), len(data))
-        return Collected(project_id or f"snippet:{digest}", "pasted_snippet", name, [f])
-    raise IngestError("nothing to analyse: give a path, expanded text or a snippet")
+        f = decide_snippet(name, kind, data, max_bytes=max_bytes)
+        pid = project_id or f"snippet:{digest}"
+        return Submission("pasted_snippet", name, [Collected(pid, "pasted_snippet", name, [f])])
+    raise IngestError("nothing to analyse: give a path, a git URL, an archive, expanded text or a snippet")
 
 
 async def submit(store: Store, bus: Bus, collected: Collected, prompt: str) -> tuple[str, bool]:
@@ -85,6 +150,26 @@ async def submit(store: Store, bus: Bus, collected: Collected, prompt: str) -> t
     analysis = await store.get_analysis(aid)
     if analysis is not None and analysis["status"] == "done":
         return aid, created
+
+
+@dataclass(frozen=True)
+class SubmittedProject:
+    analysis_id: str
+    project_id: str
+    root: str
+    created: bool
+    files_included: int
+    files_excluded: int
+
+
+async def submit_all(store: Store, bus: Bus, submission: Submission, prompt: str) -> list[SubmittedProject]:
+    """One analysis per project root, in root order."""
+    out: list[SubmittedProject] = []
+    for project in submission.projects:
+        aid, created = await submit(store, bus, project, prompt)
+        included = sum(1 for f in project.files if f.included)
+        out.append(SubmittedProject(aid, project.project_id, project.root, created, included, len(project.files) - included))
+    return out
     # New, or resubmitted while unfinished: (re)publish. Msg ids dedupe within
     # the window and every handler is idempotent, so this resumes, never doubles.
     for f in collected.files:
@@ -102,3 +187,23 @@ async def submit(store: Store, bus: Bus, collected: Collected, prompt: str) -> t
 
         await store.finalize_if_complete(aid, outcome_rows_to_verdict)
     return aid, created
+
+
+@dataclass(frozen=True)
+class SubmittedProject:
+    analysis_id: str
+    project_id: str
+    root: str
+    created: bool
+    files_included: int
+    files_excluded: int
+
+
+async def submit_all(store: Store, bus: Bus, submission: Submission, prompt: str) -> list[SubmittedProject]:
+    """One analysis per project root, in root order."""
+    out: list[SubmittedProject] = []
+    for project in submission.projects:
+        aid, created = await submit(store, bus, project, prompt)
+        included = sum(1 for f in project.files if f.included)
+        out.append(SubmittedProject(aid, project.project_id, project.root, created, included, len(project.files) - included))
+    return out

@@ -96,32 +96,62 @@ class ListChunksResponse(_message.Message):
     def __init__(self, chunks: _Optional[_Iterable[_Union[ChunkStatus, _Mapping]]] = ...) -> None: ...
 
 class SubmitRequest(_message.Message):
-    __slots__ = ("prompt", "path", "expanded_text", "snippet", "snippet_kind", "project_id")
+    __slots__ = ("prompt", "path", "expanded_text", "snippet", "git_url", "archive", "snippet_kind", "project_id", "git_ref", "archive_name")
     PROMPT_FIELD_NUMBER: _ClassVar[int]
     PATH_FIELD_NUMBER: _ClassVar[int]
     EXPANDED_TEXT_FIELD_NUMBER: _ClassVar[int]
     SNIPPET_FIELD_NUMBER: _ClassVar[int]
+    GIT_URL_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVE_FIELD_NUMBER: _ClassVar[int]
     SNIPPET_KIND_FIELD_NUMBER: _ClassVar[int]
     PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    GIT_REF_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVE_NAME_FIELD_NUMBER: _ClassVar[int]
     prompt: str
     path: str
     expanded_text: str
     snippet: str
+    git_url: str
+    archive: bytes
     snippet_kind: str
     project_id: str
-    def __init__(self, prompt: _Optional[str] = ..., path: _Optional[str] = ..., expanded_text: _Optional[str] = ..., snippet: _Optional[str] = ..., snippet_kind: _Optional[str] = ..., project_id: _Optional[str] = ...) -> None: ...
+    git_ref: str
+    archive_name: str
+    def __init__(self, prompt: _Optional[str] = ..., path: _Optional[str] = ..., expanded_text: _Optional[str] = ..., snippet: _Optional[str] = ..., git_url: _Optional[str] = ..., archive: _Optional[bytes] = ..., snippet_kind: _Optional[str] = ..., project_id: _Optional[str] = ..., git_ref: _Optional[str] = ..., archive_name: _Optional[str] = ...) -> None: ...
+
+class SubmittedProject(_message.Message):
+    __slots__ = ("analysis_id", "project_id", "project_root", "files_included", "files_excluded", "created")
+    ANALYSIS_ID_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_ROOT_FIELD_NUMBER: _ClassVar[int]
+    FILES_INCLUDED_FIELD_NUMBER: _ClassVar[int]
+    FILES_EXCLUDED_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    analysis_id: str
+    project_id: str
+    project_root: str
+    files_included: int
+    files_excluded: int
+    created: bool
+    def __init__(self, analysis_id: _Optional[str] = ..., project_id: _Optional[str] = ..., project_root: _Optional[str] = ..., files_included: _Optional[int] = ..., files_excluded: _Optional[int] = ..., created: _Optional[bool] = ...) -> None: ...
 
 class SubmitResponse(_message.Message):
-    __slots__ = ("analysis_id", "project_id", "files_included", "files_excluded")
+    __slots__ = ("analysis_id", "project_id", "files_included", "files_excluded", "projects", "source_origin", "input_ref")
     ANALYSIS_ID_FIELD_NUMBER: _ClassVar[int]
     PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
     FILES_INCLUDED_FIELD_NUMBER: _ClassVar[int]
     FILES_EXCLUDED_FIELD_NUMBER: _ClassVar[int]
+    PROJECTS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    INPUT_REF_FIELD_NUMBER: _ClassVar[int]
     analysis_id: str
     project_id: str
     files_included: int
     files_excluded: int
-    def __init__(self, analysis_id: _Optional[str] = ..., project_id: _Optional[str] = ..., files_included: _Optional[int] = ..., files_excluded: _Optional[int] = ...) -> None: ...
+    projects: _containers.RepeatedCompositeFieldContainer[SubmittedProject]
+    source_origin: str
+    input_ref: str
+    def __init__(self, analysis_id: _Optional[str] = ..., project_id: _Optional[str] = ..., files_included: _Optional[int] = ..., files_excluded: _Optional[int] = ..., projects: _Optional[_Iterable[_Union[SubmittedProject, _Mapping]]] = ..., source_origin: _Optional[str] = ..., input_ref: _Optional[str] = ...) -> None: ...
 
 class GetRequest(_message.Message):
     __slots__ = ("analysis_id",)

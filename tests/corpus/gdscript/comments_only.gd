@@ -1,0 +1,4 @@
+# This file has nothing but comments.
+# extends KinematicBody2D
+
+# func _ready(): yield(get_tree(), "idle_frame")
