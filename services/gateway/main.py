@@ -5,6 +5,7 @@ import asyncio
 from godot_rag.infra.service import run_service
 from godot_rag.settings import load_settings
 from godot_rag.v1 import services_pb2, services_pb2_grpc
+from services.gateway import web
 from services.gateway.servicer import AnalysisServicer
 
 
@@ -15,4 +16,7 @@ def main() -> None:
         services_pb2_grpc.add_AnalysisServiceServicer_to_server(AnalysisServicer(ctx), server)
         return [services_pb2.DESCRIPTOR.services_by_name["AnalysisService"].full_name]
 
-    asyncio.run(run_service("gateway", settings, settings.gateway_port, register, None))
+    async def start_web(ctx):
+        return [asyncio.create_task(web.serve(ctx, settings.host, settings.web_port))]
+
+    asyncio.run(run_service("gateway", settings, settings.gateway_port, register, start_web))

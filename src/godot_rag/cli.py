@@ -92,25 +92,59 @@ def stop_stack(proc: subprocess.Popen) -> None:
 
 # ---------------------------------------------------------------- analyze
 
-def analyze_one(stub, target: str, prompt: str, kind: str = "") -> dict:
+_GIT_URL_PREFIXES = ("https://", "http://", "ssh://", "git://", "file://")
+
+
+def looks_like_git_url(target: str) -> bool:
+    """URL-shaped targets are cloned; a local folder is scanned as it is unless --git asks for its commits."""
+    if target.startswith(_GIT_URL_PREFIXES):
+        return True
+    head = target.split("/", 1)[0]
+    return "@" in head and ":" in head and not Path(target).exists()  # user@host:path
+
+
+def submit_request(target: str, prompt: str, *, kind: str = "", git: bool = False, ref: str = "", project_id: str = ""):
+    """The SubmitRequest for one command-line target ('-' = a snippet on stdin)."""
     from godot_rag.v1 import services_pb2 as spb
 
     if target == "-":
-        request = spb.SubmitRequest(prompt=prompt, snippet=sys.stdin.read(), snippet_kind=kind)
-    else:
-        request = spb.SubmitRequest(prompt=prompt, path=str(Path(target).expanduser().resolve()))
+        return spb.SubmitRequest(prompt=prompt, snippet=sys.stdin.read(), snippet_kind=kind, project_id=project_id)
+    if git or looks_like_git_url(target):
+        url = target if looks_like_git_url(target) else str(Path(target).expanduser().resolve())
+        return spb.SubmitRequest(prompt=prompt, git_url=url, git_ref=ref, project_id=project_id)
+    # Folders, .zip/.tar.gz archives (told apart by suffix and content on the gateway) and expanded text.
+    return spb.SubmitRequest(prompt=prompt, path=str(Path(target).expanduser().resolve()), project_id=project_id)
+
+
+def analyze_one(stub, target: str, prompt: str, kind: str = "", *, git: bool = False, ref: str = "",
+                project_id: str = "") -> list[dict]:
+    """Submit one target and wait for each of its projects (one per project.godot root)."""
+    from godot_rag.v1 import services_pb2 as spb
+
+    request = submit_request(target, prompt, kind=kind, git=git, ref=ref, project_id=project_id)
     try:
         submitted = stub.Submit(request, timeout=300)
     except grpc.RpcError as exc:
         raise CliError(f"{target}: {exc.details()}") from exc
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("chunks"),
-                  TimeElapsedColumn(), console=console, transient=True) as bar:
-        task = bar.add_task(f"{submitted.project_id}", total=None)
-        for p in stub.WatchProgress(spb.GetRequest(analysis_id=submitted.analysis_id)):
-            total = p.chunks_total if p.files_chunked >= p.files_total else None
-            bar.update(task, completed=p.chunks_done + p.chunks_failed, total=total)
-    result = stub.Get(spb.GetRequest(analysis_id=submitted.analysis_id), timeout=120)
-    return result_to_json(result)
+    projects = list(submitted.projects) or [spb.SubmittedProject(analysis_id=submitted.analysis_id,
+                                                                 project_id=submitted.project_id)]
+    if len(projects) > 1:
+        console.print(f"{target}: {len(projects)} projects: " + ", ".join(p.project_root or "." for p in projects))
+    docs = []
+    for project in projects:
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("chunks"),
+                      TimeElapsedColumn(), console=console, transient=True) as bar:
+            task = bar.add_task(f"{project.project_id}", total=None)
+            for p in stub.WatchProgress(spb.GetRequest(analysis_id=project.analysis_id)):
+                total = p.chunks_total if p.files_chunked >= p.files_total else None
+                bar.update(task, completed=p.chunks_done + p.chunks_failed, total=total)
+        result = stub.Get(spb.GetRequest(analysis_id=project.analysis_id), timeout=120)
+        doc = result_to_json(result)
+        doc["project_root"] = project.project_root
+        doc["source_origin"] = submitted.source_origin
+        doc["input_ref"] = submitted.input_ref
+        docs.append(doc)
+    return docs
 
 
 def print_summary(doc: dict) -> None:
@@ -149,9 +183,10 @@ def cmd_analyze(args, settings: Settings) -> int:
         with grpc.insecure_channel(addr) as channel:
             stub = sgrpc.AnalysisServiceStub(channel)
             for target in args.paths:
-                doc = analyze_one(stub, target, args.prompt, args.kind)
-                print_summary(doc)
-                docs.append(doc)
+                for doc in analyze_one(stub, target, args.prompt, args.kind, git=args.git, ref=args.ref,
+                                       project_id=args.project_id):
+                    print_summary(doc)
+                    docs.append(doc)
     finally:
         if started is not None and not args.keep_running:
             stop_stack(started)
@@ -163,14 +198,30 @@ def cmd_analyze(args, settings: Settings) -> int:
 
 
 def cmd_expand(args, settings: Settings) -> int:
+    from godot_rag.domain.ingest import IngestError, ProjectFiles, expand, flatten
     from godot_rag.pipeline.submit import collect
-    from godot_rag.domain.ingest import expand
 
-    collected = collect(path=args.path, max_bytes=settings.max_file_bytes)
-    sys.stdout.write(expand(collected.files))
-    for f in collected.files:
+    target = args.path
+    try:
+        if args.git or looks_like_git_url(target):
+            submission = collect(git_url=target, git_ref=args.ref, settings=settings, keep_text=True)
+        else:
+            submission = collect(path=target, settings=settings, keep_text=True)
+    except IngestError as exc:
+        raise CliError(f"{target}: {exc}") from exc
+    # Paths relative to the input, so reading the text back finds the same project roots.
+    files = flatten([ProjectFiles(p.root, p.files) for p in submission.projects])
+    text = expand(files)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    for project in submission.projects:
+        console.print(f"project {project.project_id} (root {project.root or '.'})")
+    for f in files:
         if not f.included:
-            console.print(f"excluded {f.source_file}: {f.excluded_reason}")
+            shown = "shown as text" if f.has_text else "not shown"
+            console.print(f"excluded {f.source_file}: {f.excluded_reason} ({shown})")
     return 0
 
 
@@ -198,14 +249,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="godot-rag", description="Tell Godot 3 from Godot 4 code, chunk by chunk, with evidence.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("up", help="start the embedded stack and keep it running")
-    p = sub.add_parser("analyze", help="analyse folders or expanded-text files")
-    p.add_argument("paths", nargs="+", help="project folder, expanded '# <path>' text file, or - for a snippet on stdin")
+    p = sub.add_parser("analyze", help="analyse folders, git repositories, archives or expanded-text files")
+    p.add_argument("paths", nargs="+", help="project folder, git URL, .zip/.tar.gz archive, expanded '# <path>' text "
+                                            "file, or - for a snippet on stdin")
     p.add_argument("--prompt", default=DEFAULT_PROMPT)
     p.add_argument("--json", help="write the result as JSON to this file")
     p.add_argument("--kind", default="", help="source_kind of a snippet read from stdin (guessed when omitted)")
+    p.add_argument("--git", action="store_true",
+                   help="clone the targets with git (implied for URLs); a local repository is read at its last commit")
+    p.add_argument("--ref", default="", help="branch or tag to clone (with --git or a URL)")
+    p.add_argument("--project-id", default="", help="project id to use instead of the derived one")
     p.add_argument("--keep-running", action="store_true", help="leave the embedded stack running afterwards")
     p = sub.add_parser("expand", help="print a project in the expanded '# <relative/path>' text form")
-    p.add_argument("path")
+    p.add_argument("path", help="project folder, git URL, .zip/.tar.gz archive or expanded-text file")
+    p.add_argument("--git", action="store_true", help="read a local repository at its last commit instead of its folder")
+    p.add_argument("--ref", default="", help="branch or tag to clone")
+    p.add_argument("-o", "--output", help="write the text to this file instead of standard output")
     kb = sub.add_parser("kb", help="knowledge base")
     kb_sub = kb.add_subparsers(dest="kb_command", required=True)
     b = kb_sub.add_parser("build", help="load the shipped Godot reference data")

@@ -50,7 +50,7 @@ class Settings:
     llm_api_key: str = ""
     llm_timeout_s: float = 120.0
     llm_max_concurrency: int = 4
-    embedder: str = "none"  # none | minilm | tei
+    embedder: str = "minilm"  # minilm (in-process all-MiniLM-L6-v2) | tei (tei_url) | none (lexical-only retrieval)
     tei_url: str = ""
     otlp_endpoint: str = ""  # empty = spans are kept in-process only
     log_level: str = "INFO"
@@ -108,4 +108,8 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         raise SettingsError(f"{ENV_PREFIX}JUDGE must be 'rules' or 'llm', not {settings.judge!r}")
     if settings.judge_cascade not in ("all", "ambiguous"):
         raise SettingsError(f"{ENV_PREFIX}JUDGE_CASCADE must be 'all' or 'ambiguous'")
+    if settings.embedder not in ("minilm", "tei", "none"):
+        raise SettingsError(f"{ENV_PREFIX}EMBEDDER must be 'minilm', 'tei' or 'none', not {settings.embedder!r}")
+    if settings.embedder == "tei" and not settings.tei_url:
+        raise SettingsError(f"{ENV_PREFIX}EMBEDDER=tei needs {ENV_PREFIX}TEI_URL")
     return settings

@@ -96,7 +96,9 @@ class Supervisor:
             nats_url = self.nats.url
             self.echo(f"nats-server (JetStream) listening on {nats_url}, store {self.nats.store_dir}")
         ports = {name: getattr(s, f"{name}_port") or free_port(s.host) for name in SERVICES}
-        self.child_settings = s.with_overrides(pg_dsn=dsn, nats_url=nats_url, **{f"{n}_port": p for n, p in ports.items()})
+        web_port = s.web_port or free_port(s.host)
+        self.child_settings = s.with_overrides(pg_dsn=dsn, nats_url=nats_url, web_port=web_port,
+                                               **{f"{n}_port": p for n, p in ports.items()})
         logs = s.run_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         for name in SERVICES:
@@ -109,6 +111,7 @@ class Supervisor:
         runtime = {
             "pid": os.getpid(),
             "gateway": f"{s.host}:{ports['gateway']}",
+            "web": f"http://{s.host}:{web_port}/",
             "services": {n: f"{s.host}:{p}" for n, p in ports.items()},
             "nats_url": nats_url,
             "pg_dsn": dsn,
@@ -117,6 +120,7 @@ class Supervisor:
         tmp = s.runtime_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(runtime, indent=2))
         tmp.replace(s.runtime_file)
+        self.echo(f"web debug screen on http://{s.host}:{web_port}/")
         self.echo(f"logs in {logs}; data in {s.data_dir}")
         return runtime
 

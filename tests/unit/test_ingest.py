@@ -9,13 +9,16 @@ from godot_rag.domain.ingest import (
     REASON_BINARY,
     REASON_CSHARP,
     REASON_DOCS,
+    REASON_GDIGNORE,
     IngestError,
     classify_path,
     decide,
     expand,
     files_from_expanded_text,
+    flatten,
     guess_snippet_kind,
     scan_folder,
+    scan_projects,
     split_expanded_text,
 )
 from tests.conftest import SEEDS
@@ -53,11 +56,16 @@ def test_mini_dodge_sample_splits_into_the_seed_files(repo: Path):
 
 
 def test_expand_then_split_round_trips(repo: Path):
-    files = scan_folder(repo / "samples" / "godot4_project", max_bytes=1 << 20)
+    projects = scan_projects(repo / "samples" / "godot4_project", max_bytes=1 << 20, keep_text=True)
+    files = flatten(projects)
     text = expand(files)
-    again = files_from_expanded_text(text, max_bytes=1 << 20)
-    included = {f.source_file: f.sha256 for f in files if f.included}
-    assert {f.source_file: f.sha256 for f in again} == included
+    assert "# README.md\n" in text  # documentation is shown, as in seed 001's expanded project
+    assert "# icon.png\n" not in text  # binaries have no text to show
+    again = {f.source_file: f for f in files_from_expanded_text(text, max_bytes=1 << 20)}
+    shown = {f.source_file: f for f in files if f.included or f.has_text}
+    assert set(again) == set(shown)
+    for name, f in shown.items():
+        assert (again[name].included, again[name].excluded_reason, again[name].sha256) == (f.included, f.excluded_reason, f.sha256)
 
 
 @pytest.mark.parametrize(
@@ -103,9 +111,11 @@ def test_scan_excludes_caches_gdignore_and_symlinks(tmp_path: Path):
     files = {f.source_file: f for f in scan_folder(tmp_path, max_bytes=1 << 20)}
     assert files["project.godot"].included
     assert ".godot/" in files and "cache" in files[".godot/"].excluded_reason
-    assert "shots/" in files and "gdignore" in files["shots/"].excluded_reason
-    assert "shots/a.gd" not in files
-    assert not files["link.gd"].included and "symbolic link" in files["link.gd"].excluded_reason
+    assert ".godot/imported/x.ctex" not in files  # the cache folder is one entry, not descended
+    # Every file under a .gdignore folder stays listed with the reason; the marker itself is chunked (seed 001).
+    assert not files["shots/a.gd"].included and files["shots/a.gd"].excluded_reason == REASON_GDIGNORE
+    assert files["shots/.gdignore"].included and files["shots/.gdignore"].source_kind == "ignore"
+    assert not files["link.gd"].included and "outside the project root" in files["link.gd"].excluded_reason
     assert list(files) == sorted(files)
 
 

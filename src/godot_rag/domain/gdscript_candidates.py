@@ -193,12 +193,16 @@ _IDENT = r"[A-Za-z_]\w*+"
 _HEAD_CHECK = r"(?<![\w.$%@&^][A-Za-z_])"
 R_PASCAL = re.compile(r"[A-Z](?<![\w.$%@&^][A-Z])\w*+")
 R_ANNOTATION = re.compile(rf"@({_IDENT})")
-R_TYPED_COLLECTION = re.compile(r"(?<![\w.])(Array|Dictionary)\s*\[([^\[\]\n]*)\]")
+# Bounded repetitions keep every pattern linear on hostile input (a line of
+# `Array[` or `f(` repeated thousands of times would otherwise be quadratic).
+R_TYPED_COLLECTION = re.compile(r"(?<![\w.])(Array|Dictionary)\s*\[([^\[\]\n]{0,200})\]")
 # A head followed by `.member` and/or `(`: dotted accesses and bare calls in
 # one pass.  Groups: head, member, call paren.
 R_HEAD = re.compile(rf"([A-Za-z_]{_HEAD_CHECK}\w*+)(?=\s*[.(])(?:\s*\.\s*({_IDENT}))?(\s*\()?")
-# `f(args).member(`: one level of nested parentheses inside the arguments.
-R_RECV_CALL = re.compile(rf"([a-z_]{_HEAD_CHECK}\w*+)\s*\((?:[^()]|\([^()]*\))*\)\s*\.\s*({_IDENT})\s*\(")
+# `f(args).member(`: arguments on one line, one level of nested parentheses.
+R_RECV_CALL = re.compile(
+    rf"([a-z_]{_HEAD_CHECK}\w*+)\s*\((?:[^()\n]|\([^()\n]{{0,200}}\)){{0,200}}\)\s*\.\s*({_IDENT})\s*\("
+)
 R_CLOSE_DOT = re.compile(r"\)\s*\.")
 R_MEMBER_CALL = re.compile(rf"\.\s*({_IDENT})\s*\(")
 R_AFTER_FUNC = re.compile(r"(?<!\w)func\s+$")

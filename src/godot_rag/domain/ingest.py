@@ -299,7 +299,7 @@ def decide_tree(entries: list[TreeEntry], *, max_bytes: int, keep_text: bool = F
         }
         files: list[SourceFile] = []
         for rel, e in rels:
-            if _gdignored(rel, gdignore_dirs):
+            if _gdignored(rel, gdignore_dirs) and e.reason != REASON_NESTED_PROJECT:
                 files.append(SourceFile(rel, "", False, REASON_GDIGNORE, size=e.size))
             else:
                 files.append(_decide_entry(rel, e, r, max_bytes=max_bytes, keep_text=keep_text))

@@ -28,6 +28,7 @@ import lzma
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tarfile
 import tempfile
@@ -405,17 +406,23 @@ def _run_git(args: list[str], *, deadline: float, what: str, display: str, cwd: 
     if remaining <= 0:
         raise FetchError(f"git {what} of {display}: timed out")
     try:
-        proc = subprocess.run(["git", *_GIT_SAFE, *args], cwd=cwd, env=_git_env(), stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=remaining, check=False)
-    except subprocess.TimeoutExpired as exc:
-        raise FetchError(f"git {what} of {display}: no answer within the time limit ({exc.timeout:.0f} s)") from exc
+        # Its own process group: on timeout the ssh or proxy helpers git started die with it,
+        # instead of holding the pipes open past the deadline.
+        proc = subprocess.Popen(["git", *_GIT_SAFE, *args], cwd=cwd, env=_git_env(), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     except FileNotFoundError as exc:
         raise FetchError("the git program is not installed (needed for git inputs)") from exc
+    try:
+        stdout, stderr = proc.communicate(timeout=remaining)
+    except subprocess.TimeoutExpired as exc:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise FetchError(f"git {what} of {display}: no answer within the time limit ({remaining:.0f} s)") from exc
     if proc.returncode != 0:
-        lines = [ln for ln in proc.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+        lines = [ln for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
         detail = "; ".join(lines[-3:]) or f"exit status {proc.returncode}"
         raise FetchError(f"git {what} of {display} failed: {detail}")
-    return proc.stdout
+    return stdout
 
 
 def _read_blobs(repo: Path, shas: list[str], *, deadline: float, display: str) -> Iterator[tuple[str, bytes]]:

@@ -382,3 +382,13 @@ def _declared_in(text: str) -> list[str]:
     import re
 
     return re.findall(r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:export(?:\([^)]*\))?\s+|onready\s+|static\s+)*(?:var|const|signal)\s+([A-Za-z_]\w*)", text, re.M)
+
+
+async def list_analyses(store: Store, limit: int = 100) -> list[dict]:
+    return await store._fetchall(
+        f"""select a.analysis_id, a.project_id, a.prompt, a.status, a.source_origin, a.input_ref, a.created_at, a.finished_at,
+              a.files_total, a.files_included, v.label, v.confidence
+            from {SCHEMA}.analyses a left join {SCHEMA}.verdicts v on v.analysis_id = a.analysis_id
+            order by a.created_at desc limit %s""",
+        (limit,),
+    )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import posixpath
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from godot_rag.domain.direct import CHUNKER_VERSION
@@ -12,6 +13,7 @@ from godot_rag.domain.archive import ArchiveLimits, archive_stem, detect_format,
 from godot_rag.domain.ids import analysis_id_for, message_id, sha256_hex, subject_token
 from godot_rag.domain.ingest import (
     AST_KINDS,
+    REASON_NESTED_PROJECT,
     SNIPPET_EXTENSION,
     IngestError,
     ProjectFiles,
@@ -52,9 +54,18 @@ class Submission:
 
 
 def _projects(base_id: str, origin: str, input_ref: str, projects: list[ProjectFiles]) -> Submission:
-    collected = [
-        Collected(base_id if p.root == "" else f"{base_id}/{p.root}", origin, input_ref, p.files, p.root) for p in projects
-    ]
+    def pid(root: str) -> str:
+        return base_id if root == "" else f"{base_id}/{root}"
+
+    collected = []
+    for p in projects:
+        files = [
+            # The folder entry of a nested root names the project it went to.
+            replace(f, excluded_reason=f"{REASON_NESTED_PROJECT} ({pid(posixpath.join(p.root, f.source_file.rstrip('/')))})")
+            if f.excluded_reason == REASON_NESTED_PROJECT else f
+            for f in p.files
+        ]
+        collected.append(Collected(pid(p.root), origin, input_ref, files, p.root))
     return Submission(origin, input_ref, collected)
 
 

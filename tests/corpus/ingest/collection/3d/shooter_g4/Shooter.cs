@@ -1,0 +1,5 @@
+using Godot;
+
+public partial class Shooter : CharacterBody3D
+{
+}
