@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PROTOS := $(wildcard protos/godot_rag/v1/*.proto)
 SAMPLES := samples/godot3_project samples/godot4_project samples/mini_dodge.txt
 
-.PHONY: install proto proto-check run up test test-unit test-integration bench clean
+.PHONY: install proto proto-check browser run up test test-unit test-integration bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,7 +33,13 @@ run: $(STAMP)
 up: $(STAMP)
 	$(VENV)/bin/godot-rag up
 
-test: $(STAMP) proto-check
+# Debian's chromium for the web UI tests (installed when missing and we are root).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
+	  echo "chromium not installed and not root: the browser test will be skipped"; }
+
+test: $(STAMP) proto-check browser
 	$(PY) -m pytest -q
 
 test-unit: $(STAMP)

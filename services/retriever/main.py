@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 
+from godot_rag.infra.embedder import make_embedder
 from godot_rag.infra.service import run_service
 from godot_rag.settings import load_settings
 from godot_rag.v1 import services_pb2, services_pb2_grpc
@@ -11,9 +12,15 @@ from services.retriever.servicer import RetrieverServicer
 
 def main() -> None:
     settings = load_settings()
+    # Built here, loaded on the first query (the model is not needed to start).
+    backend = make_embedder(settings.embedder, settings.tei_url)
+    embedder = consumer.QueryEmbedder(backend) if backend is not None else None
 
     def register(server, ctx):
-        services_pb2_grpc.add_RetrieverServicer_to_server(RetrieverServicer(ctx), server)
+        services_pb2_grpc.add_RetrieverServicer_to_server(RetrieverServicer(ctx, embedder), server)
         return [services_pb2.DESCRIPTOR.services_by_name["Retriever"].full_name]
 
-    asyncio.run(run_service("retriever", settings, settings.retriever_port, register, consumer.start))
+    async def start_consumers(ctx):
+        return await consumer.start(ctx, embedder)
+
+    asyncio.run(run_service("retriever", settings, settings.retriever_port, register, start_consumers))

@@ -17,7 +17,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from godot_rag.pipeline.export import result_to_json
+from godot_rag.infra.embedded import EmbeddedError
 from godot_rag.settings import Settings, SettingsError, load_settings
+from godot_rag.supervisor import SupervisorError
 
 DEFAULT_PROMPT = "Is this Godot 3 or Godot 4, and what is the basis for converting it?"
 console = Console(stderr=True)
@@ -225,11 +227,34 @@ def cmd_expand(args, settings: Settings) -> int:
     return 0
 
 
+class _KbProgress:
+    """A rich progress bar fed by build_kb's (phase, done, total) reports: one task per phase."""
+
+    def __init__(self, bar: Progress):
+        self.bar = bar
+        self.tasks: dict[str, int] = {}
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if phase not in self.tasks:
+            self.tasks[phase] = self.bar.add_task(phase, total=total or None)
+        self.bar.update(self.tasks[phase], completed=done, total=total or None)
+
+
 def cmd_kb_build(args, settings: Settings) -> int:
     from godot_rag.infra.embedded import EmbeddedPostgres
+    from godot_rag.infra.embedder import make_embedder
     from godot_rag.infra.store import migrate_sync
-    from godot_rag.pipeline.kb import build_kb
+    from godot_rag.pipeline.kb import build_kb, export_vectors
 
+    embedder = make_embedder(settings.embedder, settings.tei_url)
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    if args.kb_command == "export-vectors":
+        if embedder is None:
+            raise CliError("export-vectors needs an embedder (GODOT_RAG_EMBEDDER=minilm or tei)")
+        with Progress(*columns, console=console) as bar:
+            header = export_vectors(Path(args.output), embedder, progress=_KbProgress(bar))
+        console.print(f"wrote {header['count']} vectors of {header['model']} to {args.output}")
+        return 0
     pg = None
     dsn = settings.pg_dsn
     if not dsn:
@@ -237,7 +262,8 @@ def cmd_kb_build(args, settings: Settings) -> int:
         dsn = pg.start()
     try:
         migrate_sync(dsn)
-        counts = build_kb(dsn, force=args.force, progress=lambda phase, done, total: console.print(f"{phase} ({done}/{total})"))
+        with Progress(*columns, console=console) as bar:
+            counts = build_kb(dsn, embedder=embedder, force=args.force, progress=_KbProgress(bar))
         console.print(f"knowledge base {'built: ' + str(counts) if counts else 'already current'}")
     finally:
         if pg is not None:
@@ -267,8 +293,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-o", "--output", help="write the text to this file instead of standard output")
     kb = sub.add_parser("kb", help="knowledge base")
     kb_sub = kb.add_subparsers(dest="kb_command", required=True)
-    b = kb_sub.add_parser("build", help="load the shipped Godot reference data")
-    b.add_argument("--force", action="store_true")
+    b = kb_sub.add_parser("build", help="load the shipped Godot reference data (embeds with GODOT_RAG_EMBEDDER)")
+    b.add_argument("--force", action="store_true", help="reload even when the knowledge base is current")
+    e = kb_sub.add_parser("export-vectors", help="(maintainers) recompute the vectors shipped in kb_data/")
+    e.add_argument("--output", default=str(Path(__file__).parent / "kb_data" / "vectors_all-MiniLM-L6-v2.f16.gz"))
     args = parser.parse_args(argv)
     try:
         settings = load_settings()
@@ -282,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_expand(args, settings)
         if args.command == "kb":
             return cmd_kb_build(args, settings)
-    except (CliError, SettingsError) as exc:
+    except (CliError, SettingsError, SupervisorError, EmbeddedError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 1
     return 2

@@ -36,6 +36,8 @@ class Settings:
     aggregator_port: int = 0
     web_port: int = 0
     gateway_addr: str = ""  # where the CLI finds a running gateway; empty = read data_dir/runtime.json
+    # 0 = each stage's own AckWait; a redelivery after a crash waits this long.
+    ack_wait_s: float = 0.0
     max_file_bytes: int = 2 * 1024 * 1024
     # Uploaded archives and fetched git trees: refused as a whole past these (bombs).
     archive_max_total_bytes: int = 512 * 1024 * 1024  # all extracted bytes together

@@ -22,6 +22,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from godot_rag.infra.embedded import EmbeddedNats, EmbeddedPostgres, free_port
+from godot_rag.infra.embedder import make_embedder
 from godot_rag.infra.store import migrate_sync
 from godot_rag.pipeline.kb import build_kb
 from godot_rag.settings import Settings
@@ -87,7 +88,8 @@ class Supervisor:
         applied = migrate_sync(dsn)
         if applied:
             self.echo(f"applied migrations: {', '.join(applied)}")
-        counts = build_kb(dsn, progress=lambda phase, done, total: self.echo(f"knowledge base: {phase} ({done}/{total})"))
+        counts = build_kb(dsn, embedder=make_embedder(s.embedder, s.tei_url),
+                          progress=lambda phase, done, total: self.echo(f"knowledge base: {phase} ({done}/{total})"))
         if counts:
             self.echo(f"knowledge base built: {counts}")
         nats_url = s.nats_url
@@ -170,14 +172,20 @@ class Supervisor:
 def run_up(settings: Settings, echo=print) -> int:
     sup = Supervisor(settings, echo)
     stop_flag = [False]
+    started = [False]
 
     def on_signal(signum, frame):
         stop_flag[0] = True
+        if not started[0]:
+            # Still starting (initdb, knowledge base build): abort right away;
+            # the finally below stops whatever already runs.
+            raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
         sup.start()
+        started[0] = True
         echo("godot-rag is up; Ctrl-C stops it")
         sup.watch(stop_flag)
         return 0

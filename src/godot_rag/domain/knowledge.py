@@ -454,6 +454,18 @@ def rename_records(rows: Iterable[dict], godot3_names: set[str], godot4_names: s
     return records
 
 
+# Words the authored old/new patterns use as placeholders ("yield(obj, \"signal\")"):
+# not keys of the record.
+PLACEHOLDER_WORDS = frozenset({
+    "obj", "signal", "method", "target", "args", "callable", "value", "path", "text", "index", "item", "name", "removed",
+    "use", "an", "function", "coroutine", "property", "node", "type", "with", "after", "inspector", "shown", "in",
+    "degrees", "smaller", "larger", "closer", "position", "length", "resource", "image", "flags", "offset", "impulse",
+    "velocity", "up_direction", "snap", "up", "begin", "end_inclusive", "end_exclusive", "id", "tile", "layer", "coords",
+    "source_id", "atlas_coords", "from", "to", "color", "width", "antialiased", "seed", "instance", "userdata",
+    "group", "project", "godot", "immediate", "parent", "called", "implicitly", "call", "is", "setter", "getter",
+})
+
+
 def extra_mapping_records(rows: Iterable[dict], godot3_names: set[str], godot4_names: set[str]) -> list[KnowledgeRecord]:
     """api_mapping records for the changes a rename cannot express (api_mapping_extra.jsonl).
 
@@ -493,7 +505,8 @@ def extra_mapping_records(rows: Iterable[dict], godot3_names: set[str], godot4_n
             "new_in_godot3": new_base in godot3_names,
         }
         keys = row.get("keys") or []
-        lex_a = list(dict.fromkeys(key_lexemes(" ".join([old, new, *keys]))))
+        symbol_lex = [t for t in key_lexemes(f"{old} {new}") if t.split(".")[-1] not in PLACEHOLDER_WORDS]
+        lex_a = list(dict.fromkeys(key_lexemes(" ".join(keys)) + symbol_lex))
         lex_c = [t for t in key_lexemes(row["before_code"] + "\n" + row["after_code"]) if t not in lex_a]
         search_text = " ".join([old, new, row["change_type"], row["description"], row.get("rationale", ""),
                                 row["before_code"], row["after_code"]])

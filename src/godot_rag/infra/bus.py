@@ -73,17 +73,20 @@ DeadLetterSink = Callable[[Delivery, str], Awaitable[None]]
 
 
 class Bus:
-    def __init__(self, nc: nats.NATS):
+    def __init__(self, nc: nats.NATS, ack_wait_override_s: float = 0.0):
         self.nc = nc
         self.js = nc.jetstream()
+        self.ack_wait_override_s = ack_wait_override_s
 
     @classmethod
-    async def connect(cls, url: str, name: str) -> "Bus":
+    async def connect(cls, url: str, name: str, ack_wait_override_s: float = 0.0) -> "Bus":
         nc = await nats.connect(url, name=name, max_reconnect_attempts=-1, reconnect_time_wait=0.5, connect_timeout=5)
-        return cls(nc)
+        return cls(nc, ack_wait_override_s)
 
     async def close(self) -> None:
-        await self.nc.drain()
+        # Every message handled has been acked already; drain() would wait on
+        # the pull subscriptions' pending fetch requests for its full timeout.
+        await self.nc.close()
 
     async def ensure_streams(self) -> None:
         for name, subjects in ((STREAM_FILES, ["grag.file.>"]), (STREAM_CHUNKS, ["grag.chunk.>"])):
@@ -103,17 +106,15 @@ class Bus:
 
     async def run_stage(self, spec: StageSpec, handler: Handler, dead_letter: DeadLetterSink, stop: asyncio.Event) -> None:
         config = api.ConsumerConfig(
-            durable_name=spec.durable, ack_policy=api.AckPolicy.EXPLICIT, ack_wait=spec.ack_wait_s,
+            durable_name=spec.durable, ack_policy=api.AckPolicy.EXPLICIT, ack_wait=self.ack_wait_override_s or spec.ack_wait_s,
             max_deliver=spec.max_deliver, max_ack_pending=spec.max_ack_pending,
             filter_subjects=spec.filter_subjects if len(spec.filter_subjects) > 1 else None,
             filter_subject=spec.filter_subjects[0] if len(spec.filter_subjects) == 1 else None,
             deliver_policy=api.DeliverPolicy.ALL,
         )
-        try:
-            await self.js.add_consumer(spec.stream, config)
-        except nats.js.errors.BadRequestError:
-            # The durable exists with an older config: update in place.
-            await self.js.add_consumer(spec.stream, config)
+        # Creating an existing durable with changed updatable fields (ack wait,
+        # max deliver, max ack pending) updates it in place on the server.
+        await self.js.add_consumer(spec.stream, config)
         sub = await self.js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
         tracer = trace.get_tracer("godot_rag.bus")
         slots = asyncio.Semaphore(spec.max_ack_pending)

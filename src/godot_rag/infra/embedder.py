@@ -177,14 +177,17 @@ def make_embedder(kind: str, tei_url: str = "") -> Embedder | None:
     raise ValueError(f"unknown embedder {kind!r} (minilm, tei or none)")
 
 
-def check_model(kb_model: str, embedder: Embedder | None) -> None:
-    """Raise when vectors of ``embedder`` cannot be compared with the KB's."""
-    if embedder is None:
-        return  # lexical-only retrieval by configuration
-    if kb_model != embedder.name:
+def check_model(kb_model: str, query_model: str | None) -> None:
+    """Raise when query vectors of ``query_model`` cannot be compared with the KB's vectors.
+
+    ``query_model`` None = lexical-only retrieval by configuration (embedder 'none').
+    """
+    if query_model is None:
+        return
+    if kb_model != query_model:
         built = "without vectors" if kb_model == "none" else f"with embedding model {kb_model!r}"
         raise EmbeddingModelMismatch(
-            f"the knowledge base was built {built}, but this retriever embeds queries with {embedder.name!r}; "
+            f"the knowledge base was built {built}, but this retriever embeds queries with {query_model!r}; "
             "rebuild it with `godot-rag kb build --force` under the same GODOT_RAG_EMBEDDER, "
             "or set GODOT_RAG_EMBEDDER to the model the knowledge base was built with (none = lexical only)"
         )

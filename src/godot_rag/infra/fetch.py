@@ -265,8 +265,13 @@ def _extract_tar(archive: Path, fmt: str, tree: SafeTree, budget: Budget, max_fi
     written: dict[str, int] = {}
     raw = open(archive, "rb")
     try:
-        opener = {"tar.gz": gzip.GzipFile, "tar.bz2": bz2.BZ2File, "tar.xz": lzma.LZMAFile}.get(fmt)
-        inner = opener(fileobj=raw) if opener is not None else raw  # type: ignore[operator]
+        inner: io.BufferedIOBase = raw
+        if fmt == "tar.gz":
+            inner = gzip.GzipFile(fileobj=raw, mode="rb")
+        elif fmt == "tar.bz2":
+            inner = bz2.BZ2File(raw, mode="rb")
+        elif fmt == "tar.xz":
+            inner = lzma.LZMAFile(raw, mode="rb")
         stream = io.BufferedReader(_CountingReader(inner, budget), buffer_size=CHUNK)
         # Stream mode ("r|"): one pass, no seeking, so every decompressed byte passes the budget.
         with tarfile.open(fileobj=stream, mode="r|") as tf:
@@ -419,8 +424,10 @@ def _run_git(args: list[str], *, deadline: float, what: str, display: str, cwd: 
         proc.communicate()
         raise FetchError(f"git {what} of {display}: no answer within the time limit ({remaining:.0f} s)") from exc
     if proc.returncode != 0:
-        lines = [ln for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
-        detail = "; ".join(lines[-3:]) or f"exit status {proc.returncode}"
+        lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+        # git's first fatal line names the cause; the lines after it are generic advice.
+        fatal = [ln for ln in lines if ln.startswith(("fatal:", "error:"))]
+        detail = "; ".join((fatal or lines[-3:])[:3]) or f"exit status {proc.returncode}"
         raise FetchError(f"git {what} of {display} failed: {detail}")
     return stdout
 

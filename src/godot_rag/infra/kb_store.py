@@ -1,75 +1,158 @@
-"""Knowledge-base tables: loading (build time) and hybrid search (query time)."""
+"""Knowledge-base tables: loading (build time), the embedding cache, and hybrid search (query time).
+
+Search (``search``) sees a RetrieverQuery and an optional query vector, and
+nothing else: no path, chunk id or order can reach it (the signature has no
+place for them and RetrieverQuery has no such fields).
+
+Per table, one SQL round trip gathers candidates from two indexes:
+- lexical: ``symbol_tsv @@ q`` (GIN; exact identifier keys of the records),
+  ranked by ``ts_rank(search_tsv, q)`` (keys at weights A/B/C + prose at D);
+- vector: ``embedding <=> v`` (HNSW, cosine), when the query has a vector;
+and scores every candidate on all three components (text rank, cosine,
+pg_trgm similarity of the query terms to the record title). The components are
+fused in Python (``fuse``); a second round trip fetches content and metadata
+of the hits kept. docs/retrieval.md has the measurements behind the choices.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
 
 import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from godot_rag.domain.knowledge import KnowledgeRecord, identifier_lexemes
+from godot_rag.domain.knowledge import KnowledgeRecord, key_lexemes
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 
 SCHEMA = "godot_rag"
+TABLES = ("docs_chunks", "api_mapping", "label_prototypes")
+
+MODE_HYBRID = "hybrid"
+MODE_LEXICAL = "lexical"
+MODE_VECTOR = "vector"
+FUSION_WSUM = "wsum"
+FUSION_RRF = "rrf"
 
 
 class KnowledgeBaseMissing(RuntimeError):
     """The knowledge base was never built in this database."""
 
 
+def _lex_quote(lex: str) -> str:
+    return "'" + lex.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
 def tsquery_literal(lexemes: Iterable[str]) -> str:
     """An OR tsquery of exact lexemes, for a ``::tsquery`` cast (no parser runs)."""
-    quoted = []
-    for lex in lexemes:
-        lex = lex.replace("'", "''").replace("\\", "\\\\")
-        if lex:
-            quoted.append(f"'{lex}'")
-    return " | ".join(quoted)
+    return " | ".join(_lex_quote(lex) for lex in lexemes if lex)
+
+
+def tsvector_literal(weighted: Iterable[tuple[str, str]]) -> str:
+    """A tsvector of exact lexemes with weights, for a ``::tsvector`` cast.
+
+    Weights live on positions in PostgreSQL (a position-less lexeme has none),
+    so every key gets a position of its own.
+    """
+    parts: list[str] = []
+    seen: set[str] = set()
+    pos = 0
+    for lex, weight in weighted:
+        if not lex or lex in seen:
+            continue
+        seen.add(lex)
+        pos += 1
+        parts.append(f"{_lex_quote(lex)}:{pos}{weight}")
+    return " ".join(parts)
+
+
+def record_keys(r: KnowledgeRecord) -> str:
+    return tsvector_literal([(x, "A") for x in r.lexemes] + [(x, "B") for x in r.lexemes_b])
+
+
+def record_code_keys(r: KnowledgeRecord) -> str:
+    return tsvector_literal([(x, "C") for x in r.lexemes_c])
+
+
+# ---------------------------------------------------------------- embedding cache (sync: build time)
+
+def cached_shas_sync(conn: psycopg.Connection, model: str, shas: Sequence[str]) -> set[str]:
+    rows = conn.execute(f"select text_sha256 from {SCHEMA}.embedding_cache where model = %s and text_sha256 = any(%s)",
+                        (model, list(shas))).fetchall()
+    return {r[0] for r in rows}
+
+
+def put_embeddings_sync(conn: psycopg.Connection, model: str, items: Iterable[tuple[str, str]]) -> int:
+    """Insert (sha256, pgvector literal) pairs; existing keys are kept."""
+    n = 0
+    with conn.cursor() as cur:
+        cur.execute("create temp table if not exists emb_stage (text_sha256 text, embedding text) on commit drop")
+        with cur.copy("copy emb_stage (text_sha256, embedding) from stdin") as copy:
+            for sha, vec in items:
+                copy.write_row((sha, vec))
+                n += 1
+        cur.execute(f"""insert into {SCHEMA}.embedding_cache (model, text_sha256, embedding)
+                        select %s, text_sha256, embedding::vector from emb_stage on conflict do nothing""", (model,))
+        cur.execute("drop table emb_stage")
+    conn.commit()
+    return n
 
 
 # ---------------------------------------------------------------- knowledge (sync: build time)
 
 def load_knowledge_sync(dsn: str, records: Sequence[KnowledgeRecord], *, data_version: str, embedding_model: str,
-                        embeddings: dict[str, list[float]] | None = None) -> dict[str, int]:
-    """Upsert knowledge records and record the KB version. Idempotent."""
+                        embedding_dim: int, embed_shas: dict[str, str] | None = None,
+                        progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
+    """Upsert knowledge records and record the KB version, in one transaction. Idempotent.
+
+    ``embed_shas`` maps record id -> sha256 of its embed text; the vector is
+    taken from the embedding cache under ``embedding_model`` (filled before).
+    Records without one get no vector (lexical only).
+    """
+    report = progress or (lambda phase, done, total: None)
     counts: dict[str, int] = {}
+    shas = embed_shas or {}
     with psycopg.connect(dsn) as conn:
         with conn.cursor() as cur:
-            for table in ("docs_chunks", "api_mapping", "label_prototypes"):
+            for n, table in enumerate(TABLES):
                 rows = [r for r in records if r.table == table]
                 counts[table] = len(rows)
-                if not rows:
-                    continue
-                cur.execute("create temp table kb_stage (id text, source_file text, payload jsonb, embedding vector(384), "
-                            "search_text text, lexemes text[]) on commit drop")
-                with cur.copy("copy kb_stage (id, source_file, payload, embedding, search_text, lexemes) from stdin") as copy:
+                report(f"loading {table}", n, len(TABLES))
+                cur.execute("create temp table kb_stage (id text, source_file text, payload jsonb, search_text text, "
+                            "keys text, code_keys text, embed_sha text) on commit drop")
+                with cur.copy("copy kb_stage (id, source_file, payload, search_text, keys, code_keys, embed_sha) from stdin") as copy:
                     for r in rows:
-                        vec = embeddings.get(r.id) if embeddings else None
-                        copy.write_row((
-                            r.id, r.source_file, json.dumps(r.payload), None if vec is None else "[" + ",".join(f"{x:.6f}" for x in vec) + "]",
-                            r.search_text, list(r.lexemes),
-                        ))
+                        copy.write_row((r.id, r.source_file, json.dumps(r.payload, ensure_ascii=False), r.search_text,
+                                        record_keys(r), record_code_keys(r), shas.get(r.id)))
                 cur.execute(
-                    f"""insert into {SCHEMA}.{table} (id, source_file, payload, embedding, search_text, search_tsv)
-                    select id, source_file, payload, embedding, search_text,
-                           setweight(array_to_tsvector(coalesce(lexemes, '{{}}')), 'A') || setweight(to_tsvector('simple', search_text), 'D')
-                    from kb_stage
+                    f"""insert into {SCHEMA}.{table} (id, source_file, payload, embedding, search_text, search_tsv, symbol_tsv)
+                    select s.id, s.source_file, s.payload, c.embedding, s.search_text,
+                           s.keys::tsvector || s.code_keys::tsvector || setweight(to_tsvector('simple', s.search_text), 'D'),
+                           s.keys::tsvector
+                    from kb_stage s
+                    left join {SCHEMA}.embedding_cache c on c.model = %(model)s and c.text_sha256 = s.embed_sha
                     on conflict (id) do update set source_file = excluded.source_file, payload = excluded.payload,
-                        embedding = coalesce(excluded.embedding, {SCHEMA}.{table}.embedding),
-                        search_text = excluded.search_text, search_tsv = excluded.search_tsv"""
+                        embedding = excluded.embedding, search_text = excluded.search_text,
+                        search_tsv = excluded.search_tsv, symbol_tsv = excluded.symbol_tsv
+                    where ({SCHEMA}.{table}.payload, {SCHEMA}.{table}.search_text, {SCHEMA}.{table}.embedding::text)
+                          is distinct from (excluded.payload, excluded.search_text, excluded.embedding::text)""",
+                    {"model": embedding_model},
                 )
-                ids = [r.id for r in rows]
-                cur.execute(f"delete from {SCHEMA}.{table} where not (id = any(%s))", (ids,))
+                cur.execute(f"delete from {SCHEMA}.{table} t where not exists (select 1 from kb_stage s where s.id = t.id)")
                 cur.execute("drop table kb_stage")
             cur.execute(
                 f"""insert into {SCHEMA}.kb_versions (name, data_version, embedding_model, embedding_dim, record_counts, built_at)
                 values ('current', %s, %s, %s, %s, now())
                 on conflict (name) do update set data_version = excluded.data_version, embedding_model = excluded.embedding_model,
                   embedding_dim = excluded.embedding_dim, record_counts = excluded.record_counts, built_at = now()""",
-                (data_version, embedding_model, 384 if embedding_model != "none" else 0, Jsonb(counts)),
+                (data_version, embedding_model, embedding_dim, Jsonb(counts)),
             )
+        report("analyzing tables", len(TABLES), len(TABLES))
+        conn.commit()
+        for table in TABLES:
+            conn.execute(f"analyze {SCHEMA}.{table}")
         conn.commit()
     return counts
 
@@ -79,81 +162,148 @@ def kb_version_sync(dsn: str) -> dict | None:
         return conn.execute(f"select * from {SCHEMA}.kb_versions where name = 'current'").fetchone()
 
 
+# ---------------------------------------------------------------- embedding cache (async: query time)
+
+async def get_cached_embedding(conn, model: str, sha: str) -> str | None:
+    cur = await conn.execute(f"select embedding::text as v from {SCHEMA}.embedding_cache where model = %s and text_sha256 = %s",
+                             (model, sha))
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    return row["v"] if isinstance(row, dict) else row[0]
+
+
+async def put_cached_embedding(conn, model: str, sha: str, vector: str) -> None:
+    await conn.execute(f"insert into {SCHEMA}.embedding_cache (model, text_sha256, embedding) values (%s, %s, %s::vector) "
+                       "on conflict do nothing", (model, sha, vector))
+
+
+# ---------------------------------------------------------------- search (async: query time)
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Knobs of the search, fixed by measurement (benchmarks/eval_retrieval.py)."""
+
+    mode: str = MODE_HYBRID
+    fusion: str = FUSION_WSUM
+    candidates_per_index: int = 40
+    chunk_identifiers: bool = True  # lexical query also takes the chunk text's identifiers
+    weights_hybrid: tuple[float, float, float] = (0.35, 0.45, 0.20)  # vector, text, trigram
+    weights_lexical: tuple[float, float] = (0.70, 0.30)  # text, trigram
+    rrf_k: int = 60
+
+
+DEFAULT_CONFIG = SearchConfig()
+
+
+def query_lexemes(query: RetrieverQuery, *, chunk_identifiers: bool = True) -> list[str]:
+    """The lexical keys of a query: its terms (API calls, symbols, name), then
+    (optionally) the other identifiers of the chunk's code. Prompt terms stay
+    out: "godot", "migration" are in every record's prose and in no record's keys."""
+    prompt = set(query.prompt_terms)
+    terms = [t for t in query.query_terms if t not in prompt]
+    lexemes = key_lexemes(" ".join(terms))
+    if chunk_identifiers:
+        for lex in key_lexemes(query.raw_chunk_text):
+            if lex not in lexemes:
+                lexemes.append(lex)
+    return lexemes[:96]  # a 300-line function stays a bounded query
+
+
+def _trigram_terms(query: RetrieverQuery) -> list[str]:
+    prompt = set(query.prompt_terms)
+    return [t for t in query.query_terms if t not in prompt][:24]
+
+
+def _candidate_sql(table: str, *, lexical: bool, vector: bool) -> str:
+    assert table in TABLES  # identifiers from the fixed list only, never from input
+    view = f"{SCHEMA}.dynamic_retrieval_view"
+    vec_score = "case when embedding is null or %(vec)s::vector is null then null else 1 - (embedding <=> %(vec)s::vector) end"
+    parts = []
+    if lexical:
+        parts.append(f"""(select id, title, ts_rank(search_tsv, %(tsq)s::tsquery) as text_score, {vec_score} as vector_score
+            from {view} where table_name = '{table}' and symbol_tsv @@ %(tsq)s::tsquery
+            order by text_score desc, id limit %(cand)s)""")
+    if vector:
+        parts.append(f"""(select id, title, case when %(tsq)s = '' then 0 else ts_rank(search_tsv, %(tsq)s::tsquery) end as text_score,
+                   1 - (embedding <=> %(vec)s::vector) as vector_score
+            from {view} where table_name = '{table}' and embedding is not null
+            order by embedding <=> %(vec)s::vector limit %(cand)s)""")
+    return f"""select distinct on (id) '{table}' as table_name, id, title, text_score, vector_score,
+                 (select coalesce(max(similarity(t, title)), 0) from unnest(%(terms)s::text[]) t) as trigram_score
+               from ({' union all '.join(parts)}) c order by id"""
+
+
 async def search(conn, query: RetrieverQuery, *, tables: Sequence[str], limit_per_table: int,
-           query_embedding: list[float] | None = None) -> list[RetrievalHit]:
+                 query_embedding: list[float] | None = None, config: SearchConfig = DEFAULT_CONFIG) -> list[RetrievalHit]:
     """Hybrid search over dynamic_retrieval_view with the query alone.
 
-    Components per hit: text (ts_rank_cd over exact identifier lexemes and
-    prose), trigram (best similarity of a query term to the record title),
-    vector (cosine, when the KB and the query both carry embeddings).
-    Fused as a weighted sum of per-table max-normalised scores.
+    Returns up to ``limit_per_table`` hits per table, grouped by table in the
+    order of ``tables`` (the intent's priority), best first within a table.
+    Each hit carries its fused score and the component scores.
     """
-    # Identifiers of the chunk text widen lexical recall (a renamed call the
-    # parser did not list still matches its api_mapping row).
-    lexemes = identifier_lexemes(" ".join(query.query_terms) + "\n" + query.raw_chunk_text)
+    lexemes = query_lexemes(query, chunk_identifiers=config.chunk_identifiers) if config.mode != MODE_VECTOR else []
     tsq = tsquery_literal(lexemes)
-    terms = list(query.query_terms) or lexemes[:20]
+    use_vector = query_embedding is not None and config.mode != MODE_LEXICAL
+    use_lexical = bool(tsq) and config.mode != MODE_VECTOR
+    if not use_vector and not use_lexical:
+        return []
+    vec = None if query_embedding is None else "[" + ",".join(f"{x:.6g}" for x in query_embedding) + "]"
+    params = {"tsq": tsq, "vec": vec, "terms": _trigram_terms(query), "cand": max(config.candidates_per_index, limit_per_table)}
     hits: list[RetrievalHit] = []
-    if not tsq and query_embedding is None:
-        return hits
-    vec = None if query_embedding is None else "[" + ",".join(f"{x:.6f}" for x in query_embedding) + "]"
     for table in tables:
-        candidates: dict[str, dict] = {}
-        if tsq:
-            cur = await conn.execute(
-                f"""select id, title, content, metadata,
-                      ts_rank_cd(search_tsv, %(tsq)s::tsquery) as text_score,
-                      (select coalesce(max(similarity(t, title)), 0) from unnest(%(terms)s::text[]) t) as trigram_score
-                    from {SCHEMA}.dynamic_retrieval_view
-                    where table_name = %(table)s and search_tsv @@ %(tsq)s::tsquery
-                    order by text_score desc, id limit %(cand)s""",
-                {"tsq": tsq, "terms": terms, "table": table, "cand": max(limit_per_table * 8, 40)},
-            )
-            for row in await cur.fetchall():
-                row["vector_score"] = 0.0
-                candidates[row["id"]] = row
-        if vec is not None:
-            cur = await conn.execute(
-                f"""select id, title, content, metadata, 1 - (embedding <=> %(vec)s::vector) as vector_score,
-                      (select coalesce(max(similarity(t, title)), 0) from unnest(%(terms)s::text[]) t) as trigram_score
-                    from {SCHEMA}.dynamic_retrieval_view
-                    where table_name = %(table)s and embedding is not null
-                    order by embedding <=> %(vec)s::vector limit %(cand)s""",
-                {"vec": vec, "terms": terms, "table": table, "cand": max(limit_per_table * 8, 40)},
-            )
-            for row in await cur.fetchall():
-                if row["id"] in candidates:
-                    candidates[row["id"]]["vector_score"] = row["vector_score"]
-                else:
-                    row["text_score"] = 0.0
-                    candidates[row["id"]] = row
-        hits.extend(_fuse(table, list(candidates.values()), limit_per_table, with_vector=vec is not None))
+        if table not in TABLES:
+            raise ValueError(f"unknown knowledge table {table!r}")
+        cur = await conn.execute(_candidate_sql(table, lexical=use_lexical, vector=use_vector), params)
+        rows = await cur.fetchall()
+        kept = fuse(rows, limit_per_table, with_vector=use_vector, with_lexical=use_lexical, config=config)
+        if not kept:
+            continue
+        cur = await conn.execute(
+            f"select id, content, metadata from {SCHEMA}.dynamic_retrieval_view where table_name = '{table}' and id = any(%s)",
+            ([k[1]["id"] for k in kept],),
+        )
+        details = {r["id"]: r for r in await cur.fetchall()}
+        for score, row, comp in kept:
+            d = details.get(row["id"], {})
+            hits.append(RetrievalHit(table_name=table, record_id=row["id"], score=round(score, 6), title=row["title"] or "",
+                                     content=d.get("content") or "", metadata=d.get("metadata") or {}, component_scores=comp))
     return hits
 
 
-_WEIGHTS_LEXICAL = {"text": 0.65, "trigram": 0.35}
-_WEIGHTS_HYBRID = {"vector": 0.45, "text": 0.35, "trigram": 0.20}
+def fuse(rows: list[dict], limit: int, *, with_vector: bool, with_lexical: bool = True,
+         config: SearchConfig = DEFAULT_CONFIG) -> list[tuple[float, dict, dict]]:
+    """(score, row, components) of the best ``limit`` candidates of one table.
 
-
-def _fuse(table: str, rows: list[dict], limit: int, *, with_vector: bool) -> list[RetrievalHit]:
+    Components: text = ts_rank / the best ts_rank among the candidates (0..1),
+    vector = cosine similarity (0..1 for these models' normalised vectors),
+    trigram = pg_trgm similarity of the best query term to the title (0..1).
+    """
     if not rows:
         return []
     max_text = max(float(r["text_score"] or 0) for r in rows) or 1.0
-    weights = _WEIGHTS_HYBRID if with_vector else _WEIGHTS_LEXICAL
-    scored = []
+    comps = []
     for r in rows:
-        comp = {
-            "text": float(r["text_score"] or 0) / max_text,
-            "trigram": float(r["trigram_score"] or 0),
-        }
+        comp = {"text": round(float(r["text_score"] or 0) / max_text, 6), "trigram": round(float(r["trigram_score"] or 0), 6),
+                "text_raw": round(float(r["text_score"] or 0), 6)}
         if with_vector:
-            comp["vector"] = max(0.0, float(r["vector_score"] or 0))
-        score = sum(weights[k] * comp[k] for k in weights)
-        raw = {"text_raw": float(r["text_score"] or 0)}
-        scored.append((score, r["id"], r, {**comp, **raw}))
-    scored.sort(key=lambda s: (-s[0], s[1]))
-    return [
-        RetrievalHit(table_name=table, record_id=rid, score=round(score, 6), title=r["title"] or "", content=r["content"] or "",
-                     metadata=r["metadata"] or {}, component_scores=comp)
-        for score, rid, r, comp in scored[:limit]
-    ]
+            comp["vector"] = round(max(0.0, float(r["vector_score"] or 0)), 6)
+        comps.append(comp)
+    if config.fusion == FUSION_RRF:
+        keys = (["vector"] if with_vector else []) + (["text", "trigram"] if with_lexical else [])
+        score = [0.0] * len(rows)
+        for key in keys:
+            order = sorted(range(len(rows)), key=lambda i: (-comps[i][key], rows[i]["id"]))
+            for rank, i in enumerate(order, 1):
+                if comps[i][key] > 0:
+                    score[i] += 1.0 / (config.rrf_k + rank)
+    elif with_vector and with_lexical:
+        wv, wt, wg = config.weights_hybrid
+        score = [wv * c["vector"] + wt * c["text"] + wg * c["trigram"] for c in comps]
+    elif with_vector:
+        score = [c["vector"] for c in comps]
+    else:
+        wt, wg = config.weights_lexical
+        score = [wt * c["text"] + wg * c["trigram"] for c in comps]
+    order = sorted(range(len(rows)), key=lambda i: (-score[i], rows[i]["id"]))
+    return [(score[i], rows[i], comps[i]) for i in order[:limit]]

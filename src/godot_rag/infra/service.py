@@ -55,7 +55,7 @@ async def run_service(
     if not settings.pg_dsn or not settings.nats_url:
         raise SystemExit(f"{name}: GODOT_RAG_PG_DSN and GODOT_RAG_NATS_URL must be set (godot-rag up sets them)")
     store = await Store.open(settings.pg_dsn)
-    bus = await Bus.connect(settings.nats_url, name=f"godot-rag-{name}")
+    bus = await Bus.connect(settings.nats_url, name=f"godot-rag-{name}", ack_wait_override_s=settings.ack_wait_s)
     await bus.ensure_streams()
     stop = asyncio.Event()
     ctx = ServiceContext(name, settings, store, bus, stop)
@@ -86,6 +86,7 @@ async def run_service(
         await asyncio.wait(pending, timeout=10)
     await bus.close()
     await store.close()
+    log.info("%s stopped", name)
     if crashed:
         # A consumer loop that dies must take the process with it: the
         # supervisor (or Kubernetes) restarts it and JetStream redelivers.

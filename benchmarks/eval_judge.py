@@ -1,0 +1,302 @@
+"""Judge evaluation: labelled functions and whole sample projects.
+
+    .venv/bin/python benchmarks/eval_judge.py                 # the rules judge
+    .venv/bin/python benchmarks/eval_judge.py --llm           # plus the LLM configured by GODOT_RAG_LLM_*
+    .venv/bin/python benchmarks/eval_judge.py --json out.json
+
+The corpus is tests/corpus/judge/: scripts under functions/ and labels.tsv
+naming one label per function chunk (godot3 = runs on Godot 3 only, godot4 =
+Godot 4 only, neutral = both). Chunks come from the real parser
+(``parse_gdscript``), evidence from the shipped rename table without a
+database: every api_mapping record whose old or new symbol is one of the
+chunk's candidates, which is what the retriever's exact-lexeme search finds
+first. The sample projects under samples/ are judged chunk by chunk and
+aggregated into a verdict, as the pipeline does.
+
+Printed: accuracy, per-class precision and recall, the confusion matrix, the
+share of neutral functions called godot3 or godot4, and every miss. Targets for
+the rules judge (issue 6): accuracy >= 0.95, neutral false-positive rate <= 0.05.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # services.* for direct_kind and the judge backends
+
+from godot_rag.domain.aggregate import ChunkOutcome, compute_verdict  # noqa: E402
+from godot_rag.domain.direct import chunk_direct  # noqa: E402
+from godot_rag.domain.gdscript import parse_gdscript  # noqa: E402
+from godot_rag.domain.ingest import files_from_expanded_text, scan_folder  # noqa: E402
+from godot_rag.domain.knowledge import class_reference_names, read_jsonl_gz, rename_records  # noqa: E402
+from godot_rag.domain.models import SIGNALS, Chunk, RetrievalHit  # noqa: E402
+from godot_rag.domain.rules_judge import (  # noqa: E402
+    RenameIndex,
+    declared_names,
+    judge_chunk,
+    shipped_vocabulary,
+)
+
+CORPUS = REPO / "tests" / "corpus" / "judge"
+SAMPLES = {
+    "samples/godot3_project": "godot3",
+    "samples/godot4_project": "godot4",
+    "samples/mini_dodge.txt": "mixed",
+}
+TARGET_ACCURACY = 0.95
+TARGET_NEUTRAL_FP = 0.05
+
+
+@dataclass(frozen=True)
+class Case:
+    source_file: str
+    chunk: Chunk
+    label: str
+    declared: frozenset[str]
+    why: str
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    index: RenameIndex
+    by_symbol: dict[str, list[RetrievalHit]]
+
+
+def load_knowledge() -> Knowledge:
+    godot3 = class_reference_names(read_jsonl_gz("godot3_class_reference.jsonl.gz"))
+    godot4 = class_reference_names(read_jsonl_gz("godot4_class_reference.jsonl.gz"))
+    records = rename_records(read_jsonl_gz("godot_renames_3to4.jsonl.gz"), godot3, godot4)
+    index = RenameIndex.from_payloads(((r.id, r.payload) for r in records), shipped_vocabulary())
+    by_symbol: dict[str, list[RetrievalHit]] = {}
+    for r in records:
+        p = r.payload
+        if p.get("language") != "gdscript":
+            continue
+        hit = RetrievalHit("api_mapping", r.id, 1.0, f"{p['old_symbol']} -> {p['new_symbol']}", p["description"], dict(p))
+        for sym in {p["old_symbol"], p["new_symbol"]}:
+            by_symbol.setdefault(sym, []).append(hit)
+    return Knowledge(index, by_symbol)
+
+
+def offline_hits(chunk: Chunk, knowledge: Knowledge, limit: int = 8) -> list[RetrievalHit]:
+    """api_mapping records whose old or new symbol is a candidate of the chunk (exact lexeme)."""
+    out: list[RetrievalHit] = []
+    seen: set[str] = set()
+    names = [*chunk.api_call_candidates, *chunk.symbol_candidates]
+    for name in names:
+        for part in name.replace("(", ".").replace(")", "").split("."):
+            for hit in knowledge.by_symbol.get(part, ()):
+                if hit.record_id not in seen:
+                    seen.add(hit.record_id)
+                    out.append(hit)
+    return out[:limit]
+
+
+def load_cases(corpus: Path = CORPUS) -> list[Case]:
+    labels: dict[str, dict[str, tuple[str, str]]] = {}
+    for raw in (corpus / "labels.tsv").read_text(encoding="utf-8").splitlines():
+        if not raw.strip() or raw.startswith("#"):
+            continue
+        file, chunk_key, label, why = (raw.split("\t") + [""])[:4]
+        if label not in SIGNALS:
+            raise ValueError(f"labels.tsv: {label!r} for {file} {chunk_key} is not one of {SIGNALS}")
+        labels.setdefault(file, {})[chunk_key] = (label, why)
+    cases: list[Case] = []
+    for file, wanted in sorted(labels.items()):
+        path = corpus / "functions" / file
+        result = parse_gdscript(file, path.read_bytes())
+        if result.status != "ok":
+            raise ValueError(f"{file}: the parser says {result.status}: {result.errors}")
+        declared = declared_names(result.chunks)
+        by_key = {c.chunk_id.split(":", 1)[1]: c for c in result.chunks}
+        for key, (label, why) in wanted.items():
+            if key not in by_key:
+                raise ValueError(f"{file}: no chunk {key} (chunks: {sorted(by_key)})")
+            cases.append(Case(file, by_key[key], label, declared, why))
+    return cases
+
+
+# ---------------------------------------------------------------- metrics
+
+def metrics(pairs: list[tuple[str, str]]) -> dict:
+    """pairs = (label, predicted). Predicted may be 'failed' (counted as wrong)."""
+    classes = list(SIGNALS)
+    predicted_classes = classes + sorted({p for _, p in pairs} - set(classes))
+    matrix = {a: {p: 0 for p in predicted_classes} for a in classes}
+    for label, pred in pairs:
+        matrix[label][pred] += 1
+    total = len(pairs)
+    correct = sum(matrix[c][c] for c in classes)
+    per_class = {}
+    for c in classes:
+        tp = matrix[c][c]
+        predicted = sum(matrix[a][c] for a in classes)
+        actual = sum(matrix[c].values())
+        per_class[c] = {
+            "precision": tp / predicted if predicted else 0.0,
+            "recall": tp / actual if actual else 0.0,
+            "support": actual,
+        }
+    neutral_total = sum(matrix["neutral"].values())
+    neutral_fp = matrix["neutral"]["godot3"] + matrix["neutral"]["godot4"]
+    return {
+        "total": total,
+        "accuracy": correct / total if total else 0.0,
+        "per_class": per_class,
+        "confusion": matrix,
+        "neutral_false_positive_rate": neutral_fp / neutral_total if neutral_total else 0.0,
+    }
+
+
+def print_report(name: str, m: dict, misses: list[str], seconds: float, extra: str = "") -> None:
+    print(f"\n== {name}: {m['total']} labelled functions in {seconds:.2f} s{extra}")
+    print(f"accuracy {m['accuracy']:.3f}   neutral called godot3/godot4: {m['neutral_false_positive_rate']:.3f}")
+    print(f"{'class':10s} {'precision':>9s} {'recall':>7s} {'support':>8s}")
+    for c, v in m["per_class"].items():
+        print(f"{c:10s} {v['precision']:9.3f} {v['recall']:7.3f} {v['support']:8d}")
+    cols = list(next(iter(m["confusion"].values())).keys())
+    print("confusion (rows = label, columns = judged):")
+    print(f"{'':10s}" + "".join(f"{c:>9s}" for c in cols))
+    for label, row in m["confusion"].items():
+        print(f"{label:10s}" + "".join(f"{row[c]:9d}" for c in cols))
+    if misses:
+        print(f"misses ({len(misses)}):")
+        for line in misses:
+            print("  " + line)
+
+
+def evaluate_rules(cases: list[Case], knowledge: Knowledge) -> tuple[dict, list[str], float]:
+    started = time.perf_counter()
+    pairs: list[tuple[str, str]] = []
+    misses: list[str] = []
+    for case in cases:
+        hits = offline_hits(case.chunk, knowledge)
+        j = judge_chunk(case.chunk, "gdscript", hits, knowledge.index, case.declared)
+        pairs.append((case.label, j.signal))
+        if j.signal != case.label:
+            misses.append(f"{case.chunk.chunk_id}: label {case.label}, judged {j.signal} ({j.confidence:.2f}): {j.explanation[:160]}")
+    return metrics(pairs), misses, time.perf_counter() - started
+
+
+# ---------------------------------------------------------------- sample projects
+
+def sample_verdicts(knowledge: Knowledge) -> list[dict]:
+    from services.chunker.consumer import direct_kind
+
+    out = []
+    for rel, expected in SAMPLES.items():
+        path = REPO / rel
+        files = files_from_expanded_text(path.read_text(encoding="utf-8"), max_bytes=2 << 20) if path.is_file() \
+            else scan_folder(path, max_bytes=2 << 20)
+        outcomes: list[ChunkOutcome] = []
+        for f in files:
+            if not f.included:
+                continue
+            if f.source_kind == "gdscript":
+                result = parse_gdscript(f.source_file, f.data)
+            else:
+                result = chunk_direct(f.source_file, direct_kind(f.source_kind), f.data)
+            declared = declared_names(result.chunks)
+            for c in result.chunks:
+                j = judge_chunk(c, f.source_kind, offline_hits(c, knowledge), knowledge.index, declared)
+                outcomes.append(ChunkOutcome(f.source_file, f.source_kind, c.chunk_kind, "done", j.signal, j.confidence))
+        v = compute_verdict(outcomes)
+        out.append({"sample": rel, "expected": expected, "verdict": v.label, "confidence": v.confidence, "counts": v.counts})
+    return out
+
+
+# ---------------------------------------------------------------- LLM
+
+async def evaluate_llm(cases: list[Case], knowledge: Knowledge, settings, limit: int | None) -> tuple[dict, list[str], float, dict]:
+    from godot_rag import convert
+    from godot_rag.infra.llm_client import LLMClient
+    from godot_rag.v1 import messages_pb2 as pb
+    from services.judge.backend import LLMBackend
+
+    client = LLMClient.from_settings(settings)
+    backend = LLMBackend(client)
+    started = time.perf_counter()
+    pairs: list[tuple[str, str]] = []
+    misses: list[str] = []
+    usage = {"prompt_tokens": 0, "completion_tokens": 0, "llm_calls": 0, "failed": 0, "latency_ms": 0.0}
+    selected = cases[:limit] if limit else cases
+    sem = asyncio.Semaphore(max(1, settings.llm_max_concurrency))
+
+    async def one(case: Case):
+        hits = offline_hits(case.chunk, knowledge)
+        request = pb.JudgmentRequest(
+            prompt="Is this Godot 3 or Godot 4 code?", source_file=case.source_file, chunk_id=case.chunk.chunk_id,
+            chunk_order=case.chunk.chunk_order, chunk_kind=case.chunk.chunk_kind, chunk_text=case.chunk.code_text,
+            surrounding_context=case.chunk.surrounding_context, retrieved_evidence=[convert.hit_to_pb(h) for h in hits],
+            chunk=convert.chunk_to_pb(case.chunk), source_kind="gdscript", declared_names=sorted(case.declared),
+            intent="version_check",
+        )
+        async with sem:
+            return case, await backend.judge(request)
+
+    try:
+        for case, j in await asyncio.gather(*(one(c) for c in selected)):
+            pred = j.signal if j.status != "failed" else "failed"
+            usage["prompt_tokens"] += j.prompt_tokens
+            usage["completion_tokens"] += j.completion_tokens
+            usage["llm_calls"] += j.llm_calls
+            usage["latency_ms"] += j.latency_ms
+            usage["failed"] += pred == "failed"
+            pairs.append((case.label, pred))
+            if pred != case.label:
+                misses.append(f"{case.chunk.chunk_id}: label {case.label}, judged {pred}: {(j.error or j.explanation)[:160]}")
+    finally:
+        await client.aclose()
+    return metrics(pairs), misses, time.perf_counter() - started, usage
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--llm", action="store_true", help="also evaluate the LLM judge configured by GODOT_RAG_LLM_URL / _MODEL")
+    ap.add_argument("--llm-limit", type=int, default=None, help="evaluate the LLM on the first N cases only")
+    ap.add_argument("--json", help="write the figures to this file")
+    ap.add_argument("--quiet", action="store_true", help="do not list the misses")
+    args = ap.parse_args(argv)
+    knowledge = load_knowledge()
+    cases = load_cases()
+    report: dict = {}
+    m, misses, seconds = evaluate_rules(cases, knowledge)
+    print_report("rules judge", m, [] if args.quiet else misses, seconds)
+    ok = m["accuracy"] >= TARGET_ACCURACY and m["neutral_false_positive_rate"] <= TARGET_NEUTRAL_FP
+    print(f"targets (accuracy >= {TARGET_ACCURACY}, neutral false positives <= {TARGET_NEUTRAL_FP}): {'met' if ok else 'NOT met'}")
+    report["rules"] = {**m, "misses": misses, "seconds": seconds}
+    print("\n== sample projects (rules judge, aggregated verdict)")
+    samples = sample_verdicts(knowledge)
+    for s in samples:
+        mark = "ok" if s["verdict"] == s["expected"] else "DIFFERS"
+        print(f"{s['sample']:28s} expected {s['expected']:7s} verdict {s['verdict']:12s} ({s['confidence']:.2f}) {mark}  {s['counts']}")
+    report["samples"] = samples
+    if args.llm:
+        from godot_rag.settings import load_settings
+
+        settings = load_settings()
+        if not settings.llm_url:
+            print("\n--llm: GODOT_RAG_LLM_URL is not set; no LLM evaluated")
+        else:
+            lm, lmisses, lsec, usage = asyncio.run(evaluate_llm(cases, knowledge, settings, args.llm_limit))
+            extra = (f" ({settings.llm_flavor} {settings.llm_model}; {usage['llm_calls']} calls, "
+                     f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, {usage['failed']} failed)")
+            print_report("LLM judge", lm, [] if args.quiet else lmisses, lsec, extra)
+            report["llm"] = {**lm, "misses": lmisses, "seconds": lsec, "usage": usage, "model": settings.llm_model}
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2))
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    raise SystemExit(main())
