@@ -6,11 +6,13 @@ STAMP := $(VENV)/.installed
 PROTOS := $(wildcard protos/godot_rag/v1/*.proto)
 SAMPLES := samples/godot3_project samples/godot4_project samples/mini_dodge.txt
 
-.PHONY: install proto proto-check browser run up test test-unit test-integration bench clean
+.PHONY: install proto proto-check browser run up test test-unit test-integration bench eval-retrieval clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	# torch first: the pinned CPU wheel (a multi-GB CUDA build comes otherwise)
+	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
@@ -50,6 +52,11 @@ test-integration: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_parser.py
+	$(PY) benchmarks/bench_retrieval.py
+
+# Recall@5 and MRR of vector-only, lexical-only and hybrid retrieval on tests/retrieval_set/.
+eval-retrieval: $(STAMP)
+	$(PY) benchmarks/eval_retrieval.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

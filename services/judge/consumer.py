@@ -1,27 +1,64 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
+import logging
 import os
 import socket
 import time
+from typing import AsyncIterator, Awaitable, Callable
+
+import nats.errors
 
 from godot_rag import convert
 from godot_rag.domain.ids import message_id, subject_token
-from godot_rag.errors import PoisonError
+from godot_rag.domain.query import primary_intent
+from godot_rag.errors import PoisonError, RetryableError
 from godot_rag.infra.bus import STREAM_CHUNKS, Delivery, StageSpec, chunk_subject
+from godot_rag.infra.llm_client import LLMRequestError
 from godot_rag.infra.service import ServiceContext
 from godot_rag.infra.telemetry import current_trace_id
+from godot_rag.domain.judgment_contract import contract_for
 from godot_rag.v1 import messages_pb2 as pb
-from services.judge.backend import JudgeBackend, judgment_key
+from services.judge.backend import STATUS_FAILED, JudgeBackend, failed_judgment, judgment_key, scope_of
+
+log = logging.getLogger(__name__)
 
 STAGE_VERSION = "1"
 WORKER = f"judge@{socket.gethostname()}:{os.getpid()}"
+ACK_WAIT_S = 60.0
+# Progress acks well inside AckWait: a generation that outlives AckWait is
+# never redelivered while this worker is still on it.
+PROGRESS_EVERY_S = ACK_WAIT_S / 3
 
 
 def spec_for(max_concurrency: int) -> StageSpec:
     # MaxAckPending is what the judge can really do at once (the LLM server's useful concurrency).
-    return StageSpec(durable="judge", stream=STREAM_CHUNKS, filter_subjects=["grag.chunk.judge.>"], ack_wait_s=60,
+    return StageSpec(durable="judge", stream=STREAM_CHUNKS, filter_subjects=["grag.chunk.judge.>"], ack_wait_s=ACK_WAIT_S,
                      max_ack_pending=max_concurrency, batch=max_concurrency)
+
+
+@contextlib.asynccontextmanager
+async def keep_alive(progress: Callable[[], Awaitable[None]], every_s: float = PROGRESS_EVERY_S) -> AsyncIterator[None]:
+    """Send a progress ack every ``every_s`` seconds while the body runs."""
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(every_s)
+            try:
+                await progress()
+            except (nats.errors.Error, asyncio.TimeoutError) as exc:
+                # A missed beat only risks a redelivery, which the stage handles idempotently.
+                log.warning("progress ack failed: %s", exc)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def build_request(ctx: ServiceContext, aid: str, chunk_id: str) -> pb.JudgmentRequest:
@@ -36,19 +73,37 @@ async def build_request(ctx: ServiceContext, aid: str, chunk_id: str) -> pb.Judg
     chunk = convert.from_dict(row["chunk"], pb.Chunk)
     hits = [convert.from_dict(h, pb.RetrievalHit) for h in retrieval["hits"]]
     declared = await ctx.store.file_declared_names(aid, row["source_file"])
-    return pb.JudgmentRequest(
+    request = pb.JudgmentRequest(
         prompt=analysis["prompt"], project_id=analysis["project_id"], source_file=row["source_file"], chunk_id=chunk_id,
         chunk_order=row["chunk_order"], chunk_kind=row["chunk_kind"], chunk_text=chunk.code_text,
         surrounding_context=chunk.surrounding_context, retrieved_evidence=hits, chunk=chunk,
         source_kind=file_row["source_kind"] if file_row else "", declared_names=declared,
+        intent=(retrieval.get("query") or {}).get("intent") or primary_intent(analysis["prompt"]),
     )
+    request.judgment_contract = json.dumps(contract_for(scope_of(request)), sort_keys=True)
+    return request
+
+
+async def judge_once(backend: JudgeBackend, request: pb.JudgmentRequest, *, last_attempt: bool, deliveries: int) -> pb.Judgment:
+    """The backend's judgment; server trouble on the last delivery becomes a failed judgment, not a lost chunk."""
+    try:
+        return await backend.judge(request)
+    except LLMRequestError as exc:
+        return failed_judgment(kind=backend.kind, model=backend.model, prompt_version=backend.prompt_version,
+                               error=f"the LLM server rejected the request: {exc}")
+    except RetryableError as exc:
+        if not last_attempt:
+            raise
+        return failed_judgment(kind=backend.kind, model=backend.model, prompt_version=backend.prompt_version,
+                               error=f"gave up after {deliveries} deliveries: {exc}")
 
 
 async def start(ctx: ServiceContext, backend: JudgeBackend) -> list[asyncio.Task]:
     async def handle(delivery: Delivery) -> None:
         task = pb.ChunkTask.FromString(delivery.data)
         aid, chunk_id = task.analysis_id, task.trace.chunk_id
-        if await ctx.store.stage_status(aid, chunk_id, "judge") != "done":
+        # A failed judgment is final for this analysis: it is forwarded again, never redone.
+        if await ctx.store.stage_status(aid, chunk_id, "judge") not in ("done", "failed"):
             await ctx.store.mark_stage(aid, chunk_id, "judge", "in_progress", worker=WORKER, trace_id=current_trace_id(),
                                        count_attempt=True)
             request = await build_request(ctx, aid, chunk_id)
@@ -56,14 +111,29 @@ async def start(ctx: ServiceContext, backend: JudgeBackend) -> list[asyncio.Task
             started = time.perf_counter()
             cached = await ctx.store.get_cached_judgment(key)
             if cached is not None:
-                judgment_dict = cached
+                judgment = convert.from_dict(cached, pb.Judgment)
+                judgment.cached = True
             else:
-                judgment = await backend.judge(request)
-                judgment_dict = convert.to_dict(convert.judgment_to_pb(judgment))
+                try:
+                    async with keep_alive(delivery.in_progress):
+                        judgment = await judge_once(backend, request, last_attempt=delivery.last_attempt,
+                                                    deliveries=delivery.num_delivered)
+                except RetryableError as exc:
+                    await ctx.store.mark_stage(aid, chunk_id, "judge", "waiting", error=str(exc)[:2000], worker=WORKER)
+                    raise
             latency_ms = (time.perf_counter() - started) * 1000
-            await ctx.store.save_judgment(aid, chunk_id, judgment_key=key, judgment=judgment_dict, latency_ms=latency_ms)
-            await ctx.store.mark_stage(aid, chunk_id, "judge", "done", worker=WORKER)
+            failed = judgment.status == STATUS_FAILED
+            await ctx.store.save_judgment_record(
+                aid, chunk_id, judgment_key=key, judgment=convert.to_dict(judgment), latency_ms=latency_ms,
+                cache=not failed and not judgment.cached,
+            )
+            if failed:
+                await ctx.store.mark_stage(aid, chunk_id, "judge", "failed", error=judgment.error[:2000] or "judgment failed",
+                                           worker=WORKER)
+            else:
+                await ctx.store.mark_stage(aid, chunk_id, "judge", "done", worker=WORKER)
             await ctx.store.mark_stage(aid, chunk_id, "aggregate", "waiting")
+        # Failed or not, the chunk goes on: the aggregator accounts for every chunk.
         await ctx.bus.publish(chunk_subject("aggregate", aid, subject_token(chunk_id)), delivery.data,
                               message_id(aid, chunk_id, "aggregate", STAGE_VERSION))
 

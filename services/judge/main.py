@@ -2,13 +2,24 @@ from __future__ import annotations
 
 import asyncio
 
-from godot_rag.domain.rules_judge import RenameIndex
+from godot_rag.domain.rules_judge import RenameIndex, shipped_vocabulary
+from godot_rag.infra.llm_client import LLMClient
 from godot_rag.infra.service import run_service
-from godot_rag.settings import load_settings
+from godot_rag.settings import Settings, load_settings
 from godot_rag.v1 import services_pb2, services_pb2_grpc
 from services.judge import consumer
-from services.judge.backend import RulesBackend
+from services.judge.backend import CascadeBackend, JudgeBackend, LLMBackend, RulesBackend
 from services.judge.servicer import JudgeServicer
+
+
+def make_backend(settings: Settings, index: RenameIndex) -> JudgeBackend:
+    rules = RulesBackend(index)
+    if settings.judge == "rules":
+        return rules
+    if not settings.llm_url or not settings.llm_model:
+        raise SystemExit("judge: GODOT_RAG_JUDGE=llm needs GODOT_RAG_LLM_URL and GODOT_RAG_LLM_MODEL")
+    llm = LLMBackend(LLMClient.from_settings(settings))
+    return CascadeBackend(rules, llm, settings.judge_cascade, settings.judge_cascade_threshold)
 
 
 def main() -> None:
@@ -16,14 +27,17 @@ def main() -> None:
     holder: dict = {}
 
     def register(server, ctx):
-        servicer = JudgeServicer(backend=None)  # type: ignore[arg-type]
+        servicer = JudgeServicer(backend=None)
         holder["servicer"] = servicer
         services_pb2_grpc.add_JudgeServicer_to_server(servicer, server)
         return [services_pb2.DESCRIPTOR.services_by_name["Judge"].full_name]
 
     async def start(ctx):
-        index = RenameIndex.from_payloads(await ctx.store.api_mapping_payloads())
-        backend = RulesBackend(index)
+        # The class references are read from the packaged data (not the KB
+        # tables): they are the same files the knowledge base is built from.
+        vocabulary = await asyncio.to_thread(shipped_vocabulary)
+        index = RenameIndex.from_payloads(await ctx.store.api_mapping_payloads(), vocabulary)
+        backend = make_backend(settings, index)
         holder["servicer"].backend = backend
         return await consumer.start(ctx, backend)
 

@@ -9,7 +9,7 @@ from collections import OrderedDict
 
 from godot_rag import convert
 from godot_rag.domain.ids import message_id, subject_token
-from godot_rag.domain.query import TABLE_PRIORITY, build_embedding_text, build_retriever_query
+from godot_rag.domain.query import INTENT_VERSION, TABLE_PRIORITY, build_embedding_text, build_retriever_query
 from godot_rag.errors import PoisonError, RetryableError
 from godot_rag.infra import kb_store
 from godot_rag.infra.bus import STREAM_CHUNKS, Delivery, StageSpec, chunk_subject
@@ -74,7 +74,7 @@ async def retrieve(ctx: ServiceContext, query, limit: int, embedder: QueryEmbedd
     if embedder is not None:
         check_model(kb["embedding_model"], await embedder.name())
         vector = await embedder.vector(ctx.store, build_embedding_text(query))
-    tables = TABLE_PRIORITY[query.intent]
+    tables = TABLE_PRIORITY.get(query.intent, TABLE_PRIORITY[INTENT_VERSION])  # a gRPC caller may leave it empty
     hits = await ctx.store.search(query, tables=tables, limit_per_table=limit, query_embedding=vector)
     mode = "lexical" if embedder is None else kb["embedding_model"]
     return hits, f"{kb['data_version']}/{mode}"

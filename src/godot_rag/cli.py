@@ -170,6 +170,25 @@ def print_summary(doc: dict) -> None:
     for line in v.get("basis", []):
         out.print(f"  basis: {line}")
     out.print(f"[bold]verdict: {v['label']}[/bold] (confidence {v['confidence']:.2f}; counts {v['counts']})")
+    print_judge_summary(out, doc)
+
+
+def print_judge_summary(out: Console, doc: dict) -> None:
+    """LLM calls made and saved, tokens, and every failed judgment with its raw output."""
+    stats = doc.get("judge_stats") or {}
+    if stats.get("llm_calls") or stats.get("llm_calls_saved") or stats.get("cascade"):
+        out.print(f"  judge: {stats.get('llm_calls', 0)} LLM calls, {stats.get('llm_calls_saved', 0)} saved by the "
+                  f"'{stats.get('cascade') or 'all'}' cascade, {stats.get('cached', 0)} reused from the cache; "
+                  f"{stats.get('prompt_tokens', 0)} prompt + {stats.get('completion_tokens', 0)} completion tokens")
+    failed = [c for c in doc["chunks"] if (c.get("judge") or {}).get("status") == "failed"]
+    for c in failed[:20]:
+        out.print(f"  judgment failed {c['chunk_id']} (lines {c['start_line']}-{c['end_line']}): "
+                  f"{(c.get('judgment_error') or c.get('last_error') or '')[:200]}", markup=False, highlight=False, style="red")
+        raw = (c.get("raw_output") or "").strip()
+        if raw:
+            out.print(f"    raw output: {raw[:300]!r}", markup=False, highlight=False)
+    if len(failed) > 20:
+        out.print(f"  ... {len(failed) - 20} more failed judgments (see --json)")
 
 
 def cmd_analyze(args, settings: Settings) -> int:
@@ -252,7 +271,7 @@ def cmd_kb_build(args, settings: Settings) -> int:
         if embedder is None:
             raise CliError("export-vectors needs an embedder (GODOT_RAG_EMBEDDER=minilm or tei)")
         with Progress(*columns, console=console) as bar:
-            header = export_vectors(Path(args.output), embedder, progress=_KbProgress(bar))
+            header = export_vectors(Path(args.output), embedder, progress=_KbProgress(bar), dsn=args.dsn)
         console.print(f"wrote {header['count']} vectors of {header['model']} to {args.output}")
         return 0
     pg = None
@@ -297,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--force", action="store_true", help="reload even when the knowledge base is current")
     e = kb_sub.add_parser("export-vectors", help="(maintainers) recompute the vectors shipped in kb_data/")
     e.add_argument("--output", default=str(Path(__file__).parent / "kb_data" / "vectors_all-MiniLM-L6-v2.f16.gz"))
+    e.add_argument("--dsn", default="", help="reuse the vectors cached in this database (a KB built with the same embedder)")
     args = parser.parse_args(argv)
     try:
         settings = load_settings()

@@ -52,6 +52,13 @@ class Settings:
     llm_api_key: str = ""
     llm_timeout_s: float = 120.0
     llm_max_concurrency: int = 4
+    # How the server takes a JSON Schema: vllm / openai -> response_format json_schema,
+    # llamacpp -> response_format json_object + schema (llama-cpp-python's server).
+    llm_flavor: str = "vllm"  # vllm | llamacpp | openai
+    llm_max_tokens: int = 1024  # per judgment reply; a reply cut here fails validation
+    llm_retries: int = 3  # retries of a timeout / 5xx / connection error, with backoff
+    # judge_cascade=ambiguous: a rules judgment at least this confident stands without the LLM.
+    judge_cascade_threshold: float = 0.85
     embedder: str = "minilm"  # minilm (in-process all-MiniLM-L6-v2) | tei (tei_url) | none (lexical-only retrieval)
     tei_url: str = ""
     otlp_endpoint: str = ""  # empty = spans are kept in-process only
@@ -110,6 +117,8 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         raise SettingsError(f"{ENV_PREFIX}JUDGE must be 'rules' or 'llm', not {settings.judge!r}")
     if settings.judge_cascade not in ("all", "ambiguous"):
         raise SettingsError(f"{ENV_PREFIX}JUDGE_CASCADE must be 'all' or 'ambiguous'")
+    if settings.llm_flavor not in ("vllm", "llamacpp", "openai"):
+        raise SettingsError(f"{ENV_PREFIX}LLM_FLAVOR must be 'vllm', 'llamacpp' or 'openai', not {settings.llm_flavor!r}")
     if settings.embedder not in ("minilm", "tei", "none"):
         raise SettingsError(f"{ENV_PREFIX}EMBEDDER must be 'minilm', 'tei' or 'none', not {settings.embedder!r}")
     if settings.embedder == "tei" and not settings.tei_url:

@@ -278,6 +278,10 @@ class _Group:
 
 # A query capture: (start byte, end byte, capture name).
 _Capture = tuple[int, int, str]
+# What one chunk gets from the tree: its first and end character offsets in the
+# body text, then symbols, references and base calls as (offset from the
+# chunk start in characters, value), and the offsets of the base calls' dots.
+_ChunkFacts = tuple[int, int, list[tuple[int, str]], list[tuple[int, str]], list[tuple[int, str]], set[int]]
 _WHITESPACE_BYTES = frozenset(b" \t\r\n\f\v")
 
 
@@ -319,7 +323,7 @@ def parse_gdscript(
         line, column = _position(source_bytes, nul)
         return _failed(source_file, sha, f"binary content: NUL byte at offset {nul}", line, column)
     try:
-        source_bytes.decode("utf-8")
+        decoded = source_bytes.decode("utf-8")
     except UnicodeDecodeError as exc:
         line, column = _position(source_bytes, exc.start)
         return _failed(
@@ -335,7 +339,9 @@ def parse_gdscript(
             chunks=(),
             producer_version=PARSER_VERSION,
         )
-    chunks, errors = _Chunker(source_file, source_bytes, body_start).run()
+    # The decoded text (without the BOM) is reused for every chunk's text.
+    body_text = decoded[1:] if body_start else decoded
+    chunks, errors = _Chunker(source_file, source_bytes, body_start, body_text).run()
     return ChunkingResult(
         source_file=source_file,
         source_kind=SOURCE_KIND,
@@ -350,11 +356,13 @@ def parse_gdscript(
 class _Chunker:
     """State of one parse: line table, pieces, groups, captures."""
 
-    def __init__(self, source_file: str, src: bytes, body_start: int) -> None:
+    def __init__(self, source_file: str, src: bytes, body_start: int, body_text: str) -> None:
         self.source_file = source_file
         self.src = src
         self.body_start = body_start
-        self.ascii = src.isascii()
+        self.body_text = body_text
+        # One character per byte: offsets need no conversion.
+        self.body_ascii = len(body_text) == len(src) - body_start
         # starts[i] is the byte offset of line i; one extra entry past the end
         # so that starts[i + 1] - 1 is always line i's newline (or EOF).
         self.starts: list[int] = list(accumulate((len(part) + 1 for part in src.split(b"\n")), initial=0))
@@ -369,8 +377,7 @@ class _Chunker:
         # Errors found by re-parsing the pieces of a cut region, keyed by the
         # region node's byte range: more precise than the region itself.
         self.region_errors: dict[tuple[int, int], list[SourceError]] = {}
-        # Per-file caches for surrounding_context.
-        self.word_patterns: dict[str, re.Pattern[str]] = {}
+        # Per-file cache for surrounding_context.
         self.range_texts: dict[tuple[int, int], str] = {}
 
     # ----------------------------------------------------------------- lines
@@ -484,6 +491,7 @@ class _Chunker:
 
     def _member(self, scope: tuple[str, ...], name: str, lines: tuple[int, int]) -> None:
         self.members.setdefault(scope, {}).setdefault(name, lines)
+
 
     def _build(self, nodes: list[Node], scope: tuple[str, ...]) -> None:
         for node in nodes:
@@ -822,151 +830,193 @@ class _Chunker:
         captures.sort()
         return captures
 
+    # ------------------------------------------------------------ text layers
+    def _char_offsets(self) -> Callable[[int], int]:
+        """Byte offset -> character offset into the body text (after the BOM).
+
+        An offset inside a multi-byte character (error recovery can cut a
+        node there) counts the complete characters before it only.
+        """
+        body_start = self.body_start
+        if self.body_ascii:
+            return lambda byte: byte - body_start
+        src, starts = self.src, self.starts
+        # Character offset of every line start: "\n" never occurs inside a
+        # multi-byte character, so bytes and text split into the same lines.
+        char_starts = list(accumulate((len(line) + 1 for line in self.body_text.split("\n")), initial=0))
+
+        def to_char(byte: int) -> int:
+            line = bisect_right(starts, byte) - 1
+            line_start = max(starts[line], body_start)
+            return char_starts[line] + len(src[line_start:byte].decode("utf-8", errors="ignore"))
+
+        return to_char
+
+    def _facts(
+        self,
+        groups: list[_Group],
+        spans: list[tuple[int, int]],
+        captures: list[_Capture],
+        to_char: Callable[[int], int],
+    ) -> tuple[list[_ChunkFacts], list[tuple[int, int]], list[tuple[int, int]]]:
+        """Read the tree facts and the captures once for the whole file.
+
+        Returns the facts of each chunk (offsets in characters from the
+        chunk's start, as ``cand.extract`` wants them) and the character
+        ranges of the body text to blank in the code mask and to fill with
+        ``$`` in the scan text.  A capture belongs to the chunk where it
+        starts and is clipped to that chunk's end, so a literal cut by an
+        error region never blanks text of the next chunk.
+        """
+        src = self.src
+        text = self.text
+        facts: list[_ChunkFacts] = []
+        mask_ranges: list[tuple[int, int]] = []
+        scan_ranges: list[tuple[int, int]] = []
+        index = 0
+        count = len(captures)
+        for group, (start_byte, end_byte) in zip(groups, spans):
+            first = to_char(start_byte)
+            symbols = [(to_char(byte) - first, value) for byte, value in group.symbols]
+            refs = [(to_char(byte) - first, value) for byte, value in group.refs]
+            apis: list[tuple[int, str]] = []
+            base_dots: set[int] = set()
+            # Captures are sorted by start; chunks are in file order.
+            while index < count and captures[index][0] < start_byte:
+                index += 1
+            while index < count and captures[index][0] < end_byte:
+                start, end, kind = captures[index]
+                index += 1
+                if end > end_byte:
+                    end = end_byte
+                if kind == "mask":
+                    mask_ranges.append((to_char(start), to_char(end)))
+                elif kind == "string" or kind == "literal" or kind == "node_path":
+                    content = _string_content(src, start, end)
+                    if content is None:
+                        continue
+                    if content[0] < content[1]:
+                        mask_ranges.append((to_char(content[0]), to_char(content[1])))
+                    if kind == "string":
+                        paths = cand.resource_paths(text(*content))
+                        if paths:
+                            position = to_char(start) - first
+                            refs.extend((position, path) for path in paths)
+                    elif kind == "node_path":
+                        refs.append((to_char(start) - first, text(start, end)))
+                elif kind == "get_node":
+                    value = text(start, end)
+                    char_start = to_char(start)
+                    refs.append((char_start - first, value))
+                    scan_ranges.append((char_start, to_char(end)))
+                    if value[1:2] in ("\"", "'") and end - start > 2:
+                        mask_ranges.append((to_char(start + 2), to_char(end - 1)))
+                    node_class = cand.node_path_class(value)
+                    if node_class is not None:
+                        symbols.append((char_start - first, node_class))
+                elif kind == "base_call":
+                    # `.method(args)`: the Godot 3 way to call the parent's method.
+                    member = text(start, end)[1:].split("(", 1)[0].strip()
+                    position = to_char(start) - first
+                    apis.append((position, "." + member))
+                    base_dots.add(position)
+                elif kind == "await":
+                    symbols.append((to_char(start) - first, "await"))
+            facts.append((first, to_char(end_byte), symbols, refs, apis, base_dots))
+        return facts, mask_ranges, scan_ranges
+
     # ---------------------------------------------------------------- chunks
     def _chunks(self, groups: list[_Group], captures: list[_Capture]) -> tuple[Chunk, ...]:
+        line_start, line_end = self.line_start, self.line_end
+        spans = [(line_start(group.start_line), line_end(group.end_line)) for group in groups]
+        facts, mask_ranges, scan_ranges = self._facts(groups, spans, captures, self._char_offsets())
+        # One code mask and one scan text for the whole file, sliced per
+        # chunk: chunks start at line starts and every range is clipped to
+        # its chunk, so a slice equals what the chunk alone would give.
+        body = self.body_text
+        mask = _blank(body, mask_ranges)
+        # Node paths are filled with "$", not spaces: `speed\n$Sprite.play()`
+        # must not read as `speed.play()` once the path is gone.
+        scan_text = _blank(mask, scan_ranges, "$")
+
         chunks: list[Chunk] = []
         used_ids: dict[str, int] = {}
         ordinals: dict[tuple[tuple[str, ...], str], int] = {}
         local_types = frozenset(self.local_types)
-        capture_index = 0
-        for order, group in enumerate(groups, start=1):
-            start_byte = self.line_start(group.start_line)
-            end_byte = self.line_end(group.end_line)
-            # Captures are sorted by start; chunks are in file order.
-            while capture_index < len(captures) and captures[capture_index][0] < start_byte:
-                capture_index += 1
-            first_capture = capture_index
-            while capture_index < len(captures) and captures[capture_index][0] < end_byte:
-                capture_index += 1
-            mine = captures[first_capture:capture_index]
-
+        source_file = self.source_file
+        extract = cand.extract
+        for order, (group, (start_byte, end_byte), (first, last, symbols, refs, apis, base_dots)) in enumerate(
+            zip(groups, spans, facts), start=1
+        ):
             kind = group.kind
+            scope = group.scope
             if kind in _ORDINAL_KINDS or group.name is None:
-                key = (group.scope, kind)
-                ordinals[key] = ordinals.get(key, 0) + 1
-                base_name = str(ordinals[key])
+                key = (scope, kind)
+                ordinal = ordinals[key] = ordinals.get(key, 0) + 1
+                base_name = str(ordinal)
             else:
                 base_name = group.name
-            name = ".".join(group.scope + (base_name,))
-            chunk_id = f"{self.source_file}:{kind}:{name}"
+            name = ".".join(scope + (base_name,)) if scope else base_name
+            chunk_id = f"{source_file}:{kind}:{name}"
             seen = used_ids.get(chunk_id, 0) + 1
             used_ids[chunk_id] = seen
             if seen > 1:
                 chunk_id = f"{chunk_id}#{seen}"
 
-            chunks.append(self._chunk(group, order, chunk_id, name, start_byte, end_byte, mine, local_types))
+            code_text = body[first:last]
+            code_mask = code_text if mask is body else mask[first:last]
+            scan = code_mask if scan_text is mask else scan_text[first:last]
+            symbol_candidates, api_candidates, reference_candidates = extract(
+                code_text, scan, symbols, refs, apis, base_dots, local_types
+            )
+            chunks.append(
+                Chunk(
+                    chunk_id=chunk_id,
+                    chunk_order=order,
+                    chunk_kind=kind,
+                    node_kind="+".join(group.node_types),
+                    name=name,
+                    span=Span(group.start_line + 1, group.end_line + 1, start_byte, end_byte),
+                    code_text=code_text,
+                    symbol_candidates=symbol_candidates,
+                    api_call_candidates=api_candidates,
+                    reference_candidates=reference_candidates,
+                    code_mask=code_mask,
+                    surrounding_context="" if kind in _HEADER_KINDS else self._context(group, scan),
+                )
+            )
         return tuple(chunks)
-
-    def _chunk(
-        self,
-        group: _Group,
-        order: int,
-        chunk_id: str,
-        name: str,
-        start_byte: int,
-        end_byte: int,
-        captures: list[_Capture],
-        local_types: frozenset[str],
-    ) -> Chunk:
-        raw = self.src[start_byte:end_byte]
-        code_text = raw.decode("utf-8")
-        chunk_ascii = self.ascii or raw.isascii()
-
-        def offset(byte: int) -> int:
-            if chunk_ascii:
-                return byte - start_byte
-            return len(raw[: byte - start_byte].decode("utf-8", errors="ignore"))
-
-        mask_ranges: list[tuple[int, int]] = []
-        scan_ranges: list[tuple[int, int]] = []
-        symbols: list[tuple[int, str]] = [(offset(pos), value) for pos, value in group.symbols]
-        refs: list[tuple[int, str]] = [(offset(pos), value) for pos, value in group.refs]
-        apis: list[tuple[int, str]] = []
-        base_dots: set[int] = set()
-        src = self.src
-        for start, end, kind in captures:
-            end = min(end, end_byte)
-            if kind == "mask":
-                mask_ranges.append((start, end))
-            elif kind == "string" or kind == "literal" or kind == "node_path":
-                content = _string_content(src, start, end)
-                if content is None:
-                    continue
-                if content[0] < content[1]:
-                    mask_ranges.append(content)
-                if kind == "string":
-                    for path in cand.resource_paths(self.text(*content)):
-                        refs.append((offset(start), path))
-                elif kind == "node_path":
-                    refs.append((offset(start), self.text(start, end)))
-            elif kind == "get_node":
-                text = self.text(start, end)
-                refs.append((offset(start), text))
-                scan_ranges.append((start, end))
-                if text[1:2] in ("\"", "'") and end - start > 2:
-                    mask_ranges.append((start + 2, end - 1))
-                node_class = cand.node_path_class(text)
-                if node_class is not None:
-                    symbols.append((offset(start), node_class))
-            elif kind == "base_call":
-                # `.method(args)`: the Godot 3 way to call the parent's method.
-                text = self.text(start, end)
-                member = text[1:].split("(", 1)[0].strip()
-                apis.append((offset(start), "." + member))
-                base_dots.add(offset(start))
-            elif kind == "await":
-                symbols.append((offset(start), "await"))
-
-        code_mask = _blank(code_text, mask_ranges, start_byte, offset)
-        # Node paths are filled with "$", not spaces: `speed\n$Sprite.play()`
-        # must not read as `speed.play()` once the path is gone.
-        scan = _blank(code_mask, scan_ranges, start_byte, offset, "$") if scan_ranges else code_mask
-        symbol_candidates, api_candidates, reference_candidates = cand.extract(
-            code_text, scan, symbols, refs, apis, base_dots, local_types
-        )
-        context = "" if group.kind in _HEADER_KINDS else self._context(group, scan)
-        return Chunk(
-            chunk_id=chunk_id,
-            chunk_order=order,
-            chunk_kind=group.kind,
-            node_kind="+".join(group.node_types),
-            name=name,
-            span=Span(group.start_line + 1, group.end_line + 1, start_byte, end_byte),
-            code_text=code_text,
-            symbol_candidates=symbol_candidates,
-            api_call_candidates=api_candidates,
-            reference_candidates=reference_candidates,
-            code_mask=code_mask,
-            surrounding_context=context,
-        )
 
     def _context(self, group: _Group, scan: str) -> str:
         ranges: set[tuple[int, int]] = set(self.header_lines)
-        for depth in range(1, len(group.scope) + 1):
-            header = self.class_headers.get(group.scope[:depth])
+        scope = group.scope
+        class_headers = self.class_headers
+        for depth in range(1, len(scope) + 1):
+            header = class_headers.get(scope[:depth])
             if header is not None:
                 ranges.add(header)
         # Innermost class first: a member shadows an outer one of that name.
         resolved: set[str] = set()
         if group.kind == KIND_FUNCTION and group.name is not None:
             resolved.add(group.name)  # `func r()` does not use a member `r`
-        for depth in range(len(group.scope), -1, -1):
-            for name, lines in self.members.get(group.scope[:depth], {}).items():
-                if name in resolved or name not in scan:
-                    continue
-                pattern = self.word_patterns.get(name)
-                if pattern is None:
-                    pattern = self.word_patterns[name] = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
-                if pattern.search(scan) is not None:
+        members = self.members
+        for depth in range(len(scope), -1, -1):
+            scope_members = members.get(scope[:depth])
+            if not scope_members:
+                continue
+            for name, lines in scope_members.items():
+                # The substring test is cheap and rules out most members.
+                if name in scan and name not in resolved and _word_pattern(name).search(scan) is not None:
                     resolved.add(name)
                     ranges.add(lines)
         parts: list[str] = []
+        range_texts = self.range_texts
         for line_range in sorted(ranges):
             if group.start_line <= line_range[0] and line_range[1] <= group.end_line:
                 continue  # the chunk's own declaration
-            text = self.range_texts.get(line_range)
+            text = range_texts.get(line_range)
             if text is None:
-                text = self.range_texts[line_range] = self.text(
+                text = range_texts[line_range] = self.text(
                     self.line_start(line_range[0]), self.line_end(line_range[1])
                 )
             parts.append(text)
@@ -980,27 +1030,32 @@ class _Chunker:
         ids: set[str] = set()
         for chunk in chunks:
             span = chunk.span
-            where = f"{self.source_file} chunk {chunk.chunk_id}"
-            if src[span.start_byte : span.end_byte].decode("utf-8") != chunk.code_text:
-                raise AssertionError(f"{where}: code_text differs from the span's bytes")
-            if chunk.chunk_order <= previous_order:
-                raise AssertionError(f"{where}: chunk_order {chunk.chunk_order} not increasing")
-            if chunk.chunk_id in ids:
-                raise AssertionError(f"{where}: duplicate chunk_id")
-            if span.start_byte < previous_end:
-                raise AssertionError(f"{where}: overlaps the previous chunk")
-            if src[previous_end : span.start_byte].strip():
-                raise AssertionError(f"{where}: non-blank text before it belongs to no chunk")
+            start_byte, end_byte = span.start_byte, span.end_byte
             text = chunk.code_text
+            chunk_id = chunk.chunk_id
+            if src[start_byte:end_byte].decode("utf-8") != text:
+                raise AssertionError(f"{self.source_file} chunk {chunk_id}: code_text differs from the span's bytes")
+            if chunk.chunk_order <= previous_order:
+                raise AssertionError(
+                    f"{self.source_file} chunk {chunk_id}: chunk_order {chunk.chunk_order} not increasing"
+                )
+            if chunk_id in ids:
+                raise AssertionError(f"{self.source_file} chunk {chunk_id}: duplicate chunk_id")
+            if start_byte < previous_end:
+                raise AssertionError(f"{self.source_file} chunk {chunk_id}: overlaps the previous chunk")
+            if src[previous_end:start_byte].strip():
+                raise AssertionError(
+                    f"{self.source_file} chunk {chunk_id}: non-blank text before it belongs to no chunk"
+                )
             first_break = text.find("\n")
             first_line = text[:first_break] if first_break >= 0 else text
             if not first_line.strip() or not text[text.rfind("\n") + 1 :].strip():
-                raise AssertionError(f"{where}: span starts or ends on a blank line")
-            if len(chunk.code_mask) != len(chunk.code_text):
-                raise AssertionError(f"{where}: code_mask length differs from code_text")
-            ids.add(chunk.chunk_id)
+                raise AssertionError(f"{self.source_file} chunk {chunk_id}: span starts or ends on a blank line")
+            if len(chunk.code_mask) != len(text):
+                raise AssertionError(f"{self.source_file} chunk {chunk_id}: code_mask length differs from code_text")
+            ids.add(chunk_id)
             previous_order = chunk.chunk_order
-            previous_end = span.end_byte
+            previous_end = end_byte
         if src[previous_end:].strip():
             raise AssertionError(f"{self.source_file}: non-blank text after the last chunk is in no chunk")
 
@@ -1053,26 +1108,29 @@ def _string_content(src: bytes, start: int, end: int) -> tuple[int, int] | None:
     return content_start, max(content_end, content_start)
 
 
-def _blank(
-    text: str,
-    ranges: list[tuple[int, int]],
-    start_byte: int,
-    to_offset: Callable[[int], int],
-    fill: str = " ",
-) -> str:
-    """``text`` with each byte range replaced by ``fill`` characters, line breaks kept."""
+def _blank(text: str, ranges: list[tuple[int, int]], fill: str = " ") -> str:
+    """``text`` with each character range replaced by ``fill`` characters, line breaks kept."""
     if not ranges:
         return text
     parts: list[str] = []
     cursor = 0
     for start, end in sorted(ranges):
-        a = to_offset(max(start, start_byte))
-        b = to_offset(end)
-        if b <= cursor:
+        if end <= cursor:
             continue
-        a = max(a, cursor)
-        parts.append(text[cursor:a])
-        parts.append(_NOT_NEWLINE.sub(fill, text[a:b]))
-        cursor = b
+        if start < cursor:
+            start = cursor
+        parts.append(text[cursor:start])
+        piece = text[start:end]
+        if "\n" in piece or "\r" in piece:
+            parts.append(_NOT_NEWLINE.sub(fill, piece))
+        else:
+            parts.append(fill * len(piece))
+        cursor = end
     parts.append(text[cursor:])
     return "".join(parts)
+
+
+@lru_cache(maxsize=4096)
+def _word_pattern(name: str) -> re.Pattern[str]:
+    """``name`` with no word character on either side."""
+    return re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
+from operator import itemgetter
 
 # Engine singletons are objects, not types: `Input.is_action_pressed` is an API
 # call candidate but `Input` alone is not a symbol (seed 001 lists Vector2 and
@@ -228,6 +230,11 @@ def is_type_name(name: str) -> bool:
     return name[:1].isupper() and any(ch.islower() for ch in name)
 
 
+# The same type names recur in every chunk; the cache is bounded so that a
+# long-running service reading endless user identifiers does not grow.
+_is_type_name = lru_cache(maxsize=4096)(is_type_name)
+
+
 def node_path_class(path: str) -> str | None:
     """The node class named by the last segment of a node path, if any."""
     text = path.lstrip("$%^").strip("\"'")
@@ -235,15 +242,21 @@ def node_path_class(path: str) -> str | None:
     return last if last in KNOWN_NODE_CLASSES else None
 
 
+_BY_RANK_AND_OFFSET = itemgetter(0, 1)
+_BY_OFFSET = itemgetter(0)
+
+
 def unique_in_order(items: Iterable[tuple[int, int, str]]) -> tuple[str, ...]:
     """Values sorted by (rank, offset, arrival), first occurrence kept."""
-    seen: set[str] = set()
-    out: list[str] = []
-    for _rank, _pos, value in sorted(items, key=lambda item: (item[0], item[1])):
-        if value not in seen:
-            seen.add(value)
-            out.append(value)
-    return tuple(out)
+    # sorted() is stable: equal (rank, offset) keep their arrival order.
+    return tuple(dict.fromkeys([item[2] for item in sorted(items, key=_BY_RANK_AND_OFFSET)]))
+
+
+def _unique_by_offset(items: list[tuple[int, str]]) -> tuple[str, ...]:
+    """Values sorted by (offset, arrival), first occurrence kept."""
+    if len(items) < 2:
+        return (items[0][1],) if items else ()
+    return tuple(dict.fromkeys([item[1] for item in sorted(items, key=_BY_OFFSET)]))
 
 
 def extract(
@@ -262,39 +275,45 @@ def extract(
     with the bare calls; ``skip_member_offsets`` are the offsets of their
     dots, so the member-call pattern does not count them twice.
     ``local_types`` are enums, inner classes and constants declared in the
-    file: `State.IDLE` is user code, not engine API.
+    file: `State.IDLE` is user code, not engine API.  The ``ast_symbols``
+    and ``ast_refs`` lists are extended in place.
     """
-    symbols: list[tuple[int, int, str]] = [(0, pos, value) for pos, value in ast_symbols]
-    refs: list[tuple[int, int, str]] = [(0, pos, value) for pos, value in ast_refs]
+    # Symbols and references all have rank 0: they are ordered by offset.
+    symbols = ast_symbols
+    refs = ast_refs
     apis: list[tuple[int, int, str]] = [(CAT_BARE_CALL, pos, value) for pos, value in ast_apis]
 
+    has_func = "func" in scan
     for m in R_PASCAL.finditer(scan):
         name = m.group()
-        if is_type_name(name) and not _after_func(scan, m.start()):
-            symbols.append((0, m.start(), name))
+        if _is_type_name(name):
+            start = m.start()
+            if not (has_func and _after_func(scan, start)):
+                symbols.append((start, name))
     if "@" in scan:
         for m in R_ANNOTATION.finditer(scan):
-            symbols.append((0, m.start(), "@" + m.group(1)))
+            symbols.append((m.start(), "@" + m.group(1)))
     if "Array" in scan or "Dictionary" in scan:
         for m in R_TYPED_COLLECTION.finditer(scan):
             inner = ", ".join(part.strip() for part in m.group(2).split(","))
-            symbols.append((0, m.start(), f"{m.group(1)}[{inner}]"))
+            symbols.append((m.start(), f"{m.group(1)}[{inner}]"))
 
+    has_dot = "." in scan
+    if not has_dot and "(" not in scan:
+        return _unique_by_offset(symbols), unique_in_order(apis), _unique_by_offset(refs)
     # Member names already judged as the first segment of a chain; the
     # generic member-call pass must not report them again.
     handled: set[int] = set(skip_member_offsets)
-    has_dot = "." in scan
-    if not has_dot and "(" not in scan:
-        return unique_in_order(symbols), unique_in_order(apis), unique_in_order(refs)
     for m in R_HEAD.finditer(scan):
-        head, member, paren = m.group(1), m.group(2), m.group(3)
+        head, member, paren = m.groups()
         if member is None:
             if paren is None:
                 continue  # `foo(` never follows; `foo .` with no member name
             # A bare call `name(`.
             if head in KNOWN_CALLS:
-                if not _after_func(scan, m.start()):
-                    apis.append((CAT_BARE_CALL, m.start(), head))
+                start = m.start()
+                if not (has_func and _after_func(scan, start)):
+                    apis.append((CAT_BARE_CALL, start, head))
             elif head in REFERENCE_CALLS:
                 _reference_call(code_text, m.start(), m.end(), head, symbols, refs)
             continue
@@ -309,27 +328,30 @@ def extract(
                 apis.append((CAT_BARE_CALL, m.start(2), member))
         elif member not in STOP_METHODS:
             apis.append((CAT_METHOD_CALL, m.start(), f"{head}.{member}"))
-    if has_dot and R_CLOSE_DOT.search(scan) is not None:
-        for m in R_RECV_CALL.finditer(scan):
-            head, member = m.group(1), m.group(2)
-            if head in REFERENCE_CALLS:
-                # preload(...).instance(): the receiver is user content; the
-                # member is judged by the generic pass below.
-                continue
-            handled.add(m.start(2))
-            if member not in STOP_METHODS:
-                apis.append((CAT_METHOD_CALL, m.start(), f"{head}().{member}"))
-    for m in R_MEMBER_CALL.finditer(scan) if has_dot else ():
-        member = m.group(1)
-        if member in KNOWN_CALLS and m.start(1) not in handled and m.start() not in handled:
-            apis.append((CAT_BARE_CALL, m.start(1), member))
+    if has_dot:
+        if ")" in scan and R_CLOSE_DOT.search(scan) is not None:
+            for m in R_RECV_CALL.finditer(scan):
+                head, member = m.groups()
+                if head in REFERENCE_CALLS:
+                    # preload(...).instance(): the receiver is user content; the
+                    # member is judged by the generic pass below.
+                    continue
+                handled.add(m.start(2))
+                if member not in STOP_METHODS:
+                    apis.append((CAT_METHOD_CALL, m.start(), f"{head}().{member}"))
+        for m in R_MEMBER_CALL.finditer(scan):
+            member = m.group(1)
+            if member in KNOWN_CALLS and m.start(1) not in handled and m.start() not in handled:
+                apis.append((CAT_BARE_CALL, m.start(1), member))
 
-    return unique_in_order(symbols), unique_in_order(apis), unique_in_order(refs)
+    return _unique_by_offset(symbols), unique_in_order(apis), _unique_by_offset(refs)
 
 
 def _after_func(scan: str, start: int) -> bool:
     """Whether the identifier at ``start`` is the name in `func name(`."""
-    return R_AFTER_FUNC.search(scan, max(0, start - 16), start) is not None
+    window = max(0, start - 16)
+    # Cheap test first: the regex needs `func` inside the window.
+    return scan.find("func", window, start) >= 0 and R_AFTER_FUNC.search(scan, window, start) is not None
 
 
 def _reference_call(
@@ -337,8 +359,8 @@ def _reference_call(
     start: int,
     paren_end: int,
     name: str,
-    symbols: list[tuple[int, int, str]],
-    refs: list[tuple[int, int, str]],
+    symbols: list[tuple[int, str]],
+    refs: list[tuple[int, str]],
 ) -> None:
     # The argument is read from code_text: in the scan its body is blank.
     arg = R_STRING_ARG.match(code_text, paren_end)
@@ -347,11 +369,11 @@ def _reference_call(
     path = arg.group(1) if arg.group(1) is not None else arg.group(2)
     if not path:
         return
-    refs.append((0, start, path))
+    refs.append((start, path))
     if name in _NODE_PATH_CALLS:
         node_class = node_path_class(path)
         if node_class is not None:
-            symbols.append((0, start, node_class))
+            symbols.append((start, node_class))
 
 
 def resource_paths(string_content: str) -> list[str]:

@@ -309,8 +309,15 @@ def rst_sections(text: str) -> list[tuple[list[str], str]]:
 
 
 def _split_windows(body: str, limit: int = 1200) -> list[str]:
-    """Paragraph-aligned windows of at most ~limit characters (a long code block stays whole)."""
-    paragraphs = re.split(r"\n\s*\n", body)
+    """Paragraph-aligned windows of about ``limit`` characters (at most ~2 x limit)."""
+    paragraphs: list[str] = []
+    for para in re.split(r"\n\s*\n", body):
+        # A long table or code block is cut at line ends: a window stays readable evidence.
+        while len(para) > 2 * limit:
+            cut = para.rfind("\n", 0, limit) if para.rfind("\n", 0, limit) > limit // 2 else limit
+            paragraphs.append(para[:cut])
+            para = para[cut:].lstrip("\n")
+        paragraphs.append(para)
     windows: list[str] = []
     current = ""
     for para in paragraphs:

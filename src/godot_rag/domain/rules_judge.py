@@ -393,7 +393,7 @@ def gdscript_facts(
     rename = _rename_facts(chunk, tokens, index, declared_names, hits)
     facts.extend(rename)
     renamed_at = {(f.line, f.symbol) for f in rename}
-    facts.extend(f for f in _vocabulary_facts(chunk, tokens, index.vocabulary, declared_names) if (f.line, f.symbol) not in renamed_at)
+    facts.extend(f for f in _vocabulary_facts(chunk, tokens, index, declared_names) if (f.line, f.symbol) not in renamed_at)
     return facts
 
 
@@ -428,6 +428,14 @@ def _call_shape_facts(chunk: Chunk, mask: str, tokens: list[_Token], declared: f
             if len(args) >= 2:
                 facts.append(Fact(SIGNAL_GODOT3, 0.85, "intersect_ray(from, to, ...) (Godot 4 takes a query object)", line,
                                   "intersect_ray(from, to)", "intersect_ray(PhysicsRayQueryParameters2D.create(from, to))", symbol=t.word))
+        elif t.word in ("rpc", "rpc_id") and not own and t.receiver not in ("", "self", "$node") and args:
+            # Godot 3 RPCs name the method as a string: node.rpc_id(id, "method", ...).
+            # Godot 4 also calls them on the method itself: method.rpc_id(id, args...).
+            name_arg = args[1] if t.word == "rpc_id" and len(args) > 1 else args[0] if t.word == "rpc" else ""
+            if t.word == "rpc_id" and len(args) == 1 or name_arg and not _is_string(name_arg):
+                facts.append(Fact(SIGNAL_GODOT4, 0.75, f"`method.{t.word}(...)` on a Callable (Godot 4 only)", line, symbol=t.word))
+        elif t.word in ("call", "call_deferred") and t.prev_char == "." and not args and t.receiver not in ("self", "$node"):
+            facts.append(Fact(SIGNAL_GODOT4, 0.75, f"`callable.{t.word}()` without a method name (Godot 4 Callable)", line, symbol=t.word))
         elif t.word == "tween_callback" and not own and len(args) >= 2 and _is_string(args[1]):
             facts.append(Fact(SIGNAL_GODOT3, 0.85, "tween_callback(object, \"method\") (Godot 3.5; Godot 4 takes a Callable)", line,
                               "tween_callback(obj, \"method\")", "tween_callback(callable)", symbol=t.word))
@@ -468,8 +476,9 @@ def _rename_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, declar
             if not entry.enabled or entry.new_in_godot3 or entry.new == entry.old:
                 continue
             if entry.change_type in ("class", "builtin_type") and t.prev_char != "." and word not in declared:
-                facts.append(Fact(SIGNAL_GODOT4, 0.85, f"Godot 4 {entry.change_type} `{entry.new}` (was `{entry.old}` in Godot 3)",
-                                  line, basis_record_id=_preferred_basis(index, word, vocab), symbol=word))
+                best = _preferred_entry(index, word, vocab) or entry
+                facts.append(Fact(SIGNAL_GODOT4, 0.85, f"Godot 4 {best.change_type} `{best.new}` (was `{best.old}` in Godot 3)",
+                                  line, basis_record_id=best.record_id, symbol=word))
                 break
             if entry.change_type == "method" and t.next_char == "(" and not (word in declared and t.receiver in ("", "self")):
                 facts.append(Fact(SIGNAL_GODOT4, 0.7, f"Godot 4 method `{entry.new}` (was `{entry.old}` in Godot 3)",
@@ -478,11 +487,20 @@ def _rename_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, declar
     return facts
 
 
-def _preferred_basis(index: RenameIndex, new: str, vocab: EngineVocabulary) -> str:
-    """Of several old names renamed to ``new``, the record of a real Godot 3 class (Spatial, not TextFile)."""
+def _preferred_entry(index: RenameIndex, new: str, vocab: EngineVocabulary) -> RenameEntry | None:
+    """Of several old names renamed to ``new``, a real Godot 3 class (Spatial -> Node3D, not TextFile -> Node3D).
+
+    The converter maps some removed classes onto a generic replacement; the
+    pair people mean is the one whose old class has the most members.
+    """
     entries = [e for e in index.by_new.get(new, ()) if e.enabled]
-    entries.sort(key=lambda e: (e.old not in vocab.classes3, e.old != new.replace("3D", "").replace("2D", ""), e.record_id))
-    return entries[0].record_id if entries else ""
+    entries.sort(key=lambda e: (e.old not in vocab.classes3, -len(vocab.members3.get(e.old, ())), e.record_id))
+    return entries[0] if entries else None
+
+
+def _preferred_basis(index: RenameIndex, new: str, vocab: EngineVocabulary) -> str:
+    entry = _preferred_entry(index, new, vocab)
+    return entry.record_id if entry else ""
 
 
 def _user_receiver(t: _Token, vocab: EngineVocabulary) -> bool:
@@ -512,10 +530,60 @@ def _rename_applies(entry: RenameEntry, t: _Token, declared: frozenset[str]) -> 
     return False
 
 
-def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], vocab: EngineVocabulary, declared: frozenset[str]) -> list[Fact]:
+# Names whose version signal comes from the call's shape (arguments, receiver),
+# handled by _call_shape_facts and the syntax tables, never by name alone.
+_SHAPE_WORDS = frozenset({
+    "emit", "instantiate", "instance", "connect", "disconnect", "is_connected", "move_and_slide",
+    "move_and_slide_with_snap", "intersect_ray", "tween_callback", "yield", "call", "call_deferred", "rpc", "rpc_id",
+})
+# Builtin containers: `x.empty()` on an untyped receiver is almost always one of these.
+_CONTAINERS3 = ("Array", "Dictionary", "String", "PoolStringArray", "PoolIntArray", "PoolRealArray", "PoolByteArray",
+                "PoolVector2Array", "PoolVector3Array", "PoolColorArray")
+_CONTAINERS4 = ("Array", "Dictionary", "String", "PackedStringArray", "PackedInt32Array", "PackedFloat32Array",
+                "PackedByteArray", "PackedVector2Array", "PackedVector3Array", "PackedColorArray")
+_EXTENDS_RE = re.compile(r"^[ \t]*extends[ \t]+([A-Za-z_]\w*)[ \t]*$", re.M)
+_LOCAL_RE = re.compile(r"\b(?:var|const|for)[ \t]+([A-Za-z_]\w*)")
+_PARAMS_RE = re.compile(r"^[ \t]*(?:static[ \t]+)?func[ \t]+\w+[ \t]*\(([^)]*)\)", re.M)
+
+
+def _script_base(chunk: Chunk, index: RenameIndex) -> tuple[str, str]:
+    """The class the chunk's script extends, as named in Godot 3 and in Godot 4 ("" when unknown)."""
+    m = _EXTENDS_RE.search(chunk.surrounding_context) or _EXTENDS_RE.search(chunk.code_mask or chunk.code_text)
+    if not m:
+        return "", ""
+    vocab = index.vocabulary
+    base = m.group(1)
+    base3 = base if base in vocab.members3 else ""
+    base4 = base if base in vocab.members4 else ""
+    if not base4:
+        renamed = [e.new for e in index.by_old.get(base, ()) if e.enabled and e.change_type == "class"]
+        base4 = next((n for n in renamed if n in vocab.members4), "")
+    if not base3:
+        entry = _preferred_entry(index, base, vocab)
+        base3 = entry.old if entry and entry.old in vocab.members3 else ""
+    return base3, base4
+
+
+def _local_names(mask: str) -> frozenset[str]:
+    names = set(_LOCAL_RE.findall(mask))
+    for params in _PARAMS_RE.findall(mask):
+        for p in params.split(","):
+            m = re.match(r"\s*([A-Za-z_]\w*)", p)
+            if m:
+                names.add(m.group(1))
+    return frozenset(names)
+
+
+def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, declared: frozenset[str]) -> list[Fact]:
     """Names that exist in one version's class reference only."""
+    vocab = index.vocabulary
     if not (vocab.classes3 or vocab.classes4):
         return []
+    mask = chunk.code_mask or chunk.code_text
+    base3, base4 = _script_base(chunk, index)
+    inherited3 = vocab.members3.get(base3, frozenset())
+    inherited4 = vocab.members4.get(base4, frozenset())
+    locals_ = _local_names(mask)
     facts: list[Fact] = []
     seen: set[tuple[str, int]] = set()
 
@@ -528,7 +596,7 @@ def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], vocab: EngineVocabular
 
     for t in tokens:
         w = t.word
-        if w in _KEYWORDS or w in declared and t.receiver in ("", "self"):
+        if w in _KEYWORDS or w in _SHAPE_WORDS or (w in declared and t.receiver in ("", "self")):
             continue
         if t.prev_word in _DECL_WORDS:
             # A function that overrides an engine virtual only one version has.
@@ -539,25 +607,36 @@ def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], vocab: EngineVocabular
                     add(SIGNAL_GODOT4, 0.8, f"override of Godot 4 virtual `{w}` (new in Godot 4)", t)
             continue
         if t.prev_char != ".":
+            if w in locals_:
+                continue
             if w[0].isupper() and not w.isupper():
                 if w in vocab.classes3 and w not in vocab.classes4 and w not in vocab.singletons4:
                     add(SIGNAL_GODOT3, 0.85, f"Godot 3 class `{w}` (not in Godot 4)", t, w, _G3_REPLACEMENTS.get(w, ""))
                 elif w in vocab.classes4 and w not in vocab.classes3 and w not in vocab.singletons3:
                     add(SIGNAL_GODOT4, 0.85, f"Godot 4 class `{w}` (not in Godot 3)", t)
                 continue
-            if t.next_char == "(":
-                if w in vocab.globals3 and w not in vocab.globals4 and w not in vocab.member_names4:
-                    add(SIGNAL_GODOT3, 0.9, f"Godot 3 global function `{w}()` (not in Godot 4)", t, w, _G3_REPLACEMENTS.get(w, ""))
-                elif w in vocab.globals4 and w not in vocab.globals3 and w not in vocab.member_names3:
-                    add(SIGNAL_GODOT4, 0.9, f"Godot 4 global function `{w}()` (not in Godot 3)", t)
-                elif w not in vocab.globals3 and w not in vocab.globals4:
-                    _member_name_fact(add, t, vocab, inherited=True)
-                continue
             if w.isupper() and len(w) > 3:
-                if w in vocab.constants3 and w not in vocab.constants4 and w not in vocab.member_names4:
+                if w in vocab.constants3 and w not in vocab.constants4 and w not in inherited4:
                     add(SIGNAL_GODOT3, 0.8, f"Godot 3 global constant `{w}`", t)
-                elif w in vocab.constants4 and w not in vocab.constants3 and w not in vocab.member_names3:
+                elif w in vocab.constants4 and w not in vocab.constants3 and w not in inherited3:
                     add(SIGNAL_GODOT4, 0.8, f"Godot 4 global constant `{w}`", t)
+                continue
+            if t.next_char == "(" and (w in vocab.globals3 or w in vocab.globals4):
+                if w in vocab.globals3 and w not in vocab.globals4 and w not in inherited4:
+                    add(SIGNAL_GODOT3, 0.9, f"Godot 3 global function `{w}()` (not in Godot 4)", t, w, _G3_REPLACEMENTS.get(w, ""))
+                elif w in vocab.globals4 and w not in vocab.globals3 and w not in inherited3:
+                    add(SIGNAL_GODOT4, 0.9, f"Godot 4 global function `{w}()` (not in Godot 3)", t)
+                continue
+            if inherited3 and inherited4:
+                # A member of the script's own base class, called or assigned bare.
+                in3, in4 = w in inherited3, w in inherited4
+                kind = "method" if t.next_char == "(" else "property"
+                if in3 and not in4:
+                    add(SIGNAL_GODOT3, 0.8, f"Godot 3 {kind} `{w}` of {base3} (not in Godot 4's {base4})", t, w, _G3_REPLACEMENTS.get(w, ""))
+                elif in4 and not in3:
+                    add(SIGNAL_GODOT4, 0.8, f"Godot 4 {kind} `{w}` of {base4} (not in Godot 3's {base3})", t)
+            elif t.next_char == "(":
+                _member_name_fact(add, t, vocab)
             continue
         r = t.receiver
         if r and r[0].isupper() and r not in ("$node",):
@@ -572,22 +651,32 @@ def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], vocab: EngineVocabular
                 elif both_known and in4 and not in3:
                     add(SIGNAL_GODOT4, 0.85, f"Godot 4 member `{r}.{w}` (not in Godot 3)", t)
             continue
-        _member_name_fact(add, t, vocab, inherited=False)
+        if not _member_name_fact(add, t, vocab) and t.next_char == "(":
+            c3 = any(w in vocab.members3.get(k, ()) for k in _CONTAINERS3)
+            c4 = any(w in vocab.members4.get(k, ()) for k in _CONTAINERS4)
+            if c3 and not c4:
+                add(SIGNAL_GODOT3, 0.75, f"Godot 3 Array/Dictionary/String method `{w}()` (renamed in Godot 4)", t, w,
+                    _G3_REPLACEMENTS.get(w, ""))
+            elif c4 and not c3:
+                add(SIGNAL_GODOT4, 0.75, f"Godot 4 Array/Dictionary/String method `{w}()` (not in Godot 3)", t)
     return facts
 
 
-def _member_name_fact(add, t: _Token, vocab: EngineVocabulary, *, inherited: bool) -> None:
-    """`obj.name` / an inherited bare call whose name one version's whole reference lacks."""
+def _member_name_fact(add, t: _Token, vocab: EngineVocabulary) -> bool:
+    """`obj.name` / a bare call whose name one version's whole reference lacks."""
     w = t.word
     if len(w) < 4:
-        return
+        return False
     in3 = w in vocab.member_names3 or w in vocab.globals3
     in4 = w in vocab.member_names4 or w in vocab.globals4
     call = t.next_char == "("
     if in3 and not in4:
         add(SIGNAL_GODOT3, 0.75 if call else 0.7, f"Godot 3 member `{w}` (no Godot 4 class has it)", t, w, _G3_REPLACEMENTS.get(w, ""))
-    elif in4 and not in3:
+        return True
+    if in4 and not in3:
         add(SIGNAL_GODOT4, 0.75 if call else 0.7, f"Godot 4 member `{w}` (no Godot 3 class has it)", t)
+        return True
+    return False
 
 
 def _engine_surface(mask: str, vocab: EngineVocabulary, declared: frozenset[str]) -> bool:

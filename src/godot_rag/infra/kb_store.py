@@ -136,8 +136,10 @@ def load_knowledge_sync(dsn: str, records: Sequence[KnowledgeRecord], *, data_ve
                     on conflict (id) do update set source_file = excluded.source_file, payload = excluded.payload,
                         embedding = excluded.embedding, search_text = excluded.search_text,
                         search_tsv = excluded.search_tsv, symbol_tsv = excluded.symbol_tsv
-                    where ({SCHEMA}.{table}.payload, {SCHEMA}.{table}.search_text, {SCHEMA}.{table}.embedding::text)
-                          is distinct from (excluded.payload, excluded.search_text, excluded.embedding::text)""",
+                    where ({SCHEMA}.{table}.payload, {SCHEMA}.{table}.search_text, {SCHEMA}.{table}.search_tsv,
+                           {SCHEMA}.{table}.symbol_tsv, {SCHEMA}.{table}.embedding::text)
+                          is distinct from (excluded.payload, excluded.search_text, excluded.search_tsv, excluded.symbol_tsv,
+                           excluded.embedding::text)""",
                     {"model": embedding_model},
                 )
                 cur.execute(f"delete from {SCHEMA}.{table} t where not exists (select 1 from kb_stage s where s.id = t.id)")

@@ -377,6 +377,44 @@ class Store:
     async def dead_letters(self, analysis_id: str) -> list[dict]:
         return await self._fetchall(f"select * from {SCHEMA}.dead_letters where analysis_id = %s order by id", (analysis_id,))
 
+    # ------------------------------------------------------------ judgments with accounting (judge service)
+
+    async def save_judgment_record(self, analysis_id: str, chunk_id: str, *, judgment_key: str, judgment: dict,
+                                   latency_ms: float, cache: bool) -> None:
+        """One judgment with its accounting columns (migration 0003); into the reuse cache only when ``cache``.
+
+        Failed judgments are stored (raw output and error visible) but never
+        cached, so a later analysis tries again.
+        """
+        evidence_ids = [e.get("record_id", "") for e in judgment.get("evidence", [])]
+        async with self.pool.connection() as conn:
+            async with conn.transaction():
+                await conn.execute(
+                    f"""insert into {SCHEMA}.judgments (analysis_id, chunk_id, judgment_key, signal, needs_migration, confidence,
+                        judge_kind, model, prompt_version, latency_ms, judgment, status, error, raw_output, prompt_tokens,
+                        completion_tokens, llm_calls, route, cached, evidence_ids)
+                    values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                    on conflict (analysis_id, chunk_id) do update set judgment_key = excluded.judgment_key, signal = excluded.signal,
+                      needs_migration = excluded.needs_migration, confidence = excluded.confidence, judge_kind = excluded.judge_kind,
+                      model = excluded.model, prompt_version = excluded.prompt_version, latency_ms = excluded.latency_ms,
+                      judgment = excluded.judgment, status = excluded.status, error = excluded.error, raw_output = excluded.raw_output,
+                      prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
+                      llm_calls = excluded.llm_calls, route = excluded.route, cached = excluded.cached,
+                      evidence_ids = excluded.evidence_ids""",
+                    (analysis_id, chunk_id, judgment_key, judgment.get("signal", ""), bool(judgment.get("needs_migration")),
+                     float(judgment.get("confidence", 0.0)), judgment.get("judge_kind", ""), judgment.get("model", ""),
+                     judgment.get("prompt_version", ""), latency_ms, Jsonb(judgment), judgment.get("status") or "ok",
+                     judgment.get("error", ""), judgment.get("raw_output", ""), int(judgment.get("prompt_tokens", 0)),
+                     int(judgment.get("completion_tokens", 0)), int(judgment.get("llm_calls", 0)), judgment.get("route", ""),
+                     bool(judgment.get("cached", False)), evidence_ids),
+                )
+                if cache:
+                    await conn.execute(
+                        f"""insert into {SCHEMA}.judgment_cache (judgment_key, judgment) values (%s, %s)
+                        on conflict (judgment_key) do nothing""",
+                        (judgment_key, Jsonb(judgment)),
+                    )
+
 
 def _declared_in(text: str) -> list[str]:
     import re

@@ -22,6 +22,7 @@ def result_to_json(result) -> dict:
         ],
         "chunks": [],
         "dead_letters": [convert.to_dict(d) for d in result.dead_letters],
+        "judge_stats": judge_stats_json(result.judge_stats),
     }
     for c in result.chunks:
         j = c.judgment
@@ -36,8 +37,14 @@ def result_to_json(result) -> dict:
             "signal": j.signal,
             "needs_migration": j.needs_migration,
             "confidence": j.confidence,
-            "judge": {"kind": j.judge_kind, "model": j.model, "prompt_version": j.prompt_version},
+            "judge": {"kind": j.judge_kind, "model": j.model, "prompt_version": j.prompt_version, "status": j.status,
+                      "route": j.route, "cached": j.cached, "latency_ms": j.latency_ms, "prompt_tokens": j.prompt_tokens,
+                      "completion_tokens": j.completion_tokens, "llm_calls": j.llm_calls},
             "explanation": j.explanation,
+            "answer": j.answer,
+            "judgment_error": j.error,
+            # A model's raw reply is kept for every LLM judgment; it is what a failed one leaves behind.
+            "raw_output": j.raw_output,
             "evidence": [{"table": e.table, "record_id": e.record_id, "relevant": e.relevant, "why": e.why} for e in j.evidence],
             "migration_notes": [{"line": n.line, "old": n.old, "new": n.new, "basis_record_id": n.basis_record_id}
                                 for n in j.migration_notes],
@@ -48,3 +55,9 @@ def result_to_json(result) -> dict:
             "last_error": c.last_error,
         })
     return out
+
+
+def judge_stats_json(stats) -> dict:
+    return {"judged": stats.judged, "failed": stats.failed, "llm_calls": stats.llm_calls, "llm_calls_saved": stats.llm_calls_saved,
+            "cached": stats.cached, "prompt_tokens": stats.prompt_tokens, "completion_tokens": stats.completion_tokens,
+            "by_route": dict(stats.by_route), "cascade": stats.cascade}

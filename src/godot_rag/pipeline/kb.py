@@ -140,7 +140,8 @@ def write_shipped_vectors(path: Path, embedder: Embedder, vectors: dict[str, lis
     header = {"model": embedder.name, "model_sha256": embedder.checksum(), "dim": dim, "dtype": "float16",
               "count": len(vectors), "body_sha256": hashlib.sha256(body).hexdigest(),
               "note": "vectors of the embed texts of godot_rag.domain.knowledge records, keyed by sha256(text)"}
-    with gzip.open(path, "wb", compresslevel=9, mtime=0) as fh:
+    # mtime=0: the same vectors give the same bytes (no spurious diffs).
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as fh:
         fh.write(json.dumps(header).encode() + b"\n")
         fh.write(body)
     return header
@@ -204,17 +205,26 @@ def build_kb(dsn: str, *, embedder: Embedder | None = None, force: bool = False,
     return {**counts, **{f"vectors_{k}": v for k, v in stats.items()}, "seconds": round(elapsed, 1)}
 
 
-def export_vectors(path: Path, embedder: Embedder, progress: Progress | None = None) -> dict:
-    """Embed every record's embed text (cache-free, in-process) and write the shipped vector file."""
+def export_vectors(path: Path, embedder: Embedder, progress: Progress | None = None, *, dsn: str = "") -> dict:
+    """Write the shipped vector file for every record's embed text.
+
+    Vectors come from the embedding cache of ``dsn`` when given (a database
+    the KB was built in with this embedder), the rest are computed here.
+    """
     report = progress or (lambda phase, done, total: None)
     texts = {text_sha256(r.embed_text): r.embed_text for r in knowledge_records(progress) if r.embed_text}
-    shas = sorted(texts)
     vectors: dict[str, list[float]] = {}
-    for n, batch in enumerate(_batches(shas, EMBED_BATCH)):
-        report("embedding knowledge records", n * EMBED_BATCH, len(shas))
+    if dsn:
+        with psycopg.connect(dsn) as conn:
+            rows = conn.execute("select text_sha256, embedding::text from godot_rag.embedding_cache "
+                                "where model = %s and text_sha256 = any(%s)", (embedder.name, list(texts))).fetchall()
+        vectors = {sha: [float(x) for x in vec.strip("[]").split(",")] for sha, vec in rows}
+    missing = sorted(sha for sha in texts if sha not in vectors)
+    for n, batch in enumerate(_batches(missing, EMBED_BATCH)):
+        report("embedding knowledge records", n * EMBED_BATCH, len(missing))
         for sha, vec in zip(batch, embedder.embed([texts[s] for s in batch])):
             vectors[sha] = vec
-    report("embedding knowledge records", len(shas), len(shas))
+    report("embedding knowledge records", len(missing), len(missing))
     return write_shipped_vectors(path, embedder, vectors)
 
 

@@ -40,8 +40,11 @@ def chunk_status(stages: dict | None, analysis_running: bool) -> tuple[str, str,
 
 
 def outcome_rows_to_verdict(rows: list[dict]) -> dict:
+    # A chunk whose judgment failed (no signal, raw output kept) reaches the
+    # aggregator like any other and is counted as failed, never as a signal.
     outcomes = [
-        ChunkOutcome(r["source_file"], r["source_kind"], r["chunk_kind"], "done" if r["agg_status"] == "done" else "failed",
+        ChunkOutcome(r["source_file"], r["source_kind"], r["chunk_kind"],
+                     "done" if r["agg_status"] == "done" and r["signal"] else "failed",
                      r["signal"] or "", float(r["confidence"] or 0))
         for r in rows
     ]
@@ -93,7 +96,42 @@ async def analysis_result(store: Store, analysis_id: str) -> spb.AnalysisResult:
             errors=[convert.from_dict(e, pb.SourceError) for e in f["errors"]],
         ))
     result.chunks.extend(await chunk_results(store, analysis_id, running=running))
+    result.judge_stats.CopyFrom(judge_stats(result.chunks))
     for d in await store.dead_letters(analysis_id):
         result.dead_letters.append(spb.DeadLetter(stage=d["stage"], subject=d["subject"], key=d["key"], error=d["error"],
                                                   deliveries=d["deliveries"]))
     return result
+
+
+def judge_stats(chunks) -> spb.JudgeStats:
+    """What judging cost and saved, from the chunks' stored judgments.
+
+    Cached judgments made no call in this analysis, so their tokens and calls
+    are not counted again; llm_calls_saved counts the chunks the ambiguous
+    cascade settled with a confident rules judgment.
+    """
+    stats = spb.JudgeStats()
+    routes: dict[str, int] = {}
+    for c in chunks:
+        if not c.HasField("judgment"):
+            continue
+        j = c.judgment
+        stats.judged += 1
+        if j.status == "failed":
+            stats.failed += 1
+        if j.route:
+            routes[j.route] = routes.get(j.route, 0) + 1
+        if j.cached:
+            stats.cached += 1
+            continue
+        stats.llm_calls += j.llm_calls
+        stats.prompt_tokens += j.prompt_tokens
+        stats.completion_tokens += j.completion_tokens
+        if j.route == "rules_confident":
+            stats.llm_calls_saved += 1
+    stats.by_route.update(routes)
+    if routes.keys() & {"rules_confident", "llm_ambiguous"}:
+        stats.cascade = "ambiguous"
+    elif "llm" in routes:
+        stats.cascade = "all"
+    return stats

@@ -162,25 +162,6 @@ async def submit(store: Store, bus: Bus, collected: Collected, prompt: str) -> t
     if analysis is not None and analysis["status"] == "done":
         return aid, created
 
-
-@dataclass(frozen=True)
-class SubmittedProject:
-    analysis_id: str
-    project_id: str
-    root: str
-    created: bool
-    files_included: int
-    files_excluded: int
-
-
-async def submit_all(store: Store, bus: Bus, submission: Submission, prompt: str) -> list[SubmittedProject]:
-    """One analysis per project root, in root order."""
-    out: list[SubmittedProject] = []
-    for project in submission.projects:
-        aid, created = await submit(store, bus, project, prompt)
-        included = sum(1 for f in project.files if f.included)
-        out.append(SubmittedProject(aid, project.project_id, project.root, created, included, len(project.files) - included))
-    return out
     # New, or resubmitted while unfinished: (re)publish. Msg ids dedupe within
     # the window and every handler is idempotent, so this resumes, never doubles.
     for f in collected.files:

@@ -186,7 +186,7 @@ class MigrationNote(_message.Message):
     def __init__(self, line: _Optional[int] = ..., old: _Optional[str] = ..., new: _Optional[str] = ..., basis_record_id: _Optional[str] = ...) -> None: ...
 
 class Judgment(_message.Message):
-    __slots__ = ("signal", "needs_migration", "confidence", "evidence", "migration_notes", "explanation", "judge_kind", "model", "prompt_version", "answer", "raw_output")
+    __slots__ = ("signal", "needs_migration", "confidence", "evidence", "migration_notes", "explanation", "judge_kind", "model", "prompt_version", "answer", "raw_output", "status", "error", "prompt_tokens", "completion_tokens", "latency_ms", "llm_calls", "route", "cached")
     SIGNAL_FIELD_NUMBER: _ClassVar[int]
     NEEDS_MIGRATION_FIELD_NUMBER: _ClassVar[int]
     CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
@@ -198,6 +198,14 @@ class Judgment(_message.Message):
     PROMPT_VERSION_FIELD_NUMBER: _ClassVar[int]
     ANSWER_FIELD_NUMBER: _ClassVar[int]
     RAW_OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    COMPLETION_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
+    LLM_CALLS_FIELD_NUMBER: _ClassVar[int]
+    ROUTE_FIELD_NUMBER: _ClassVar[int]
+    CACHED_FIELD_NUMBER: _ClassVar[int]
     signal: str
     needs_migration: bool
     confidence: float
@@ -209,10 +217,18 @@ class Judgment(_message.Message):
     prompt_version: str
     answer: str
     raw_output: str
-    def __init__(self, signal: _Optional[str] = ..., needs_migration: _Optional[bool] = ..., confidence: _Optional[float] = ..., evidence: _Optional[_Iterable[_Union[EvidenceUse, _Mapping]]] = ..., migration_notes: _Optional[_Iterable[_Union[MigrationNote, _Mapping]]] = ..., explanation: _Optional[str] = ..., judge_kind: _Optional[str] = ..., model: _Optional[str] = ..., prompt_version: _Optional[str] = ..., answer: _Optional[str] = ..., raw_output: _Optional[str] = ...) -> None: ...
+    status: str
+    error: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_ms: float
+    llm_calls: int
+    route: str
+    cached: bool
+    def __init__(self, signal: _Optional[str] = ..., needs_migration: _Optional[bool] = ..., confidence: _Optional[float] = ..., evidence: _Optional[_Iterable[_Union[EvidenceUse, _Mapping]]] = ..., migration_notes: _Optional[_Iterable[_Union[MigrationNote, _Mapping]]] = ..., explanation: _Optional[str] = ..., judge_kind: _Optional[str] = ..., model: _Optional[str] = ..., prompt_version: _Optional[str] = ..., answer: _Optional[str] = ..., raw_output: _Optional[str] = ..., status: _Optional[str] = ..., error: _Optional[str] = ..., prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., latency_ms: _Optional[float] = ..., llm_calls: _Optional[int] = ..., route: _Optional[str] = ..., cached: _Optional[bool] = ...) -> None: ...
 
 class JudgmentRequest(_message.Message):
-    __slots__ = ("prompt", "project_id", "source_file", "chunk_id", "chunk_order", "chunk_kind", "chunk_text", "surrounding_context", "retrieved_evidence", "judgment_contract", "chunk", "source_kind", "declared_names")
+    __slots__ = ("prompt", "project_id", "source_file", "chunk_id", "chunk_order", "chunk_kind", "chunk_text", "surrounding_context", "retrieved_evidence", "judgment_contract", "chunk", "source_kind", "declared_names", "intent")
     PROMPT_FIELD_NUMBER: _ClassVar[int]
     PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FILE_FIELD_NUMBER: _ClassVar[int]
@@ -226,6 +242,7 @@ class JudgmentRequest(_message.Message):
     CHUNK_FIELD_NUMBER: _ClassVar[int]
     SOURCE_KIND_FIELD_NUMBER: _ClassVar[int]
     DECLARED_NAMES_FIELD_NUMBER: _ClassVar[int]
+    INTENT_FIELD_NUMBER: _ClassVar[int]
     prompt: str
     project_id: str
     source_file: str
@@ -239,7 +256,8 @@ class JudgmentRequest(_message.Message):
     chunk: Chunk
     source_kind: str
     declared_names: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, prompt: _Optional[str] = ..., project_id: _Optional[str] = ..., source_file: _Optional[str] = ..., chunk_id: _Optional[str] = ..., chunk_order: _Optional[int] = ..., chunk_kind: _Optional[str] = ..., chunk_text: _Optional[str] = ..., surrounding_context: _Optional[str] = ..., retrieved_evidence: _Optional[_Iterable[_Union[RetrievalHit, _Mapping]]] = ..., judgment_contract: _Optional[str] = ..., chunk: _Optional[_Union[Chunk, _Mapping]] = ..., source_kind: _Optional[str] = ..., declared_names: _Optional[_Iterable[str]] = ...) -> None: ...
+    intent: str
+    def __init__(self, prompt: _Optional[str] = ..., project_id: _Optional[str] = ..., source_file: _Optional[str] = ..., chunk_id: _Optional[str] = ..., chunk_order: _Optional[int] = ..., chunk_kind: _Optional[str] = ..., chunk_text: _Optional[str] = ..., surrounding_context: _Optional[str] = ..., retrieved_evidence: _Optional[_Iterable[_Union[RetrievalHit, _Mapping]]] = ..., judgment_contract: _Optional[str] = ..., chunk: _Optional[_Union[Chunk, _Mapping]] = ..., source_kind: _Optional[str] = ..., declared_names: _Optional[_Iterable[str]] = ..., intent: _Optional[str] = ...) -> None: ...
 
 class Verdict(_message.Message):
     __slots__ = ("label", "confidence", "counts", "basis")

@@ -198,7 +198,7 @@ class ChunkResult(_message.Message):
     def __init__(self, trace: _Optional[_Union[_messages_pb2.ChunkTrace, _Mapping]] = ..., span: _Optional[_Union[_messages_pb2.Span, _Mapping]] = ..., status: _Optional[str] = ..., judgment: _Optional[_Union[_messages_pb2.Judgment, _Mapping]] = ..., retriever_query: _Optional[_Union[_messages_pb2.RetrieverQuery, _Mapping]] = ..., hits: _Optional[_Iterable[_Union[_messages_pb2.RetrievalHit, _Mapping]]] = ..., last_error: _Optional[str] = ...) -> None: ...
 
 class AnalysisResult(_message.Message):
-    __slots__ = ("analysis_id", "project_id", "prompt", "status", "verdict", "files", "chunks", "dead_letters")
+    __slots__ = ("analysis_id", "project_id", "prompt", "status", "verdict", "files", "chunks", "dead_letters", "judge_stats")
     ANALYSIS_ID_FIELD_NUMBER: _ClassVar[int]
     PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
     PROMPT_FIELD_NUMBER: _ClassVar[int]
@@ -207,6 +207,7 @@ class AnalysisResult(_message.Message):
     FILES_FIELD_NUMBER: _ClassVar[int]
     CHUNKS_FIELD_NUMBER: _ClassVar[int]
     DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
+    JUDGE_STATS_FIELD_NUMBER: _ClassVar[int]
     analysis_id: str
     project_id: str
     prompt: str
@@ -215,7 +216,37 @@ class AnalysisResult(_message.Message):
     files: _containers.RepeatedCompositeFieldContainer[FileResult]
     chunks: _containers.RepeatedCompositeFieldContainer[ChunkResult]
     dead_letters: _containers.RepeatedCompositeFieldContainer[DeadLetter]
-    def __init__(self, analysis_id: _Optional[str] = ..., project_id: _Optional[str] = ..., prompt: _Optional[str] = ..., status: _Optional[str] = ..., verdict: _Optional[_Union[_messages_pb2.Verdict, _Mapping]] = ..., files: _Optional[_Iterable[_Union[FileResult, _Mapping]]] = ..., chunks: _Optional[_Iterable[_Union[ChunkResult, _Mapping]]] = ..., dead_letters: _Optional[_Iterable[_Union[DeadLetter, _Mapping]]] = ...) -> None: ...
+    judge_stats: JudgeStats
+    def __init__(self, analysis_id: _Optional[str] = ..., project_id: _Optional[str] = ..., prompt: _Optional[str] = ..., status: _Optional[str] = ..., verdict: _Optional[_Union[_messages_pb2.Verdict, _Mapping]] = ..., files: _Optional[_Iterable[_Union[FileResult, _Mapping]]] = ..., chunks: _Optional[_Iterable[_Union[ChunkResult, _Mapping]]] = ..., dead_letters: _Optional[_Iterable[_Union[DeadLetter, _Mapping]]] = ..., judge_stats: _Optional[_Union[JudgeStats, _Mapping]] = ...) -> None: ...
+
+class JudgeStats(_message.Message):
+    __slots__ = ("judged", "failed", "llm_calls", "llm_calls_saved", "cached", "prompt_tokens", "completion_tokens", "by_route", "cascade")
+    class ByRouteEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    JUDGED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    LLM_CALLS_FIELD_NUMBER: _ClassVar[int]
+    LLM_CALLS_SAVED_FIELD_NUMBER: _ClassVar[int]
+    CACHED_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    COMPLETION_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    BY_ROUTE_FIELD_NUMBER: _ClassVar[int]
+    CASCADE_FIELD_NUMBER: _ClassVar[int]
+    judged: int
+    failed: int
+    llm_calls: int
+    llm_calls_saved: int
+    cached: int
+    prompt_tokens: int
+    completion_tokens: int
+    by_route: _containers.ScalarMap[str, int]
+    cascade: str
+    def __init__(self, judged: _Optional[int] = ..., failed: _Optional[int] = ..., llm_calls: _Optional[int] = ..., llm_calls_saved: _Optional[int] = ..., cached: _Optional[int] = ..., prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., by_route: _Optional[_Mapping[str, int]] = ..., cascade: _Optional[str] = ...) -> None: ...
 
 class DeadLetter(_message.Message):
     __slots__ = ("stage", "subject", "key", "error", "deliveries")

@@ -1,0 +1,168 @@
+"""OpenAI-compatible chat client for the LLM judge.
+
+One client for every server that speaks the OpenAI chat API; the flavour only
+changes how the judgment contract's JSON Schema is handed over:
+
+- ``vllm`` / ``openai``: ``response_format = {"type": "json_schema", "json_schema":
+  {"name", "schema", "strict"}}`` (vLLM's structured outputs; vLLM also gets
+  ``chat_template_kwargs.enable_thinking = false`` so Qwen3 answers without a
+  reasoning block);
+- ``llamacpp``: ``response_format = {"type": "json_object", "schema": ...}``
+  (llama-cpp-python's server turns the schema into a grammar).
+
+Timeouts, connection errors, 408, 429 and 5xx are retried with exponential
+backoff; after the last retry a RetryableError goes to the bus edge. Any other
+4xx is an LLMRequestError: the same request would fail the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+import httpx
+
+from godot_rag.errors import GodotRagError, RetryableError
+
+log = logging.getLogger(__name__)
+
+FLAVORS = ("vllm", "llamacpp", "openai")
+_RETRY_STATUS = {408, 429}
+
+
+class LLMRequestError(GodotRagError):
+    """The server rejected the request itself (4xx): retrying cannot help."""
+
+
+@dataclass(frozen=True)
+class LLMReply:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+    latency_ms: float  # this request, retries and backoff included
+    attempts: int  # HTTP attempts made
+
+
+def grammar_safe(schema: object) -> object:
+    """The schema without ``maxLength``: llama-cpp-python unrolls it into one nested
+    grammar rule per character, and a few hundred levels crash its grammar parser
+    (and the server with it). The contract check still enforces the lengths."""
+    if isinstance(schema, dict):
+        return {k: grammar_safe(v) for k, v in schema.items() if k != "maxLength"}
+    if isinstance(schema, list):
+        return [grammar_safe(v) for v in schema]
+    return schema
+
+
+def chat_url(base_url: str) -> str:
+    """``http://host:8000``, ``.../v1`` or ``.../v1/chat/completions`` -> the chat completions URL."""
+    url = base_url.rstrip("/")
+    if url.endswith("/chat/completions"):
+        return url
+    if not url.endswith("/v1"):
+        url += "/v1"
+    return url + "/chat/completions"
+
+
+class LLMClient:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str = "",
+        flavor: str = "vllm",
+        timeout_s: float = 120.0,
+        max_concurrency: int = 4,
+        retries: int = 3,
+        backoff_s: float = 1.0,
+        max_tokens: int = 1024,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ):
+        if flavor not in FLAVORS:
+            raise ValueError(f"unknown LLM flavour {flavor!r}; one of {FLAVORS}")
+        if not base_url:
+            raise ValueError("the LLM judge needs GODOT_RAG_LLM_URL")
+        self.url = chat_url(base_url)
+        self.model = model
+        self.flavor = flavor
+        self.retries = max(0, retries)
+        self.backoff_s = backoff_s
+        self.max_tokens = max_tokens
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # Connecting should be quick; the read timeout is the generation budget.
+        timeout = httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))
+        self._http = httpx.AsyncClient(headers=headers, timeout=timeout, transport=transport)
+        self._slots = asyncio.Semaphore(max(1, max_concurrency))
+
+    @classmethod
+    def from_settings(cls, settings, **overrides) -> "LLMClient":
+        kwargs = dict(
+            api_key=settings.llm_api_key, flavor=settings.llm_flavor, timeout_s=settings.llm_timeout_s,
+            max_concurrency=settings.llm_max_concurrency, retries=settings.llm_retries, max_tokens=settings.llm_max_tokens,
+        )
+        kwargs.update(overrides)
+        return cls(settings.llm_url, settings.llm_model, **kwargs)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def request_body(self, messages: list[dict], schema: dict, *, schema_name: str = "judgment") -> dict:
+        body: dict = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": 0.0,
+            "max_tokens": self.max_tokens,
+            "seed": 0,
+        }
+        if self.flavor == "llamacpp":
+            body["response_format"] = {"type": "json_object", "schema": grammar_safe(schema)}
+        else:
+            body["response_format"] = {"type": "json_schema", "json_schema": {"name": schema_name, "schema": schema, "strict": True}}
+        if self.flavor == "vllm":
+            body["chat_template_kwargs"] = {"enable_thinking": False}
+        return body
+
+    async def chat(self, messages: list[dict], schema: dict) -> LLMReply:
+        body = self.request_body(messages, schema)
+        started = time.perf_counter()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with self._slots:
+                    response = await self._http.post(self.url, json=body)
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                problem = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.status_code < 400:
+                    return self._reply(response, started, attempt)
+                detail = response.text[:500]
+                if response.status_code < 500 and response.status_code not in _RETRY_STATUS:
+                    raise LLMRequestError(f"{self.url} answered {response.status_code}: {detail}")
+                problem = f"HTTP {response.status_code}: {detail}"
+            if attempt > self.retries:
+                raise RetryableError(f"LLM server {self.url} failed {attempt} times, last: {problem}", delay_s=5.0)
+            delay = min(30.0, self.backoff_s * 2 ** (attempt - 1))
+            log.warning("LLM request failed (%s); retry %d/%d in %.1f s", problem, attempt, self.retries, delay)
+            await asyncio.sleep(delay)
+
+    def _reply(self, response: httpx.Response, started: float, attempts: int) -> LLMReply:
+        try:
+            payload = response.json()
+            choice = payload["choices"][0]
+            message = choice.get("message") or {}
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise LLMRequestError(f"{self.url} answered without a chat completion: {response.text[:500]}") from exc
+        usage = payload.get("usage") or {}
+        return LLMReply(
+            text=message.get("content") or "",
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            finish_reason=str(choice.get("finish_reason") or ""),
+            latency_ms=(time.perf_counter() - started) * 1000,
+            attempts=attempts,
+        )

@@ -1,0 +1,187 @@
+"""Knowledge base and hybrid retrieval on the real stack: PostgreSQL with pgvector/pg_trgm,
+the in-process all-MiniLM-L6-v2, the retriever service over gRPC."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import grpc
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+
+from godot_rag import convert
+from godot_rag.domain.gdscript import parse_gdscript
+from godot_rag.domain.query import build_embedding_text, build_retriever_query
+from godot_rag.infra import kb_store
+from godot_rag.infra.embedder import MINILM_MODEL, EmbeddingModelMismatch, MiniLMEmbedder, TEIEmbedder, check_model, text_sha256
+from godot_rag.pipeline.kb import build_kb, data_version, kb_is_current
+from godot_rag.v1 import services_pb2 as spb
+from godot_rag.v1 import services_pb2_grpc as sgrpc
+
+PROMPT = "Is this Godot 3 or Godot 4, and what is the basis for converting it?"
+
+
+@pytest.fixture(scope="module")
+def dsn(stack):
+    return stack.runtime["pg_dsn"]
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return MiniLMEmbedder()
+
+
+def query_for(source: str, path: str, name: str, prompt: str = PROMPT):
+    chunk = next(c for c in parse_gdscript(path, source.encode()).chunks if c.name == name)
+    return build_retriever_query(prompt=prompt, chunk=chunk)
+
+
+def search(dsn, query, vector, limit=5, tables=kb_store.TABLES):
+    async def run():
+        async with await psycopg.AsyncConnection.connect(dsn, row_factory=dict_row) as conn:
+            return await kb_store.search(conn, query, tables=tables, limit_per_table=limit, query_embedding=vector)
+    return asyncio.run(run())
+
+
+def test_kb_is_built_with_vectors_indexes_and_version(stack, dsn):
+    row = stack.sql("select * from godot_rag.kb_versions where name = 'current'")[0]
+    assert row["embedding_model"] == MINILM_MODEL and row["embedding_dim"] == 384
+    assert row["data_version"] == data_version()
+    counts = {r["t"]: r["n"] for r in stack.sql(
+        "select 'docs' t, count(*) n from godot_rag.docs_chunks union all select 'map', count(*) from godot_rag.api_mapping "
+        "union all select 'proto', count(*) from godot_rag.label_prototypes")}
+    assert counts["docs"] > 38000 and counts["map"] > 1687 and counts["proto"] >= 60
+    vec = {r["id"]: r["v"] for r in stack.sql(
+        "select id, embedding is not null as v from godot_rag.docs_chunks where id in "
+        "('docs:4:CharacterBody2D', 'docs:4:CharacterBody2D.move_and_slide')")}
+    assert vec == {"docs:4:CharacterBody2D": True, "docs:4:CharacterBody2D.move_and_slide": False}
+    assert stack.sql("select count(*) n from godot_rag.api_mapping where embedding is null")[0]["n"] == 0
+    assert stack.sql("select count(*) n from godot_rag.api_mapping where payload->>'enabled' = 'false'")[0]["n"] == 88
+    indexes = {r["indexname"]: r["indexdef"] for r in stack.sql("select indexname, indexdef from pg_indexes where schemaname = 'godot_rag'")}
+    for table in kb_store.TABLES:
+        assert "hnsw (embedding vector_cosine_ops)" in indexes[f"{table}_hnsw"]
+        assert "gin (search_tsv)" in indexes[f"{table}_tsv"]
+        assert "gin (search_text gin_trgm_ops)" in indexes[f"{table}_trgm"]
+    view_cols = [r["column_name"] for r in stack.sql(
+        "select column_name from information_schema.columns where table_schema = 'godot_rag' "
+        "and table_name = 'dynamic_retrieval_view' order by ordinal_position")]
+    assert view_cols[:8] == ["table_name", "id", "title", "content", "embedding", "search_text", "search_tsv", "metadata"]
+
+
+def test_rebuild_is_idempotent(dsn, embedder):
+    assert kb_is_current(dsn, embedder)
+    assert build_kb(dsn, embedder=embedder) is None
+    report = build_kb(dsn, embedder=embedder, force=True)
+    assert report["vectors_embedded"] == 0  # every vector came back from the cache
+    with psycopg.connect(dsn) as conn:
+        n = conn.execute("select count(*) from godot_rag.api_mapping").fetchone()[0]
+    assert n == report["api_mapping"]
+    assert kb_is_current(dsn, embedder)
+
+
+def test_another_model_is_a_clear_error(stack):
+    kb_model = stack.sql("select embedding_model from godot_rag.kb_versions")[0]["embedding_model"]
+    check_model(kb_model, MINILM_MODEL)
+    check_model(kb_model, None)  # lexical-only by configuration
+    with pytest.raises(EmbeddingModelMismatch, match="rebuild it with `godot-rag kb build --force`"):
+        check_model(kb_model, "BAAI/bge-small-en-v1.5")
+    with pytest.raises(EmbeddingModelMismatch, match="built without vectors"):
+        check_model("none", MINILM_MODEL)
+
+
+def test_renamed_godot3_class_finds_its_mapping_docs_and_prototype(dsn, embedder):
+    source = ("extends KinematicBody2D\n\nvar velocity = Vector2()\n\nfunc _physics_process(delta):\n"
+              "\tvelocity.y += 20\n\tvelocity = move_and_slide(velocity, Vector2.UP)\n")
+    q = query_for(source, "player.gd", "_physics_process")
+    hits = search(dsn, q, embedder.embed([build_embedding_text(q)])[0])
+    ids = {h.table_name: [x.record_id for x in hits if x.table_name == h.table_name] for h in hits}
+    assert "change:move-and-slide" in ids["api_mapping"][:3]
+    assert "proto:g3-kinematic-move" in ids["label_prototypes"]
+    top = next(h for h in hits if h.record_id == "change:move-and-slide")
+    assert set(top.component_scores) >= {"vector", "text", "trigram"} and top.component_scores["text"] > 0
+    q2 = query_for(source, "player.gd", "1")
+    hits2 = search(dsn, q2, embedder.embed([build_embedding_text(q2)])[0])
+    assert [h.record_id for h in hits2 if h.table_name == "api_mapping"][0] == "rename:class_renames:KinematicBody2D"
+    assert "docs:3:KinematicBody2D" in [h.record_id for h in hits2 if h.table_name == "docs_chunks"][:3]
+
+
+def test_identical_chunks_in_different_files_get_identical_hits(dsn, embedder):
+    source = "func _ready():\n\tyield(get_tree().create_timer(1.0), \"timeout\")\n\tqueue_free()\n"
+    qa = query_for(source, "scenes/a/enemy.gd", "_ready")
+    qb = query_for("# another file\n\n\n" + source, "zzz/b/boss_final.gd", "_ready")
+    assert qa == qb
+    hits_a = search(dsn, qa, embedder.embed([build_embedding_text(qa)])[0])
+    hits_b = search(dsn, qb, embedder.embed([build_embedding_text(qb)])[0])
+    assert [(h.table_name, h.record_id, h.score) for h in hits_a] == [(h.table_name, h.record_id, h.score) for h in hits_b]
+    assert "change:yield-await" in [h.record_id for h in hits_a]
+
+
+def test_retriever_service_search_embeds_caches_and_returns_components(stack):
+    stub = stack.stub("retriever", sgrpc.RetrieverStub)
+    q = query_for("func _ready():\n\tvar f = File.new()\n\tf.open(\"user://a.txt\", File.READ)\n", "io.gd", "_ready",
+                  prompt="Muss das in Godot 4 konvertiert werden?")
+    resp = stub.Search(spb.SearchRequest(query=convert.query_to_pb(q), limit_per_table=3), timeout=120)
+    assert resp.kb_version.endswith("/" + MINILM_MODEL)
+    tables = [h.table for h in resp.hits]
+    assert tables[0] == "api_mapping"  # migration intent: api_mapping first
+    assert sum(1 for t in tables if t == "api_mapping") <= 3
+    assert "change:file-class" in [h.record_id for h in resp.hits if h.table == "api_mapping"]
+    assert all({"vector", "text", "trigram"} <= set(h.component_scores) for h in resp.hits)
+    sha = text_sha256(build_embedding_text(q))
+    assert stack.sql("select count(*) n from godot_rag.embedding_cache where model = %s and text_sha256 = %s",
+                     (MINILM_MODEL, sha))[0]["n"] == 1
+    with pytest.raises(grpc.RpcError) as err:
+        stub.Search(spb.SearchRequest(query=spb.RetrieverQuery()), timeout=30)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_minilm_vectors_are_real_and_normalised(embedder):
+    a, b, c = embedder.embed(["extends KinematicBody2D", "extends KinematicBody2D", "Tween interpolate_property"])
+    assert len(a) == 384 and a == b
+    assert abs(sum(x * x for x in a) - 1.0) < 1e-4
+    assert sum(x * y for x, y in zip(a, c)) < 0.9
+
+
+class _TEIHandler(BaseHTTPRequestHandler):
+    """text-embeddings-inference's /info and /embed, answered with the real MiniLM model."""
+
+    model = MiniLMEmbedder()
+
+    def do_GET(self):
+        self._send({"model_id": MINILM_MODEL, "max_client_batch_size": 32})
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        inputs = body["inputs"] if isinstance(body["inputs"], list) else [body["inputs"]]
+        self._send(self.model.embed(inputs))
+
+    def _send(self, payload):
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_tei_client_speaks_the_embed_api():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _TEIHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        tei = TEIEmbedder(f"http://127.0.0.1:{server.server_address[1]}", batch_size=2)
+        assert tei.name == MINILM_MODEL
+        texts = ["extends Node2D", "yield(get_tree(), \"idle_frame\")", "OS.window_fullscreen = true"]
+        got = tei.embed(texts)
+        want = _TEIHandler.model.embed(texts)
+        assert len(got) == 3 and all(abs(x - y) < 1e-6 for g, w in zip(got, want) for x, y in zip(g, w))
+    finally:
+        server.shutdown()
+        server.server_close()
