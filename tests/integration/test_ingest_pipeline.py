@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import io
+import os
 import shutil
 import subprocess
 import tarfile
@@ -102,7 +103,7 @@ def test_a_git_repository_is_cloned_and_analysed(stack, tmp_path: Path):
         pytest.skip("the git program is not installed")
     repo = tmp_path / "shooter"
     shutil.copytree(COLLECTION / "3d" / "shooter_g4", repo)
-    env = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path)}
     for args in (["init", "--quiet"], ["add", "-A"],
                  ["-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "--quiet", "-m", "x"]):
         subprocess.run(["git", *args], cwd=repo, check=True, env=env, capture_output=True)

@@ -11,6 +11,8 @@ Three parts:
   side, an old name no other pair shares), written as realistic usage of the
   old name; the expected record is that pair (plus the Godot 3 class page for
   class renames);
+- an expected entry "a|b" is met by either record (the doc page of a member
+  that version-neutral code uses exists in both class references);
 - every case is a whole small .gd file; the eval runs it through the real
   parser (godot_rag.domain.gdscript.parse_gdscript) and takes the chunk named
   in ``chunk`` (a chunk id) to build the query.
@@ -45,6 +47,12 @@ def case(cid: str, category: str, source: str, chunk: str, expect: list[str], pr
 
 
 A, D, P = "api_mapping:", "docs_chunks:", "label_prototypes:"
+
+
+def either(g4: str, g3: str | None = None) -> str:
+    """The doc page of a member in either version: version-neutral code is documented by both."""
+    return f"{D}docs:4:{g4}|{D}docs:3:{g3 or g4}"
+
 
 # ---------------------------------------------------------------- hand-written: Godot 3 syntax and changed APIs
 case("h-yield-timer", "godot3_changed", "func _on_hit():\n\tmodulate = Color(1, 0, 0)\n\tyield(get_tree().create_timer(0.2), \"timeout\")\n\tmodulate = Color(1, 1, 1)\n",
@@ -215,32 +223,32 @@ case("n-seed-process", "neutral", SEED_PROCESS, "n-seed-process.gd:function:_pro
 case("n-input-plain", "neutral", "func _process(delta):\n\tvar velocity = Vector2.ZERO\n\tif Input.is_action_pressed(\"ui_right\"):\n\t\tvelocity.x += 1\n\tposition += velocity.normalized() * speed * delta\n",
      "n-input-plain.gd:function:_process", [D + "docs:3:Input.is_action_pressed", D + "docs:4:Input.is_action_pressed", P + "proto:n-input-movement"])
 case("n-ready", "neutral", "func _ready():\n\tscreen_size = get_viewport_rect().size\n\thide()\n", "n-ready.gd:function:_ready",
-     [D + "docs:4:CanvasItem.get_viewport_rect", P + "proto:n-ready-viewport"])
+     [either("CanvasItem.get_viewport_rect"), P + "proto:n-ready-viewport"])
 case("n-queue-free", "neutral", "func _on_body_entered(body):\n\tif body.is_in_group(\"player\"):\n\t\tbody.take_damage(1)\n\tqueue_free()\n",
-     "n-queue-free.gd:function:_on_body_entered", [P + "proto:n-queue-free", D + "docs:4:Node.queue_free"])
+     "n-queue-free.gd:function:_on_body_entered", [P + "proto:n-queue-free", either("Node.queue_free")])
 case("n-signals", "neutral", "signal hit\nsignal score_changed(value)\n", "n-signals.gd:signal:hit", [P + "proto:n-signal-decl"])
 case("n-area2d", "neutral", "extends Area2D\n", "n-area2d.gd:class_extends:1", [D + "docs:4:Area2D", D + "docs:3:Area2D"])
 case("n-node2d", "neutral", "extends Node2D\n", "n-node2d.gd:class_extends:1", [D + "docs:4:Node2D", D + "docs:3:Node2D"])
 case("n-timer", "neutral", "func start_wave():\n\t$SpawnTimer.wait_time = 1.5\n\t$SpawnTimer.one_shot = false\n\t$SpawnTimer.start()\n",
      "n-timer.gd:function:start_wave", [P + "proto:n-timer-start"])
 case("n-animation", "neutral", "func play_run():\n\tif not $AnimationPlayer.is_playing():\n\t\t$AnimationPlayer.play(\"run\")\n",
-     "n-animation.gd:function:play_run", [D + "docs:4:AnimationPlayer.is_playing", P + "proto:n-animation-play"])
+     "n-animation.gd:function:play_run", [either("AnimationPlayer.is_playing"), P + "proto:n-animation-play"])
 case("n-vector-math", "neutral", "func aim_at(target):\n\tvar direction = (target - global_position).normalized()\n\trotation = direction.angle()\n\treturn global_position.distance_to(target)\n",
-     "n-vector-math.gd:function:aim_at", [P + "proto:n-vector-math", D + "docs:4:Vector2.distance_to"])
-case("n-randi", "neutral", "func pick(items):\n\treturn items[randi() % items.size()]\n", "n-randi.gd:function:pick", [P + "proto:n-random", D + "docs:4:@GlobalScope.randi"])
+     "n-vector-math.gd:function:aim_at", [P + "proto:n-vector-math", either("Vector2.distance_to")])
+case("n-randi", "neutral", "func pick(items):\n\treturn items[randi() % items.size()]\n", "n-randi.gd:function:pick", [P + "proto:n-random", either("@GlobalScope.randi", "@GDScript.randi")])
 case("n-preload", "neutral", "const Bullet = preload(\"res://bullet.tscn\")\n", "n-preload.gd:const:Bullet", [P + "proto:n-preload"])
 case("n-jump", "neutral", "func _physics_process(delta):\n\tif is_on_floor() and Input.is_action_just_pressed(\"jump\"):\n\t\tvelocity.y = -jump_speed\n",
-     "n-jump.gd:function:_physics_process", [P + "proto:n-is-on-floor", D + "docs:4:CharacterBody2D.is_on_floor"])
+     "n-jump.gd:function:_physics_process", [P + "proto:n-is-on-floor", either("CharacterBody2D.is_on_floor", "KinematicBody2D.is_on_floor")])
 case("n-axis", "neutral", "func get_input():\n\tvar x = Input.get_action_strength(\"right\") - Input.get_action_strength(\"left\")\n\treturn x\n",
-     "n-axis.gd:function:get_input", [P + "proto:n-get-action-strength", D + "docs:4:Input.get_action_strength"])
+     "n-axis.gd:function:get_input", [P + "proto:n-get-action-strength", either("Input.get_action_strength")])
 case("n-label", "neutral", "func update_score(score):\n\t$ScoreLabel.text = str(score)\n\t$Message.show()\n", "n-label.gd:function:update_score",
      [P + "proto:n-label-text"])
 case("n-move-toward", "neutral", "func _process(delta):\n\tposition = position.move_toward(target, speed * delta)\n", "n-move-toward.gd:function:_process",
-     [P + "proto:n-move-toward", D + "docs:4:Vector2.move_toward"])
+     [P + "proto:n-move-toward", either("Vector2.move_toward")])
 case("n-add-child", "neutral", "func spawn_marker():\n\tvar m = Node2D.new()\n\tadd_child(m)\n\tm.name = \"Marker\"\n", "n-add-child.gd:function:spawn_marker",
-     [P + "proto:n-add-child", D + "docs:4:Node.add_child"])
+     [P + "proto:n-add-child", either("Node.add_child")])
 case("n-paused", "neutral", "func _unhandled_input(event):\n\tif event.is_action_pressed(\"pause\"):\n\t\tget_tree().paused = not get_tree().paused\n",
-     "n-paused.gd:function:_unhandled_input", [P + "proto:n-process-input", D + "docs:4:SceneTree.paused"])
+     "n-paused.gd:function:_unhandled_input", [P + "proto:n-process-input", either("SceneTree.paused")])
 
 # ---------------------------------------------------------------- renamed: sampled converter pairs
 def sampled_renames() -> None:

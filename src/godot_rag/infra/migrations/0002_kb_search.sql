@@ -49,3 +49,13 @@ create table godot_rag.embedding_cache (
   created_at timestamptz not null default now(),
   primary key (model, text_sha256)
 );
+
+-- Document frequency of each key lexeme per table (ts_stat over symbol_tsv),
+-- refreshed by every KB build: the lexical score weighs a key by its rarity
+-- (idf), so `randi` outranks `size` (80 class-reference members have a size).
+create table godot_rag.kb_lexeme_stats (
+  table_name text not null,
+  lexeme text not null,
+  ndoc int not null,
+  primary key (table_name, lexeme)
+);
