@@ -91,5 +91,4 @@ LLM_HOST ?= 127.0.0.1
 LLM_PORT ?= 8000
 serve-llm: $(STAMP)
 	@$(PY) -c "import vllm" 2>/dev/null || $(PY) -m pip install --quiet -e '.[gpu]'
-	$(VENV)/bin/vllm serve $(LLM_MODEL) --host $(LLM_HOST) --port $(LLM_PORT) --enable-prefix-caching \
-	  --max-model-len 16384 --generation-config vllm
+	$(VENV)/bin/vllm serve $(LLM_MODEL) --host $(LLM_HOST) --port $(LLM_PORT) --enable-prefix-caching --max-model-len 16384

@@ -229,7 +229,8 @@ async def evaluate_llm(cases: list[Case], knowledge: Knowledge, settings, limit:
     pairs: list[tuple[str, str]] = []
     misses: list[str] = []
     usage = {"prompt_tokens": 0, "completion_tokens": 0, "llm_calls": 0, "failed": 0, "latency_ms": 0.0}
-    selected = cases[:limit] if limit else cases
+    # An evenly spaced sample keeps every file (and so every label) represented.
+    selected = cases[:: max(1, len(cases) // limit)][:limit] if limit else cases
     sem = asyncio.Semaphore(max(1, settings.llm_max_concurrency))
 
     async def one(case: Case):
@@ -263,7 +264,7 @@ async def evaluate_llm(cases: list[Case], knowledge: Knowledge, settings, limit:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--llm", action="store_true", help="also evaluate the LLM judge configured by GODOT_RAG_LLM_URL / _MODEL")
-    ap.add_argument("--llm-limit", type=int, default=None, help="evaluate the LLM on the first N cases only")
+    ap.add_argument("--llm-limit", type=int, default=None, help="evaluate the LLM on an evenly spaced sample of N cases")
     ap.add_argument("--json", help="write the figures to this file")
     ap.add_argument("--quiet", action="store_true", help="do not list the misses")
     args = ap.parse_args(argv)

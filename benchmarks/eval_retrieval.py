@@ -11,8 +11,9 @@ search returns per-table lists):
 - MRR: 1 / best rank of any expected record of the case (0 when none is in the
   top 10), averaged over cases.
 ``--variants`` also measures the alternatives behind the defaults (fusion by
-reciprocal rank, lexical query without the chunk's other identifiers, query
-terms with every identifier as in seed 001's reference code).
+reciprocal rank; lexical query from the query terms alone, without the chunk's
+other identifiers; "deprecated renamed" added to the migration prompt terms as
+in seed 001's reference code).
 """
 
 from __future__ import annotations
@@ -133,6 +134,15 @@ async def main_async(args) -> int:
             res = await run_mode(dsn, cases, vectors, cfg)
             rows.append((name, summarize(res)))
             detail[name] = res
+        if args.variants:
+            # Seed 001's reference code: the migration intent also adds "deprecated" and "renamed".
+            seed_texts = [build_embedding_text(replace(c["query"], prompt_terms=c["query"].prompt_terms + ("deprecated", "renamed")))
+                          if "migration" in c["query"].prompt_terms else t for c, t in zip(cases, texts)]
+            seed_vectors = dict(zip([c["id"] for c in cases], embedder.embed(seed_texts)))
+            for name, cfg in (("vector-only, +deprecated renamed", replace(base, mode=kb_store.MODE_VECTOR)),
+                              ("hybrid, +deprecated renamed", base)):
+                res = await run_mode(dsn, cases, seed_vectors, cfg)
+                rows.append((name, summarize(res)))
         print_table(rows)
         if args.misses:
             for r in detail[modes[2][0]]:

@@ -46,13 +46,13 @@ class JudgeBackend(Protocol):
     async def judge(self, request: pb.JudgmentRequest) -> pb.Judgment: ...
 
 
-def scope_of(request: pb.JudgmentRequest, extra_basis_ids: frozenset[str] = frozenset()) -> ContractScope:
+def scope_of(request: pb.JudgmentRequest, extra_basis_ids: frozenset[str] = frozenset(), *, can_answer: bool = True) -> ContractScope:
     span = request.chunk.span
     return ContractScope(
         candidates=tuple((h.table, h.record_id) for h in request.retrieved_evidence),
         start_line=span.start_line,
         end_line=max(span.start_line, span.end_line),
-        answer_required=answer_required(request.prompt),
+        answer_required=can_answer and answer_required(request.prompt),
         extra_basis_ids=extra_basis_ids,
     )
 
@@ -85,9 +85,11 @@ class RulesBackend:
         hits = [convert.hit_from_pb(h) for h in request.retrieved_evidence]
         judgment = judge_chunk(chunk, request.source_kind, hits, self.index, frozenset(request.declared_names))
         latency_ms = (time.perf_counter() - started) * 1000
-        # The rules judge is held to the same contract as a model; its notes may
-        # rest on any record of the rename table it knows, not only on the hits.
-        errors = validate(from_judgment(judgment), scope_of(request, self._basis_ids))
+        # The rules judge is held to the same contract as a model, except two
+        # things only a model can do: its notes may rest on any record of the
+        # rename table it knows (not only the hits), and it writes no answer to
+        # an explain-type question (judge=llm routes those to the model).
+        errors = validate(from_judgment(judgment), scope_of(request, self._basis_ids, can_answer=False))
         if errors:
             return failed_judgment(kind=self.kind, model=self.model, prompt_version=self.prompt_version,
                                    error="rules judgment breaks the contract: " + "; ".join(errors),

@@ -13,13 +13,13 @@ import nats.errors
 
 from godot_rag import convert
 from godot_rag.domain.ids import message_id, subject_token
+from godot_rag.domain.judgment_contract import contract_for
 from godot_rag.domain.query import primary_intent
 from godot_rag.errors import PoisonError, RetryableError
 from godot_rag.infra.bus import STREAM_CHUNKS, Delivery, StageSpec, chunk_subject
 from godot_rag.infra.llm_client import LLMRequestError
 from godot_rag.infra.service import ServiceContext
 from godot_rag.infra.telemetry import current_trace_id
-from godot_rag.domain.judgment_contract import contract_for
 from godot_rag.v1 import messages_pb2 as pb
 from services.judge.backend import STATUS_FAILED, JudgeBackend, failed_judgment, judgment_key, scope_of
 

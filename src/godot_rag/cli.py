@@ -247,16 +247,23 @@ def cmd_expand(args, settings: Settings) -> int:
 
 
 class _KbProgress:
-    """A rich progress bar fed by build_kb's (phase, done, total) reports: one task per phase."""
+    """A rich progress bar fed by build_kb's (phase, done, total) reports.
+
+    Step phases (reading, loading: a handful of steps) share one bar whose
+    description follows the phase; counting phases (embedding N texts) get a bar each.
+    """
+
+    STEP_TOTAL = 10
 
     def __init__(self, bar: Progress):
         self.bar = bar
         self.tasks: dict[str, int] = {}
 
     def __call__(self, phase: str, done: int, total: int) -> None:
-        if phase not in self.tasks:
-            self.tasks[phase] = self.bar.add_task(phase, total=total or None)
-        self.bar.update(self.tasks[phase], completed=done, total=total or None)
+        key = "steps" if total <= self.STEP_TOTAL else phase
+        if key not in self.tasks:
+            self.tasks[key] = self.bar.add_task(phase, total=total or None)
+        self.bar.update(self.tasks[key], description=phase, completed=done, total=total or None)
 
 
 def cmd_kb_build(args, settings: Settings) -> int:

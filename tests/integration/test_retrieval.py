@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import grpc
@@ -102,7 +105,7 @@ def test_renamed_godot3_class_finds_its_mapping_docs_and_prototype(dsn, embedder
     assert "change:move-and-slide" in ids["api_mapping"][:3]
     assert "proto:g3-kinematic-move" in ids["label_prototypes"]
     top = next(h for h in hits if h.record_id == "change:move-and-slide")
-    assert set(top.component_scores) >= {"vector", "text", "trigram"} and top.component_scores["text"] > 0
+    assert set(top.component_scores) >= {"vector", "keys", "text", "trigram"} and top.component_scores["keys"] > 0
     q2 = query_for(source, "player.gd", "1")
     hits2 = search(dsn, q2, embedder.embed([build_embedding_text(q2)])[0])
     assert [h.record_id for h in hits2 if h.table_name == "api_mapping"][0] == "rename:class_renames:KinematicBody2D"
@@ -112,7 +115,7 @@ def test_renamed_godot3_class_finds_its_mapping_docs_and_prototype(dsn, embedder
 def test_identical_chunks_in_different_files_get_identical_hits(dsn, embedder):
     source = "func _ready():\n\tyield(get_tree().create_timer(1.0), \"timeout\")\n\tqueue_free()\n"
     qa = query_for(source, "scenes/a/enemy.gd", "_ready")
-    qb = query_for("# another file\n\n\n" + source, "zzz/b/boss_final.gd", "_ready")
+    qb = query_for("extends Node2D\n\nvar hp = 3\n\n\n" + source, "zzz/b/boss_final.gd", "_ready")
     assert qa == qb
     hits_a = search(dsn, qa, embedder.embed([build_embedding_text(qa)])[0])
     hits_b = search(dsn, qb, embedder.embed([build_embedding_text(qb)])[0])
@@ -130,12 +133,14 @@ def test_retriever_service_search_embeds_caches_and_returns_components(stack):
     assert tables[0] == "api_mapping"  # migration intent: api_mapping first
     assert sum(1 for t in tables if t == "api_mapping") <= 3
     assert "change:file-class" in [h.record_id for h in resp.hits if h.table == "api_mapping"]
-    assert all({"vector", "text", "trigram"} <= set(h.component_scores) for h in resp.hits)
+    assert all({"keys", "text", "trigram"} <= set(h.component_scores) for h in resp.hits)
+    # api_mapping and prototypes all carry vectors; class-reference members are lexical-only.
+    assert all("vector" in h.component_scores for h in resp.hits if h.table != "docs_chunks")
     sha = text_sha256(build_embedding_text(q))
     assert stack.sql("select count(*) n from godot_rag.embedding_cache where model = %s and text_sha256 = %s",
                      (MINILM_MODEL, sha))[0]["n"] == 1
     with pytest.raises(grpc.RpcError) as err:
-        stub.Search(spb.SearchRequest(query=spb.RetrieverQuery()), timeout=30)
+        stub.Search(spb.SearchRequest(query=convert.query_to_pb(replace(q, query_terms=(), raw_chunk_text=""))), timeout=30)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
@@ -185,3 +190,18 @@ def test_tei_client_speaks_the_embed_api():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_the_model_loads_only_when_used(repo):
+    """Importing the retriever, the KB builder and the embedder, and checking the shipped vectors' model, load no torch."""
+    code = ("import sys\n"
+            "import services.retriever.main, services.retriever.consumer, godot_rag.pipeline.kb, godot_rag.cli\n"
+            "from godot_rag.infra.embedder import MiniLMEmbedder\n"
+            "from godot_rag.pipeline.kb import read_shipped_vectors\n"
+            "m = MiniLMEmbedder()\n"
+            "assert len(read_shipped_vectors(m)) > 4000\n"
+            "assert not m.loaded and 'torch' not in sys.modules and 'sentence_transformers' not in sys.modules\n"
+            "m.embed(['extends Node'])\n"
+            "assert m.loaded and 'torch' in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]

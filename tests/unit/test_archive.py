@@ -349,3 +349,22 @@ def test_collect_refuses_a_hostile_upload_and_leaves_no_working_folder(tmp_path:
         collect(archive=archive.read_bytes(), archive_name="evil.tar.gz", settings=settings)
     assert list((tmp_path / "data" / "work").iterdir()) == []
     assert not (tmp_path / "evil.gd").exists() and not (tmp_path / "data" / "evil.gd").exists()
+
+
+def test_the_writer_never_writes_through_a_link_even_one_it_did_not_make(tmp_path: Path, work):
+    """Defence in depth: if a link appeared inside the working folder, writes refuse to pass through it."""
+    from godot_rag.infra.fetch import SafeTree
+
+    _, dest = work
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (dest / "game").symlink_to(outside)
+    (dest / "file.gd").symlink_to(outside / "target.gd")
+    with SafeTree(dest, Budget(LIMITS, None)) as tree:
+        with pytest.raises(ArchiveError, match="passes through 'game'"):
+            tree.write("game/x.gd", [b"x"])
+        with pytest.raises(ArchiveError, match="twice"):
+            tree.write("file.gd", [b"x"])
+        with pytest.raises(ArchiveError, match="cannot be written"):
+            tree.write("n" * 300 + ".gd", [b"x"])
+    assert list(outside.iterdir()) == []

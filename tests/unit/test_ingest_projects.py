@@ -378,3 +378,12 @@ def test_missing_input_is_a_clear_error(settings, tmp_path: Path):
     (tmp_path / "garbage.txt").write_bytes(b"\xff\xfe\x00junk")
     with pytest.raises(IngestError, match="not UTF-8"):
         collect(path=str(tmp_path / "garbage.txt"), settings=settings)
+
+
+def test_a_file_name_that_is_not_utf8_is_listed_not_read(tmp_path: Path):
+    (tmp_path / "project.godot").write_text("config_version=5\n")
+    with open(os.path.join(os.fsencode(tmp_path), b"caf\xe9.gd"), "wb") as fh:
+        fh.write(b"extends Node\n")
+    files = {f.source_file: f for f in scan_projects(tmp_path, max_bytes=MB)[0].files}
+    assert files["caf\ufffd.gd"].excluded_reason == "file name is not valid UTF-8: not read"
+    assert all(name.encode("utf-8") for name in files)

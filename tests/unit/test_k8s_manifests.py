@@ -467,6 +467,11 @@ def allowed(src: dict, dst: dict, port: int) -> bool:
     return side_allows("Egress", src, dst, port) and side_allows("Ingress", dst, src, port)
 
 
+def blocked_on_both_sides(src: dict, dst: dict, port: int) -> bool:
+    """Neither the sender's egress nor the receiver's ingress lets it through (each alone would block it)."""
+    return not side_allows("Egress", src, dst, port) and not side_allows("Ingress", dst, src, port)
+
+
 def labels_of(key: str) -> dict[str, str]:
     return pod_labels(workloads()[key])
 
@@ -501,15 +506,15 @@ def test_network_policies_block_everything_else():
     pg, pg_port = targets["GODOT_RAG_PG_DSN"]
     for src in app:
         if src != "Deployment/judge":
-            assert not allowed(labels_of(src), pod_labels(llm), llm_port), f"{src} may reach vLLM"
+            assert blocked_on_both_sides(labels_of(src), pod_labels(llm), llm_port), f"{src} may reach vLLM"
         if src not in ("Deployment/retriever", "Job/godot-rag-migrate"):
-            assert not allowed(labels_of(src), pod_labels(tei), tei_port), f"{src} may reach TEI"
+            assert blocked_on_both_sides(labels_of(src), pod_labels(tei), tei_port), f"{src} may reach TEI"
         # The services talk over NATS only: no in-cluster gRPC between them.
         for name in SERVICES:
             port = int(cm[f"GODOT_RAG_{name.upper()}_PORT"])
-            assert not allowed(labels_of(src), labels_of(f"Deployment/{name}"), port), f"{src} -> {name}"
+            assert blocked_on_both_sides(labels_of(src), labels_of(f"Deployment/{name}"), port), f"{src} -> {name}"
     for infra in ("Deployment/vllm", "Deployment/tei", "Deployment/jaeger", "StatefulSet/nats"):
-        assert not allowed(labels_of(infra), pod_labels(pg), pg_port), f"{infra} may reach PostgreSQL"
+        assert blocked_on_both_sides(labels_of(infra), pod_labels(pg), pg_port), f"{infra} may reach PostgreSQL"
     for policy in objects("NetworkPolicy").values():
         for rule in policy["spec"].get("egress") or []:
             for peer in rule.get("to") or []:

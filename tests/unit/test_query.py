@@ -141,3 +141,12 @@ def test_query_lexemes_keep_api_names_whole_and_leave_prompt_terms_out():
     assert "var" not in lexemes and "if" not in lexemes  # words every chunk has
     terms_only = kb_store.query_lexemes(query, chunk_identifiers=False)
     assert "flip_h" in lexemes and "flip_h" not in terms_only
+
+
+def test_comment_words_stay_out_of_the_keys():
+    source = "func _ready():\n\tmodulate = Color(\"#ff0000\") # flash red, see KinematicBody2D docs\n\tshow()\n"
+    query = build_retriever_query(prompt=SEED_PROMPT, chunk=chunk_of(source, name="_ready"))
+    lexemes = kb_store.query_lexemes(query)
+    assert "kinematicbody2d" not in lexemes and "flash" not in lexemes
+    assert {"modulate", "color", "show"} <= set(lexemes)
+    assert kb_store.strip_comments('x = "a\\"#b" # c') == 'x = "a\\"#b" '

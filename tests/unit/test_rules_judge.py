@@ -184,3 +184,6 @@ def test_rules_backend_returns_a_contract_checked_protobuf(ev, knowledge):
     out = asyncio.run(RulesBackend(knowledge.index).judge(request))
     assert (out.status, out.signal, out.judge_kind, out.route) == ("ok", "godot3", "rules", "rules")
     assert out.latency_ms > 0 and out.llm_calls == 0
+    explain = pb.JudgmentRequest(prompt="What does this code do?", chunk=convert.chunk_to_pb(chunk), source_kind="gdscript")
+    answered = asyncio.run(RulesBackend(knowledge.index).judge(explain))
+    assert answered.status == "ok" and answered.answer == ""  # only a model writes answers

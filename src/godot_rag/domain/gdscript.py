@@ -150,7 +150,8 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import accumulate
+from itertools import accumulate, count
+from operator import add, methodcaller, sub
 
 import tree_sitter_gdscript
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, Range
@@ -232,6 +233,10 @@ _SEGMENT_KINDS = {
     "tool": KIND_TOOL,
 }
 _NOT_NEWLINE = re.compile(r"[^\n\r]")
+_ENDS_WITH_CR = methodcaller("endswith", b"\r")
+# The text every remote keyword (remote, master, puppet, *sync) or `setget`
+# keyword contains.
+_VARIABLE_KEYWORDS = re.compile(rb"remote|master|puppet|setget")
 
 
 @lru_cache(maxsize=1)
@@ -281,7 +286,8 @@ _Capture = tuple[int, int, str]
 # What one chunk gets from the tree: its first and end character offsets in the
 # body text, then symbols, references and base calls as (offset from the
 # chunk start in characters, value), and the offsets of the base calls' dots.
-_ChunkFacts = tuple[int, int, list[tuple[int, str]], list[tuple[int, str]], list[tuple[int, str]], set[int]]
+_Facts = list[tuple[int, str]]
+_ChunkFacts = tuple[int, int, _Facts, _Facts, _Facts, set[int]]
 _WHITESPACE_BYTES = frozenset(b" \t\r\n\f\v")
 
 
@@ -365,7 +371,17 @@ class _Chunker:
         self.body_ascii = len(body_text) == len(src) - body_start
         # starts[i] is the byte offset of line i; one extra entry past the end
         # so that starts[i + 1] - 1 is always line i's newline (or EOF).
-        self.starts: list[int] = list(accumulate((len(part) + 1 for part in src.split(b"\n")), initial=0))
+        lines = src.split(b"\n")
+        lengths = list(map(len, lines))
+        # map/accumulate keep the per-line work in C: this runs for every file.
+        self.starts: list[int] = list(map(add, accumulate(lengths, initial=0), count()))
+        # ends[i]: the end of line i without its terminator (a "\r" before
+        # the "\n" is part of the terminator).
+        self.ends: list[int] = list(map(add, self.starts, lengths))
+        if b"\r" in src:
+            self.ends = list(map(sub, self.ends, map(_ENDS_WITH_CR, lines)))
+        if self.ends[0] < body_start:
+            self.ends[0] = body_start
         self.line_count = len(self.starts) - 1
         self.pieces: list[_Piece] = []
         # Context material: member declarations per class scope, class header
@@ -377,12 +393,12 @@ class _Chunker:
         # Errors found by re-parsing the pieces of a cut region, keyed by the
         # region node's byte range: more precise than the region itself.
         self.region_errors: dict[tuple[int, int], list[SourceError]] = {}
-        # Member names that are not a run of word characters (an empty name
-        # from a MISSING node): surrounding_context matches them by regex.
-        self.odd_names: set[str] = set()
-        # Per-file caches for surrounding_context: header line ranges per
-        # class scope, and the text of each distinct set of line ranges.
+        # Per-file caches for surrounding_context, filled on first use: the
+        # members visible from a class scope, the header line ranges of a
+        # scope, the text of a line range and of a whole context.
+        self.visible: dict[tuple[str, ...], list[tuple[str, tuple[int, int]]]] = {}
         self.scope_headers: dict[tuple[str, ...], set[tuple[int, int]]] = {}
+        self.range_texts: dict[tuple[int, int], str] = {}
         self.contexts: dict[tuple[tuple[int, int], ...], str] = {}
 
     # ----------------------------------------------------------------- lines
@@ -390,24 +406,21 @@ class _Chunker:
         return bisect_right(self.starts, offset) - 1
 
     def line_start(self, line: int) -> int:
-        return max(self.starts[line], self.body_start)
+        # Line 0 starts after the BOM; later lines start after a newline.
+        return self.starts[line] if line else self.body_start
 
     def line_end(self, line: int) -> int:
-        end = self.starts[line + 1] - 1
-        if end > len(self.src):
-            end = len(self.src)
-        if end > self.starts[line] and self.src[end - 1 : end] == b"\r":
-            end -= 1
-        return max(end, self.line_start(line))
+        return self.ends[line]
 
     def is_blank(self, line: int) -> bool:
-        return not self.src[self.line_start(line) : self.line_end(line)].strip()
+        return not self.src[self.starts[line] if line else self.body_start : self.ends[line]].strip()
 
     def node_lines(self, node: Node) -> tuple[int, int]:
         first_byte, end_byte = node.start_byte, node.end_byte
-        last_byte = max(end_byte - 1, first_byte)
-        start = self.line_of(first_byte)
-        end = self.line_of(last_byte)
+        last_byte = end_byte - 1 if end_byte > first_byte else first_byte
+        starts = self.starts
+        start = bisect_right(starts, first_byte) - 1
+        end = bisect_right(starts, last_byte, start) - 1
         src = self.src
         # Most nodes begin and end with a token; ERROR nodes may begin or end
         # with whitespace-only lines.
@@ -496,9 +509,6 @@ class _Chunker:
 
     def _member(self, scope: tuple[str, ...], name: str, lines: tuple[int, int]) -> None:
         self.members.setdefault(scope, {}).setdefault(name, lines)
-        if not _is_word_run(name):
-            self.odd_names.add(name)
-
 
     def _build(self, nodes: list[Node], scope: tuple[str, ...]) -> None:
         for node in nodes:
@@ -574,7 +584,10 @@ class _Chunker:
         marker = _KEYWORD_MARKERS.get(node.type)
         if marker is not None:
             piece.symbols.append((node.start_byte, marker))
-        for child in node.children:
+        # Most variables have neither keyword: skip building their children.
+        has_keyword = _VARIABLE_KEYWORDS.search(self.src, node.start_byte, node.end_byte) is not None
+        children = node.children if has_keyword else ()
+        for child in children:
             if child.type == "remote_keyword":
                 piece.symbols.append((child.start_byte, self.text(child.start_byte, child.end_byte)))
             elif child.type == "setget":
@@ -881,7 +894,7 @@ class _Chunker:
         mask_ranges: list[tuple[int, int]] = []
         scan_ranges: list[tuple[int, int]] = []
         index = 0
-        count = len(captures)
+        capture_count = len(captures)
         for group, (start_byte, end_byte) in zip(groups, spans):
             first = to_char(start_byte)
             symbols = [(to_char(byte) - first, value) for byte, value in group.symbols]
@@ -889,9 +902,9 @@ class _Chunker:
             apis: list[tuple[int, str]] = []
             base_dots: set[int] = set()
             # Captures are sorted by start; chunks are in file order.
-            while index < count and captures[index][0] < start_byte:
+            while index < capture_count and captures[index][0] < start_byte:
                 index += 1
-            while index < count and captures[index][0] < end_byte:
+            while index < capture_count and captures[index][0] < end_byte:
                 start, end, kind = captures[index]
                 index += 1
                 if end > end_byte:
@@ -904,11 +917,11 @@ class _Chunker:
                         continue
                     if content[0] < content[1]:
                         mask_ranges.append((to_char(content[0]), to_char(content[1])))
-                    if kind == "string":
-                        paths = cand.resource_paths(text(*content))
-                        if paths:
-                            position = to_char(start) - first
-                            refs.extend((position, path) for path in paths)
+                    # Only a literal holding "://" can hold a resource path:
+                    # test the bytes before decoding.
+                    if kind == "string" and src.find(b"://", *content) >= 0:
+                        position = to_char(start) - first
+                        refs.extend((position, path) for path in cand.resource_paths(text(*content)))
                     elif kind == "node_path":
                         refs.append((to_char(start) - first, text(start, end)))
                 elif kind == "get_node":
@@ -934,8 +947,8 @@ class _Chunker:
 
     # ---------------------------------------------------------------- chunks
     def _chunks(self, groups: list[_Group], captures: list[_Capture]) -> tuple[Chunk, ...]:
-        line_start, line_end = self.line_start, self.line_end
-        spans = [(line_start(group.start_line), line_end(group.end_line)) for group in groups]
+        line_start, ends = self.line_start, self.ends
+        spans = [(line_start(group.start_line), ends[group.end_line]) for group in groups]
         facts, mask_ranges, scan_ranges = self._facts(groups, spans, captures, self._char_offsets())
         # One code mask and one scan text for the whole file, sliced per
         # chunk: chunks start at line starts and every range is clipped to
@@ -945,7 +958,6 @@ class _Chunker:
         # Node paths are filled with "$", not spaces: `speed\n$Sprite.play()`
         # must not read as `speed.play()` once the path is gone.
         scan_text = _blank(mask, scan_ranges, "$")
-        mentions = self._mentions(scan_text, facts)
 
         chunks: list[Chunk] = []
         used_ids: dict[str, int] = {}
@@ -953,9 +965,9 @@ class _Chunker:
         local_types = frozenset(self.local_types)
         source_file = self.source_file
         extract = cand.extract
-        for order, (group, (start_byte, end_byte), (first, last, symbols, refs, apis, base_dots), mentioned) in enumerate(
-            zip(groups, spans, facts, mentions), start=1
-        ):
+        for order, (group, span, chunk_facts) in enumerate(zip(groups, spans, facts), start=1):
+            start_byte, end_byte = span
+            first, last, symbols, refs, apis, base_dots = chunk_facts
             kind = group.kind
             scope = group.scope
             if kind in _ORDINAL_KINDS or group.name is None:
@@ -990,73 +1002,37 @@ class _Chunker:
                     api_call_candidates=api_candidates,
                     reference_candidates=reference_candidates,
                     code_mask=code_mask,
-                    surrounding_context="" if kind in _HEADER_KINDS else self._context(group, scan, mentioned),
+                    surrounding_context="" if kind in _HEADER_KINDS else self._context(group, scan),
                 )
             )
         return tuple(chunks)
 
-    def _mentions(self, scan_text: str, facts: list[_ChunkFacts]) -> list[set[str]]:
-        """Per chunk, the member names its scan mentions as whole words.
-
-        One pass per member name over the whole file's scan text instead of
-        one test per member and chunk.  A whole word cannot cross a line end
-        and chunks are whole lines, so an occurrence lies inside one chunk
-        and is a whole word there exactly when it is one in the file.
-        """
-        mentioned: list[set[str]] = [set() for _ in facts]
-        names = {name for scope_members in self.members.values() for name in scope_members}
-        if not names:
-            return mentioned
-        firsts = [chunk[0] for chunk in facts]
-        size = len(scan_text)
-        for name in names:
-            if not _is_word_run(name):
-                continue  # matched per chunk by regex in _context
-            width = len(name)
-            position = scan_text.find(name)
-            while position >= 0:
-                end = position + width
-                if (position == 0 or not _is_word_char(scan_text[position - 1])) and (
-                    end == size or not _is_word_char(scan_text[end])
-                ):
-                    index = bisect_right(firsts, position) - 1
-                    if index >= 0 and end <= facts[index][1]:
-                        mentioned[index].add(name)
-                position = scan_text.find(name, position + 1)
-        return mentioned
-
-    def _context(self, group: _Group, scan: str, mentioned: set[str]) -> str:
+    def _context(self, group: _Group, scan: str) -> str:
         scope = group.scope
-        ranges = self._scope_headers(scope).copy()
-        # Innermost class first: a member shadows an outer one of that name.
-        resolved: set[str] = set()
-        if group.kind == KIND_FUNCTION and group.name is not None:
-            resolved.add(group.name)  # `func r()` does not use a member `r`
-        members = self.members
-        for depth in range(len(scope), -1, -1):
-            scope_members = members.get(scope[:depth])
-            if not scope_members:
-                continue
-            for name in mentioned:
-                lines = scope_members.get(name)
-                if lines is not None and name not in resolved:
-                    resolved.add(name)
-                    ranges.add(lines)
-            if self.odd_names:
-                for name, lines in scope_members.items():
-                    if name in self.odd_names and name not in resolved and name in scan:
-                        if _word_pattern(name).search(scan) is not None:
-                            resolved.add(name)
-                            ranges.add(lines)
+        own_name = group.name if group.kind == KIND_FUNCTION else None  # `func r()` does not use a member `r`
+        used: list[tuple[int, int]] = []
+        for name, lines in self._visible_members(scope):
+            # The substring test is cheap and rules out most members.
+            if name in scan and name != own_name and _word_pattern(name).search(scan) is not None:
+                used.append(lines)
         first_line, last_line = group.start_line, group.end_line
+        ranges = self._scope_headers(scope).union(used) if used else self._scope_headers(scope)
         # The chunk's own declaration is not context.
-        key = tuple(sorted(r for r in ranges if not (first_line <= r[0] and r[1] <= last_line)))
+        key = tuple(sorted([r for r in ranges if r[0] < first_line or r[1] > last_line]))
         context = self.contexts.get(key)
         if context is None:
-            context = self.contexts[key] = "\n".join(
-                [self.text(self.line_start(start), self.line_end(end)) for start, end in key]
-            )
+            context = self.contexts[key] = "\n".join([self._range_text(line_range) for line_range in key])
         return context
+
+    def _visible_members(self, scope: tuple[str, ...]) -> list[tuple[str, tuple[int, int]]]:
+        """Members a chunk of ``scope`` can name: an inner class's member shadows an outer one."""
+        visible = self.visible.get(scope)
+        if visible is None:
+            merged: dict[str, tuple[int, int]] = {}
+            for depth in range(len(scope) + 1):
+                merged.update(self.members.get(scope[:depth], {}))
+            visible = self.visible[scope] = list(merged.items())
+        return visible
 
     def _scope_headers(self, scope: tuple[str, ...]) -> set[tuple[int, int]]:
         """Top-level header lines plus the headers of the classes enclosing ``scope``."""
@@ -1070,8 +1046,18 @@ class _Chunker:
             self.scope_headers[scope] = headers
         return headers
 
+    def _range_text(self, line_range: tuple[int, int]) -> str:
+        text = self.range_texts.get(line_range)
+        if text is None:
+            start, end = self.line_start(line_range[0]), self.ends[line_range[1]]
+            text = self.range_texts[line_range] = self.text(start, end)
+        return text
+
     # ------------------------------------------------------------ invariants
     def _check(self, chunks: tuple[Chunk, ...]) -> None:
+        # One pass over the chunks: the bytes between two chunks must be blank,
+        # chunks must not overlap and must start and end on non-blank lines,
+        # so every non-blank line is in exactly one chunk.
         src = self.src
         previous_end = self.body_start
         previous_order = 0
@@ -1080,28 +1066,24 @@ class _Chunker:
             span = chunk.span
             start_byte, end_byte = span.start_byte, span.end_byte
             text = chunk.code_text
-            chunk_id = chunk.chunk_id
+            problem = None
             if src[start_byte:end_byte].decode("utf-8") != text:
-                raise AssertionError(f"{self.source_file} chunk {chunk_id}: code_text differs from the span's bytes")
-            if chunk.chunk_order <= previous_order:
-                raise AssertionError(
-                    f"{self.source_file} chunk {chunk_id}: chunk_order {chunk.chunk_order} not increasing"
-                )
-            if chunk_id in ids:
-                raise AssertionError(f"{self.source_file} chunk {chunk_id}: duplicate chunk_id")
-            if start_byte < previous_end:
-                raise AssertionError(f"{self.source_file} chunk {chunk_id}: overlaps the previous chunk")
-            if src[previous_end:start_byte].strip():
-                raise AssertionError(
-                    f"{self.source_file} chunk {chunk_id}: non-blank text before it belongs to no chunk"
-                )
-            first_break = text.find("\n")
-            first_line = text[:first_break] if first_break >= 0 else text
-            if not first_line.strip() or not text[text.rfind("\n") + 1 :].strip():
-                raise AssertionError(f"{self.source_file} chunk {chunk_id}: span starts or ends on a blank line")
-            if len(chunk.code_mask) != len(text):
-                raise AssertionError(f"{self.source_file} chunk {chunk_id}: code_mask length differs from code_text")
-            ids.add(chunk_id)
+                problem = "code_text differs from the span's bytes"
+            elif chunk.chunk_order <= previous_order:
+                problem = f"chunk_order {chunk.chunk_order} not increasing"
+            elif chunk.chunk_id in ids:
+                problem = "duplicate chunk_id"
+            elif start_byte < previous_end:
+                problem = "overlaps the previous chunk"
+            elif src[previous_end:start_byte].strip():
+                problem = "non-blank text before it belongs to no chunk"
+            elif not text.partition("\n")[0].strip() or not text.rpartition("\n")[2].strip():
+                problem = "span starts or ends on a blank line"
+            elif len(chunk.code_mask) != len(text):
+                problem = "code_mask length differs from code_text"
+            if problem is not None:
+                raise AssertionError(f"{self.source_file} chunk {chunk.chunk_id}: {problem}")
+            ids.add(chunk.chunk_id)
             previous_order = chunk.chunk_order
             previous_end = end_byte
         if src[previous_end:].strip():
@@ -1178,19 +1160,10 @@ def _blank(text: str, ranges: list[tuple[int, int]], fill: str = " ") -> str:
     return "".join(parts)
 
 
-_WORD_RUN = re.compile(r"\w+")
-
-
-def _is_word_run(name: str) -> bool:
-    return _WORD_RUN.fullmatch(name) is not None
-
-
-def _is_word_char(char: str) -> bool:
-    # Exactly the regex class \w on str (checked over all code points).
-    return char.isalnum() or char == "_"
-
-
 @lru_cache(maxsize=4096)
 def _word_pattern(name: str) -> re.Pattern[str]:
     """``name`` with no word character on either side."""
-    return re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+    literal = re.escape(name)
+    # The literal comes first so that the regex engine searches for it
+    # directly; the lookbehind after it checks the character before it.
+    return re.compile(rf"{literal}(?<!\w{literal})(?!\w)")

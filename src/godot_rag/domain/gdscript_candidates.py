@@ -275,10 +275,10 @@ def extract(
     with the bare calls; ``skip_member_offsets`` are the offsets of their
     dots, so the member-call pattern does not count them twice.
     ``local_types`` are enums, inner classes and constants declared in the
-    file: `State.IDLE` is user code, not engine API.  The ``ast_symbols``
-    and ``ast_refs`` lists are extended in place.
+    file: `State.IDLE` is user code, not engine API.  ``ast_symbols`` and
+    ``ast_refs`` are extended in place.
     """
-    # Symbols and references all have rank 0: they are ordered by offset.
+    # Symbols and references all rank alike: they are ordered by offset.
     symbols = ast_symbols
     refs = ast_refs
     apis: list[tuple[int, int, str]] = [(CAT_BARE_CALL, pos, value) for pos, value in ast_apis]
@@ -299,52 +299,56 @@ def extract(
             symbols.append((m.start(), f"{m.group(1)}[{inner}]"))
 
     has_dot = "." in scan
-    if not has_dot and "(" not in scan:
-        return _unique_by_offset(symbols), unique_in_order(apis), _unique_by_offset(refs)
-    # Member names already judged as the first segment of a chain; the
-    # generic member-call pass must not report them again.
-    handled: set[int] = set(skip_member_offsets)
-    for m in R_HEAD.finditer(scan):
-        head, member, paren = m.groups()
-        if member is None:
-            if paren is None:
-                continue  # `foo(` never follows; `foo .` with no member name
-            # A bare call `name(`.
-            if head in KNOWN_CALLS:
-                start = m.start()
-                if not (has_func and _after_func(scan, start)):
-                    apis.append((CAT_BARE_CALL, start, head))
-            elif head in REFERENCE_CALLS:
-                _reference_call(code_text, m.start(), m.end(), head, symbols, refs)
-            continue
-        handled.add(m.start(2))
-        if head[0].isupper() and head not in local_types:
-            category = CAT_CLASS_CALL if paren is not None else CAT_CLASS_ACCESS
-            apis.append((category, m.start(), f"{head}.{member}"))
-        elif paren is None:
-            continue
-        elif head == "self" or head[0].isupper():
-            if member in KNOWN_CALLS:
-                apis.append((CAT_BARE_CALL, m.start(2), member))
-        elif member not in STOP_METHODS:
-            apis.append((CAT_METHOD_CALL, m.start(), f"{head}.{member}"))
-    if has_dot:
-        if ")" in scan and R_CLOSE_DOT.search(scan) is not None:
-            for m in R_RECV_CALL.finditer(scan):
-                head, member = m.groups()
-                if head in REFERENCE_CALLS:
-                    # preload(...).instance(): the receiver is user content; the
-                    # member is judged by the generic pass below.
-                    continue
-                handled.add(m.start(2))
-                if member not in STOP_METHODS:
-                    apis.append((CAT_METHOD_CALL, m.start(), f"{head}().{member}"))
-        for m in R_MEMBER_CALL.finditer(scan):
-            member = m.group(1)
-            if member in KNOWN_CALLS and m.start(1) not in handled and m.start() not in handled:
-                apis.append((CAT_BARE_CALL, m.start(1), member))
+    if has_dot or "(" in scan:
+        # Member names already judged as the first segment of a chain; the
+        # generic member-call pass must not report them again.
+        handled: set[int] = set(skip_member_offsets)
+        for m in R_HEAD.finditer(scan):
+            head, member, paren = m.groups()
+            if member is None:
+                if paren is None:
+                    continue  # `foo(` never follows; `foo .` with no member name
+                # A bare call `name(`.
+                if head in KNOWN_CALLS:
+                    start = m.start()
+                    if not (has_func and _after_func(scan, start)):
+                        apis.append((CAT_BARE_CALL, start, head))
+                elif head in REFERENCE_CALLS:
+                    _reference_call(code_text, m.start(), m.end(), head, symbols, refs)
+                continue
+            handled.add(m.start(2))
+            if head[0].isupper() and head not in local_types:
+                category = CAT_CLASS_CALL if paren is not None else CAT_CLASS_ACCESS
+                apis.append((category, m.start(), f"{head}.{member}"))
+            elif paren is None:
+                continue
+            elif head == "self" or head[0].isupper():
+                if member in KNOWN_CALLS:
+                    apis.append((CAT_BARE_CALL, m.start(2), member))
+            elif member not in STOP_METHODS:
+                apis.append((CAT_METHOD_CALL, m.start(), f"{head}.{member}"))
+        if has_dot:
+            # The receiver-call pattern is slow and needs `).`: test for it first.
+            if ")" in scan and R_CLOSE_DOT.search(scan) is not None:
+                for m in R_RECV_CALL.finditer(scan):
+                    head, member = m.groups()
+                    if head in REFERENCE_CALLS:
+                        # preload(...).instance(): the receiver is user content; the
+                        # member is judged by the generic pass below.
+                        continue
+                    handled.add(m.start(2))
+                    if member not in STOP_METHODS:
+                        apis.append((CAT_METHOD_CALL, m.start(), f"{head}().{member}"))
+            for m in R_MEMBER_CALL.finditer(scan):
+                member = m.group(1)
+                if member in KNOWN_CALLS and m.start(1) not in handled and m.start() not in handled:
+                    apis.append((CAT_BARE_CALL, m.start(1), member))
 
-    return _unique_by_offset(symbols), unique_in_order(apis), _unique_by_offset(refs)
+    return (
+        _unique_by_offset(symbols) if symbols else (),
+        unique_in_order(apis) if apis else (),
+        _unique_by_offset(refs) if refs else (),
+    )
 
 
 def _after_func(scan: str, start: int) -> bool:

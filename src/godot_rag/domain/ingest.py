@@ -184,6 +184,14 @@ def _relative(path: str, folder: str) -> str:
     return path if folder == "" else path[len(folder) + 1 :]
 
 
+def _utf8_name(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def find_project_roots(entries: list[TreeEntry]) -> list[str]:
     """Folders (input-relative, "" = top) that hold a project.godot regular file, sorted."""
     roots = {_parent(e.path) for e in entries if e.kind == ENTRY_FILE and posixpath.basename(e.path) == "project.godot"}
@@ -268,6 +276,11 @@ def decide_tree(entries: list[TreeEntry], *, max_bytes: int, keep_text: bool = F
     """
     by_path: dict[str, TreeEntry] = {}
     for e in entries:
+        if not _utf8_name(e.path):
+            # Names come from the file system as bytes; one that is not UTF-8 cannot travel in the
+            # API or the store, so it is listed under a readable form of its name, unread.
+            shown = e.path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            e = TreeEntry(shown, ENTRY_EXCLUDED, size=e.size, reason="file name is not valid UTF-8: not read")
         if e.path in by_path:
             raise IngestError(f"{e.path!r} appears twice in the input")
         by_path[e.path] = e

@@ -120,18 +120,24 @@ class SafeTree:
             raise
 
     def mkdir(self, path: str) -> None:
-        os.close(self._dir_fd(path.split("/"), create=True))
+        try:
+            os.close(self._dir_fd(path.split("/"), create=True))
+        except OSError as exc:
+            raise ArchiveError(f"archive entry {path!r}: folder cannot be created ({exc.strerror})") from exc
 
     def write(self, path: str, chunks: Iterable[bytes], *, declared: int | None = None, count: bool = True) -> int:
         parts = path.split("/")
-        dfd = self._dir_fd(parts[:-1], create=True)
         try:
+            dfd = self._dir_fd(parts[:-1], create=True)
             try:
                 fd = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dfd)
-            except FileExistsError as exc:
-                raise ArchiveError(f"archive entry {path!r} appears twice (or clashes with a folder)") from exc
-        finally:
-            os.close(dfd)
+            finally:
+                os.close(dfd)
+        except FileExistsError as exc:
+            raise ArchiveError(f"archive entry {path!r} appears twice (or clashes with a folder)") from exc
+        except OSError as exc:
+            # A name too long for the file system and the like: the archive's fault, named as such.
+            raise ArchiveError(f"archive entry {path!r}: cannot be written ({exc.strerror})") from exc
         written = 0
         with os.fdopen(fd, "wb") as out:
             for block in chunks:

@@ -5,7 +5,7 @@ this data version embedded with this model (``kb_versions``), and otherwise
 upserts every record and deletes the ones that are gone, in one transaction.
 
 Vectors.  Records with an ``embed_text`` (class records, guide sections,
-api_mapping, prototypes: ~4,400 texts) get a vector; the ~36,000 member
+api_mapping, prototypes: 4,106 texts) get a vector; the ~36,600 member
 records of the class references stay lexical-only (see docs/retrieval.md).
 A vector is looked up, in order, in the embedding cache table (model,
 sha256(text)), in the vectors shipped with the package
@@ -43,7 +43,7 @@ from godot_rag.domain.knowledge import (
     read_text,
     rename_records,
 )
-from godot_rag.infra.embedder import Embedder, MINILM_MODEL, text_sha256, vector_literal
+from godot_rag.infra.embedder import Embedder, text_sha256, vector_literal
 from godot_rag.infra.kb_store import cached_shas_sync, kb_version_sync, load_knowledge_sync, put_embeddings_sync
 
 log = logging.getLogger(__name__)
@@ -227,5 +227,3 @@ def export_vectors(path: Path, embedder: Embedder, progress: Progress | None = N
     report("embedding knowledge records", len(missing), len(missing))
     return write_shipped_vectors(path, embedder, vectors)
 
-
-__all__ = ["build_kb", "data_version", "export_vectors", "kb_is_current", "knowledge_records", "MINILM_MODEL"]
