@@ -72,21 +72,25 @@ def build_app(ctx: ServiceContext) -> web.Application:
 
     @routes.post("/api/analyses")
     async def submit(request: web.Request) -> web.Response:
-        from godot_rag.pipeline.submit import collect, submit as submit_collected
+        from godot_rag.pipeline.submit import collect, submit_all
 
         body = await request.json()
         prompt = (body.get("prompt") or "").strip()
         if not prompt:
             return _json({"error": "a prompt is required"}, 400)
         try:
-            collected = await asyncio.to_thread(
+            submission = await asyncio.to_thread(
                 collect, path=body.get("path", ""), expanded_text=body.get("expanded_text", ""), snippet=body.get("snippet", ""),
-                snippet_kind=body.get("snippet_kind", ""), max_bytes=ctx.settings.max_file_bytes,
+                snippet_kind=body.get("snippet_kind", ""), git_url=body.get("git_url", ""), git_ref=body.get("git_ref", ""),
+                settings=ctx.settings,
             )
         except IngestError as exc:
             return _json({"error": str(exc)}, 400)
-        aid, _ = await submit_collected(ctx.store, ctx.bus, collected, prompt)
-        return _json({"analysis_id": aid, "project_id": collected.project_id})
+        submitted = await submit_all(ctx.store, ctx.bus, submission, prompt)
+        if not submitted:
+            return _json({"error": "no project found in the input"}, 400)
+        return _json({"analysis_id": submitted[0].analysis_id, "project_id": submitted[0].project_id,
+                      "projects": [{"analysis_id": s.analysis_id, "project_id": s.project_id} for s in submitted]})
 
     app = web.Application(client_max_size=64 * 1024 * 1024)
     app.add_routes(routes)

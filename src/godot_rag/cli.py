@@ -18,6 +18,7 @@ from rich.table import Table
 
 from godot_rag.pipeline.export import result_to_json
 from godot_rag.infra.embedded import EmbeddedError
+from godot_rag.infra.service import GRPC_MESSAGE_OPTIONS
 from godot_rag.settings import Settings, SettingsError, load_settings
 from godot_rag.supervisor import SupervisorError
 
@@ -201,7 +202,7 @@ def cmd_analyze(args, settings: Settings) -> int:
         addr = running_gateway(settings)
     docs = []
     try:
-        with grpc.insecure_channel(addr) as channel:
+        with grpc.insecure_channel(addr, options=GRPC_MESSAGE_OPTIONS) as channel:
             stub = sgrpc.AnalysisServiceStub(channel)
             for target in args.paths:
                 for doc in analyze_one(stub, target, args.prompt, args.kind, git=args.git, ref=args.ref,

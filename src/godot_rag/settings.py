@@ -27,6 +27,7 @@ class Settings:
     # Empty = start/use the embedded nats-server under data_dir.
     nats_url: str = ""
     nats_port: int = 0  # embedded nats-server port; 0 picks a free one
+    nats_stream_replicas: int = 1  # 3 on a JetStream cluster (deploy/k8s)
     host: str = "127.0.0.1"  # every embedded listener binds loopback only
     gateway_port: int = 0
     parser_port: int = 0

@@ -88,11 +88,12 @@ class Bus:
         # the pull subscriptions' pending fetch requests for its full timeout.
         await self.nc.close()
 
-    async def ensure_streams(self) -> None:
+    async def ensure_streams(self, replicas: int = 1) -> None:
+        """Create or update the streams; replicas > 1 needs a JetStream cluster of that size."""
         for name, subjects in ((STREAM_FILES, ["grag.file.>"]), (STREAM_CHUNKS, ["grag.chunk.>"])):
             config = api.StreamConfig(
                 name=name, subjects=subjects, storage=api.StorageType.FILE, retention=api.RetentionPolicy.LIMITS,
-                max_age=RETENTION_S, duplicate_window=DEDUPE_WINDOW_S,
+                max_age=RETENTION_S, duplicate_window=DEDUPE_WINDOW_S, num_replicas=replicas,
             )
             try:
                 await self.js.stream_info(name)

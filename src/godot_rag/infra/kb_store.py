@@ -187,7 +187,7 @@ class SearchConfig:
 
     mode: str = MODE_HYBRID
     fusion: str = FUSION_WSUM
-    candidates_per_index: int = 40
+    candidates_per_index: int = 20  # 40 and 30 measured the same Recall@5/MRR, slower (docs/retrieval.md)
     chunk_identifiers: bool = True  # lexical query also takes the chunk text's identifiers
     weights_hybrid: tuple[float, float, float, float] = (0.30, 0.35, 0.15, 0.20)  # vector, keys, text, trigram
     weights_lexical: tuple[float, float, float] = (0.50, 0.20, 0.30)  # keys, text, trigram

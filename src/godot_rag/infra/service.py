@@ -20,6 +20,11 @@ from godot_rag.settings import Settings
 
 log = logging.getLogger(__name__)
 
+# Uploaded archives and large analysis results travel in one message.
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+GRPC_MESSAGE_OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
+
 
 @dataclass
 class ServiceContext:
@@ -56,10 +61,10 @@ async def run_service(
         raise SystemExit(f"{name}: GODOT_RAG_PG_DSN and GODOT_RAG_NATS_URL must be set (godot-rag up sets them)")
     store = await Store.open(settings.pg_dsn)
     bus = await Bus.connect(settings.nats_url, name=f"godot-rag-{name}", ack_wait_override_s=settings.ack_wait_s)
-    await bus.ensure_streams()
+    await bus.ensure_streams(settings.nats_stream_replicas)
     stop = asyncio.Event()
     ctx = ServiceContext(name, settings, store, bus, stop)
-    server = grpc.aio.server()
+    server = grpc.aio.server(options=GRPC_MESSAGE_OPTIONS)
     service_names = register(server, ctx)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

@@ -42,7 +42,10 @@ async def chunk_output_for(ctx: ServiceContext, req: pb.AnalysisRequest, data: b
         return output
     output = convert.to_dict(convert.chunking_to_pb(result, req.project_id))
     # Chunk ids start with the file path, so the cache only serves the same path.
-    await ctx.store.put_chunking_cache(req.source_sha256, req.source_kind, version, output)
+    # A failed result (sha mismatch, bad bytes) is never cached: it describes
+    # this delivery's content, not what the sha256 key names.
+    if result.status != PARSE_FAILED:
+        await ctx.store.put_chunking_cache(req.source_sha256, req.source_kind, version, output)
     return output
 
 
