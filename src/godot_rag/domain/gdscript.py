@@ -1077,7 +1077,9 @@ class _Chunker:
                 problem = "overlaps the previous chunk"
             elif src[previous_end:start_byte].strip():
                 problem = "non-blank text before it belongs to no chunk"
-            elif not text.partition("\n")[0].strip() or not text.rpartition("\n")[2].strip():
+            # Blank means ASCII whitespace only, as in is_blank: a line holding a
+            # no-break space is content and must be in a chunk.
+            elif not text.partition("\n")[0].encode("utf-8").strip() or not text.rpartition("\n")[2].encode("utf-8").strip():
                 problem = "span starts or ends on a blank line"
             elif len(chunk.code_mask) != len(text):
                 problem = "code_mask length differs from code_text"
