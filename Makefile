@@ -80,9 +80,15 @@ llm-install: $(STAMP)
 	  CMAKE_ARGS="$(LLM_CMAKE_ARGS)" $(PY) -m pip install --quiet -e '.[llm]'; }
 
 # Judge evaluation: accuracy, per-class precision/recall and confusion matrix of the rules judge on the
-# labelled corpus (tests/corpus/judge/) and the sample verdicts; plus the LLM when GODOT_RAG_LLM_URL is set.
-eval: $(STAMP)
+# labelled corpus (tests/corpus/judge/) and the sample verdicts; plus the LLM when GODOT_RAG_LLM_URL is set,
+# or SmolLM2 on a local llama.cpp server with LLM=local (on EVAL_LLM_LIMIT cases: CPU generation is slow).
+EVAL_LLM_LIMIT ?= 30
+eval: $(STAMP) $(if $(filter local,$(LLM)),llm-install)
+ifeq ($(LLM),local)
+	$(PY) -m godot_rag.infra.llm_client -- $(PY) benchmarks/eval_judge.py --llm --llm-limit $(EVAL_LLM_LIMIT)
+else
 	$(PY) benchmarks/eval_judge.py $(if $(GODOT_RAG_LLM_URL),--llm)
+endif
 
 # The production judge on a GPU machine: vLLM's OpenAI server with prefix caching; structured
 # outputs (response_format json_schema) are on by default. Point GODOT_RAG_LLM_URL at it.

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from opentelemetry import trace
+
 import asyncio
 import logging
 import os
@@ -7,6 +9,7 @@ import socket
 
 from godot_rag.infra.bus import STREAM_CHUNKS, Delivery, StageSpec
 from godot_rag.infra.service import ServiceContext
+from godot_rag.infra.telemetry import current_trace_id
 from godot_rag.pipeline.results import outcome_rows_to_verdict
 from godot_rag.v1 import messages_pb2 as pb
 
@@ -21,7 +24,8 @@ async def start(ctx: ServiceContext) -> list[asyncio.Task]:
         if delivery.subject.startswith("grag.chunk.aggregate."):
             task = pb.ChunkTask.FromString(delivery.data)
             aid = task.analysis_id
-            await ctx.store.mark_stage(aid, task.trace.chunk_id, "aggregate", "done", worker=WORKER)
+            trace.get_current_span().set_attribute("godot_rag.chunk_id", task.trace.chunk_id)
+            await ctx.store.mark_stage(aid, task.trace.chunk_id, "aggregate", "done", worker=WORKER, trace_id=current_trace_id())
         else:
             aid = pb.FileDone.FromString(delivery.data).analysis_id
         verdict = await ctx.store.finalize_if_complete(aid, outcome_rows_to_verdict)

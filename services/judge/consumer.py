@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from opentelemetry import trace
+
 import asyncio
 import contextlib
 import json
@@ -102,6 +104,8 @@ async def start(ctx: ServiceContext, backend: JudgeBackend) -> list[asyncio.Task
     async def handle(delivery: Delivery) -> None:
         task = pb.ChunkTask.FromString(delivery.data)
         aid, chunk_id = task.analysis_id, task.trace.chunk_id
+        trace.get_current_span().set_attributes({"godot_rag.chunk_id": chunk_id, "godot_rag.source_file": task.trace.source_file,
+                                                 "godot_rag.chunk_order": task.trace.chunk_order})
         # A failed judgment is final for this analysis: it is forwarded again, never redone.
         if await ctx.store.stage_status(aid, chunk_id, "judge") not in ("done", "failed"):
             await ctx.store.mark_stage(aid, chunk_id, "judge", "in_progress", worker=WORKER, trace_id=current_trace_id(),

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from opentelemetry import trace
+
 import asyncio
 import hashlib
 import json
@@ -94,6 +96,8 @@ async def start(ctx: ServiceContext, embedder: QueryEmbedder | None = None) -> l
     async def handle(delivery: Delivery) -> None:
         task = pb.ChunkTask.FromString(delivery.data)
         aid, chunk_id = task.analysis_id, task.trace.chunk_id
+        trace.get_current_span().set_attributes({"godot_rag.chunk_id": chunk_id, "godot_rag.source_file": task.trace.source_file,
+                                                 "godot_rag.chunk_order": task.trace.chunk_order})
         if await ctx.store.stage_status(aid, chunk_id, "retrieve") != "done":
             row = await ctx.store.get_chunk(aid, chunk_id)
             if row is None:

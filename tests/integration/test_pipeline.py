@@ -128,3 +128,10 @@ def test_unknown_analysis_is_not_found(stack):
     with pytest.raises(grpc.RpcError) as err:
         stack.gateway.Get(spb.GetRequest(analysis_id="a-does-not-exist"), timeout=10)
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_one_trace_ties_every_hop_of_every_chunk(stack, repo):
+    doc = run_analysis(stack, str(repo / "samples" / "godot3_project"))
+    rows = stack.sql("select stage, trace_id from godot_rag.chunk_stages where analysis_id = %s", (doc["analysis_id"],))
+    traced = {r["trace_id"] for r in rows if r["stage"] in ("retrieve", "judge", "aggregate")}
+    assert len(traced) == 1 and "" not in traced, traced

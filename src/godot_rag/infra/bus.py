@@ -118,6 +118,7 @@ class Bus:
         await self.js.add_consumer(spec.stream, config)
         sub = await self.js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
         tracer = trace.get_tracer("godot_rag.bus")
+        ack_wait = self.ack_wait_override_s or spec.ack_wait_s
         slots = asyncio.Semaphore(spec.max_ack_pending)
         pending: set[asyncio.Task] = set()
 
@@ -126,8 +127,20 @@ class Bus:
             delivery = Delivery(msg.subject, msg.data, dict(msg.headers or {}), md.num_delivered, spec.max_deliver, msg)
             ctx = extract_context(delivery.headers)
             try:
-                with tracer.start_as_current_span(f"{spec.durable} {msg.subject.split('.')[2]}", context=ctx):
-                    await handler(delivery)
+                parts = msg.subject.split(".")
+                attributes = {"messaging.system": "nats", "messaging.destination.name": msg.subject,
+                              "messaging.message.delivery_count": delivery.num_delivered}
+                if len(parts) > 4:
+                    attributes["godot_rag.analysis_id"] = parts[3]
+                # While the handler runs, progress acks keep JetStream from
+                # redelivering work that is slow but alive (a model load, a long
+                # generation); only a dead worker's messages come back.
+                heartbeat = asyncio.create_task(_keep_alive(msg, ack_wait))
+                try:
+                    with tracer.start_as_current_span(f"{spec.durable} {parts[2]}", context=ctx, attributes=attributes):
+                        await handler(delivery)
+                finally:
+                    heartbeat.cancel()
                 await msg.ack()
             except PoisonError as exc:
                 await dead_letter(delivery, f"poison: {exc}")
@@ -163,3 +176,13 @@ class Bus:
                 task.add_done_callback(pending.discard)
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+
+
+async def _keep_alive(msg, ack_wait_s: float) -> None:
+    interval = max(0.5, ack_wait_s / 3)
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await msg.in_progress()
+        except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
+            return

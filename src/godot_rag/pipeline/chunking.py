@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
+from opentelemetry import trace
+
 from godot_rag import convert
 from godot_rag.domain.ids import message_id, subject_token
 from godot_rag.domain.models import PARSE_FAILED, ChunkingResult
@@ -53,6 +55,7 @@ async def handle_file_task(ctx: ServiceContext, data: bytes, chunk_fn: ChunkFn, 
     task = pb.FileTask.FromString(data)
     req = task.request
     aid = task.analysis_id
+    trace.get_current_span().set_attribute("godot_rag.source_file", req.source_file)
     file_row = await ctx.store.get_file(aid, req.source_file)
     if file_row is None:
         raise PoisonError(f"file {req.source_file} of analysis {aid} is not recorded")
@@ -68,10 +71,10 @@ async def handle_file_task(ctx: ServiceContext, data: bytes, chunk_fn: ChunkFn, 
         output = cached or {"chunks": [], "status": file_row["parse_status"]}
     for c in output.get("chunks", []):
         chunk_id = c["chunk_id"]
-        trace = pb.ChunkTrace(project_id=req.project_id, source_file=req.source_file, source_sha256=req.source_sha256,
+        chunk_trace = pb.ChunkTrace(project_id=req.project_id, source_file=req.source_file, source_sha256=req.source_sha256,
                               chunk_id=chunk_id, chunk_order=c["chunk_order"], chunk_kind=c["chunk_kind"])
         key = subject_token(chunk_id)
-        await ctx.bus.publish(chunk_subject("retrieve", aid, key), pb.ChunkTask(analysis_id=aid, trace=trace).SerializeToString(),
+        await ctx.bus.publish(chunk_subject("retrieve", aid, key), pb.ChunkTask(analysis_id=aid, trace=chunk_trace).SerializeToString(),
                               message_id(aid, chunk_id, "retrieve", STAGE_VERSION))
     done = pb.FileDone(analysis_id=aid, source_file=req.source_file, status=output.get("status", ""),
                        chunk_count=len(output.get("chunks", [])))

@@ -23,6 +23,8 @@ from godot_rag.domain.ingest import (
     projects_from_expanded_text,
     scan_projects,
 )
+from opentelemetry import trace
+
 from godot_rag.infra.bus import Bus, file_subject
 from godot_rag.infra.fetch import clone_git, extract_archive, parse_git_source, working_folder
 from godot_rag.infra.store import Store
@@ -164,15 +166,20 @@ async def submit(store: Store, bus: Bus, collected: Collected, prompt: str) -> t
 
     # New, or resubmitted while unfinished: (re)publish. Msg ids dedupe within
     # the window and every handler is idempotent, so this resumes, never doubles.
-    for f in collected.files:
-        if not f.included:
-            continue
-        route = "ast" if f.source_kind in AST_KINDS else "direct"
-        req = pb.AnalysisRequest(analysis_id=aid, prompt=prompt, project_id=collected.project_id, source_file=f.source_file,
-                                 source_kind=f.source_kind, source_sha256=f.sha256, source_origin=collected.source_origin)
-        await bus.publish(file_subject(route, aid, subject_token(f.source_file)),
-                          pb.FileTask(analysis_id=aid, request=req).SerializeToString(),
-                          message_id(aid, f.source_file, "file", FILE_STAGE_VERSION))
+    # One trace per submission: its context rides in every file message, and
+    # each stage's span continues it, so every hop of every chunk shares it.
+    with trace.get_tracer("godot_rag.submit").start_as_current_span(
+        "analysis", attributes={"godot_rag.analysis_id": aid, "godot_rag.project_id": collected.project_id},
+    ):
+        for f in collected.files:
+            if not f.included:
+                continue
+            route = "ast" if f.source_kind in AST_KINDS else "direct"
+            req = pb.AnalysisRequest(analysis_id=aid, prompt=prompt, project_id=collected.project_id, source_file=f.source_file,
+                                     source_kind=f.source_kind, source_sha256=f.sha256, source_origin=collected.source_origin)
+            await bus.publish(file_subject(route, aid, subject_token(f.source_file)),
+                              pb.FileTask(analysis_id=aid, request=req).SerializeToString(),
+                              message_id(aid, f.source_file, "file", FILE_STAGE_VERSION))
     if not any(f.included for f in collected.files):
         # Nothing to chunk: the verdict is computed right away from zero chunks.
         from godot_rag.pipeline.results import outcome_rows_to_verdict
