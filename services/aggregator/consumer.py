@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from opentelemetry import trace
-
 import asyncio
 import logging
 import os
 import socket
+
+from opentelemetry import trace
 
 from godot_rag.infra.bus import STREAM_CHUNKS, Delivery, StageSpec
 from godot_rag.infra.service import ServiceContext
@@ -25,7 +25,11 @@ async def start(ctx: ServiceContext) -> list[asyncio.Task]:
             task = pb.ChunkTask.FromString(delivery.data)
             aid = task.analysis_id
             trace.get_current_span().set_attribute("godot_rag.chunk_id", task.trace.chunk_id)
-            await ctx.store.mark_stage(aid, task.trace.chunk_id, "aggregate", "done", worker=WORKER, trace_id=current_trace_id())
+            # A chunk whose retrieval or judgment failed is settled as failed:
+            # counted, shown, never weighed into the verdict.
+            earlier = [await ctx.store.stage_status(aid, task.trace.chunk_id, s) for s in ("retrieve", "judge")]
+            status = "failed" if "failed" in earlier else "done"
+            await ctx.store.mark_stage(aid, task.trace.chunk_id, "aggregate", status, worker=WORKER, trace_id=current_trace_id())
         else:
             aid = pb.FileDone.FromString(delivery.data).analysis_id
         verdict = await ctx.store.finalize_if_complete(aid, outcome_rows_to_verdict)

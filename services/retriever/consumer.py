@@ -82,6 +82,18 @@ async def retrieve(ctx: ServiceContext, query, limit: int, embedder: QueryEmbedd
     return hits, f"{kb['data_version']}/{mode}"
 
 
+def validate_payload(trace_msg: pb.ChunkTrace, chunk_row: dict, file_row: dict | None) -> list[str]:
+    """The payload's trace must match the committed chunk list and file content."""
+    problems: list[str] = []
+    if chunk_row["chunk_order"] != trace_msg.chunk_order:
+        problems.append(f"payload chunk_order {trace_msg.chunk_order} != file chunk list order {chunk_row['chunk_order']}")
+    if chunk_row["source_file"] != trace_msg.source_file:
+        problems.append(f"payload source_file {trace_msg.source_file!r} != {chunk_row['source_file']!r}")
+    if file_row is None or file_row["sha256"] != trace_msg.source_sha256:
+        problems.append("payload source_sha256 does not match the recorded file content")
+    return problems
+
+
 async def start(ctx: ServiceContext, embedder: QueryEmbedder | None = None) -> list[asyncio.Task]:
     prompts: dict[str, str] = {}
 
@@ -102,6 +114,11 @@ async def start(ctx: ServiceContext, embedder: QueryEmbedder | None = None) -> l
             row = await ctx.store.get_chunk(aid, chunk_id)
             if row is None:
                 raise PoisonError(f"chunk {chunk_id} of analysis {aid} is not recorded")
+            file_row = await ctx.store.get_file(aid, row["source_file"])
+            problems = validate_payload(task.trace, row, file_row)
+            if problems:
+                # Seed 001: a payload that does not match the file's chunk list is not sent on.
+                raise PoisonError("validation failed: " + "; ".join(problems))
             await ctx.store.mark_stage(aid, chunk_id, "retrieve", "in_progress", worker=WORKER, trace_id=current_trace_id(),
                                        count_attempt=True)
             chunk = convert.chunk_from_pb(convert.from_dict(row["chunk"], pb.Chunk))

@@ -361,7 +361,7 @@ class Store:
                 (select count(*) from {SCHEMA}.files where analysis_id = %(a)s and included and status <> 'queued') as files_chunked,
                 (select count(*) from {SCHEMA}.chunks where analysis_id = %(a)s) as chunks_total,
                 (select count(*) from {SCHEMA}.chunk_stages where analysis_id = %(a)s and stage = 'aggregate' and status = 'done') as chunks_done,
-                (select count(*) from {SCHEMA}.chunk_stages where analysis_id = %(a)s and status = 'failed') as chunks_failed""",
+                (select count(distinct chunk_id) from {SCHEMA}.chunk_stages where analysis_id = %(a)s and status = 'failed') as chunks_failed""",
             {"a": analysis_id},
         )
         return row or {}
