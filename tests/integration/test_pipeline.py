@@ -135,3 +135,23 @@ def test_one_trace_ties_every_hop_of_every_chunk(stack, repo):
     rows = stack.sql("select stage, trace_id from godot_rag.chunk_stages where analysis_id = %s", (doc["analysis_id"],))
     traced = {r["trace_id"] for r in rows if r["stage"] in ("retrieve", "judge", "aggregate")}
     assert len(traced) == 1 and "" not in traced, traced
+
+
+def test_json_document_has_the_stable_shape(stack, repo):
+    doc = run_analysis(stack, str(repo / "samples" / "godot3_project"))
+    for key in ("analysis_id", "project_id", "prompt", "verdict", "files", "chunks"):
+        assert key in doc
+    assert set(doc["verdict"]) >= {"label", "confidence", "counts"}
+    for f in doc["files"]:
+        assert set(f) >= {"source_file", "source_kind", "status", "excluded_reason"}
+    chunk_keys = {"source_file", "chunk_id", "chunk_order", "chunk_kind", "start_line", "end_line", "status", "signal",
+                  "needs_migration", "confidence", "judge", "evidence", "migration_notes", "retriever_query", "hits"}
+    for c in doc["chunks"]:
+        assert set(c) >= chunk_keys, chunk_keys - set(c)
+        for e in c["evidence"]:
+            assert set(e) >= {"table", "record_id", "score"}
+        for n in c["migration_notes"]:
+            assert set(n) >= {"line", "old", "new", "basis_record_id"}
+            assert c["start_line"] <= n["line"] <= c["end_line"]
+        assert set(c["retriever_query"]) >= {"query_text", "query_terms", "prompt_terms"}
+    assert any(e["score"] > 0 for c in doc["chunks"] for e in c["evidence"])

@@ -16,6 +16,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
+from godot_rag.domain.positions import byte_position as _position
 from godot_rag.domain.models import (
     PARSE_EMPTY,
     PARSE_FAILED,
@@ -806,13 +807,6 @@ def _check_invariants(source_bytes: bytes, lines: list[_Line], chunks: tuple[Chu
 
 def _failed(source_file: str, source_kind: str, sha: str, error: SourceError) -> ChunkingResult:
     return ChunkingResult(source_file, source_kind, sha, PARSE_FAILED, (), (error,), CHUNKER_VERSION)
-
-
-def _position(data: bytes, offset: int) -> tuple[int, int]:
-    """1-based line and byte column of a byte offset (for bytes that cannot be decoded)."""
-    line = data.count(b"\n", 0, offset) + 1
-    line_start = data.rfind(b"\n", 0, offset) + 1
-    return line, offset - line_start + 1
 
 
 def chunk_direct(

@@ -157,6 +157,7 @@ import tree_sitter_gdscript
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, Range
 
 from godot_rag.domain import gdscript_candidates as cand
+from godot_rag.domain.positions import byte_position as _position
 from godot_rag.domain.models import (
     PARSE_EMPTY,
     PARSE_FAILED,
@@ -301,13 +302,6 @@ def _failed(source_file: str, sha: str, message: str, line: int = 1, column: int
         errors=(SourceError(line, column, line, column, message),),
         producer_version=PARSER_VERSION,
     )
-
-
-def _position(data: bytes, offset: int) -> tuple[int, int]:
-    """1-based line and byte column of ``offset`` (for failure messages)."""
-    line = data.count(b"\n", 0, offset) + 1
-    line_start = data.rfind(b"\n", 0, offset) + 1
-    return line, offset - line_start + 1
 
 
 def parse_gdscript(

@@ -200,15 +200,18 @@ def _entry(record_id: str, p: dict) -> RenameEntry | None:
 
 
 def declared_names(chunks: Sequence[Chunk]) -> frozenset[str]:
-    """Names a file declares itself (functions; variables, constants, signals).
+    """Names a file declares itself (functions; variables, constants, signals)."""
+    return declared_names_of((c.chunk_kind, c.name, c.code_text) for c in chunks)
 
-    The same rule as the store's ``file_declared_names``, for callers that have
-    the parsed chunks instead of stored rows (tests, the evaluation harness).
-    """
-    names = {c.name for c in chunks if c.chunk_kind == "function" and c.name}
-    for c in chunks:
-        if c.chunk_kind in ("variable", "const", "signal"):
-            names.update(_DECLARED_RE.findall(c.code_text))
+
+def declared_names_of(chunks: Iterable[tuple[str, str, str]]) -> frozenset[str]:
+    """The same from (chunk_kind, name, code_text) rows, as the store keeps them."""
+    names: set[str] = set()
+    for kind, name, text in chunks:
+        if kind == "function" and name:
+            names.add(name)
+        elif kind in ("variable", "const", "signal"):
+            names.update(_DECLARED_RE.findall(text))
     return frozenset(names)
 
 

@@ -15,6 +15,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from godot_rag.domain.rules_judge import declared_names_of
 from godot_rag.infra import kb_store
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 
@@ -196,13 +197,11 @@ class Store:
 
     async def file_declared_names(self, analysis_id: str, source_file: str) -> list[str]:
         rows = await self._fetchall(
-            f"""select chunk->>'name' as name, chunk->>'chunk_kind' as kind, chunk->>'code_text' as text
+            f"""select chunk->>'chunk_kind' as kind, chunk->>'name' as name, chunk->>'code_text' as text
             from {SCHEMA}.chunks where analysis_id = %s and source_file = %s""",
             (analysis_id, source_file),
         )
-        return [r["name"] for r in rows if r["kind"] == "function"] + [
-            w for r in rows if r["kind"] in ("variable", "const", "signal") for w in _declared_in(r["text"] or "")
-        ]
+        return sorted(declared_names_of((r["kind"] or "", r["name"] or "", r["text"] or "") for r in rows))
 
     # ------------------------------------------------------------ stages
 
@@ -414,12 +413,6 @@ class Store:
                         on conflict (judgment_key) do nothing""",
                         (judgment_key, Jsonb(judgment)),
                     )
-
-
-def _declared_in(text: str) -> list[str]:
-    import re
-
-    return re.findall(r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:export(?:\([^)]*\))?\s+|onready\s+|static\s+)*(?:var|const|signal)\s+([A-Za-z_]\w*)", text, re.M)
 
 
 async def list_analyses(store: Store, limit: int = 100) -> list[dict]:

@@ -25,6 +25,7 @@ def result_to_json(result) -> dict:
         "judge_stats": judge_stats_json(result.judge_stats),
     }
     for c in result.chunks:
+        hit_scores = {(h.table, h.record_id): h.score for h in c.hits}
         j = c.judgment
         out["chunks"].append({
             "source_file": c.trace.source_file,
@@ -45,7 +46,9 @@ def result_to_json(result) -> dict:
             "judgment_error": j.error,
             # A model's raw reply is kept for every LLM judgment; it is what a failed one leaves behind.
             "raw_output": j.raw_output,
-            "evidence": [{"table": e.table, "record_id": e.record_id, "relevant": e.relevant, "why": e.why} for e in j.evidence],
+            # score: the fused retrieval score of the evidence record for this chunk.
+            "evidence": [{"table": e.table, "record_id": e.record_id, "score": hit_scores.get((e.table, e.record_id), 0.0),
+                          "relevant": e.relevant, "why": e.why} for e in j.evidence],
             "migration_notes": [{"line": n.line, "old": n.old, "new": n.new, "basis_record_id": n.basis_record_id}
                                 for n in j.migration_notes],
             "retriever_query": {"query_text": c.retriever_query.query_text, "query_terms": list(c.retriever_query.query_terms),
