@@ -8,7 +8,7 @@ from godot_rag.domain.ingest import IngestError
 from godot_rag.errors import NotFoundError
 from godot_rag.infra.service import ServiceContext
 from godot_rag.pipeline.results import analysis_result, verdict_pb
-from godot_rag.pipeline.submit import collect, submit_all
+from godot_rag.pipeline.submit import pipeline_version_for, collect, submit_all
 from godot_rag.v1 import services_pb2 as spb
 from godot_rag.v1 import services_pb2_grpc as sgrpc
 
@@ -36,7 +36,8 @@ class AnalysisServicer(sgrpc.AnalysisServiceServicer):
             )
         except IngestError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        submitted = await submit_all(self.ctx.store, self.ctx.bus, submission, request.prompt)
+        submitted = await submit_all(self.ctx.store, self.ctx.bus, submission, request.prompt,
+                                     pipeline_version_for(self.ctx.settings))
         response = spb.SubmitResponse(source_origin=submission.source_origin, input_ref=submission.input_ref)
         for s in submitted:
             response.projects.append(spb.SubmittedProject(

@@ -72,7 +72,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
 
     @routes.post("/api/analyses")
     async def submit(request: web.Request) -> web.Response:
-        from godot_rag.pipeline.submit import collect, submit_all
+        from godot_rag.pipeline.submit import collect, pipeline_version_for, submit_all
 
         body = await request.json()
         prompt = (body.get("prompt") or "").strip()
@@ -86,7 +86,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
             )
         except IngestError as exc:
             return _json({"error": str(exc)}, 400)
-        submitted = await submit_all(ctx.store, ctx.bus, submission, prompt)
+        submitted = await submit_all(ctx.store, ctx.bus, submission, prompt, pipeline_version_for(ctx.settings))
         if not submitted:
             return _json({"error": "no project found in the input"}, 400)
         return _json({"analysis_id": submitted[0].analysis_id, "project_id": submitted[0].project_id,

@@ -11,7 +11,7 @@ from collections import OrderedDict
 
 from godot_rag import convert
 from godot_rag.domain.ids import message_id, subject_token
-from godot_rag.domain.query import INTENT_VERSION, TABLE_PRIORITY, build_embedding_text, build_retriever_query
+from godot_rag.domain.query import RETRIEVAL_VERSION, INTENT_VERSION, TABLE_PRIORITY, build_embedding_text, build_retriever_query
 from godot_rag.errors import PoisonError, RetryableError
 from godot_rag.infra import kb_store
 from godot_rag.infra.bus import STREAM_CHUNKS, Delivery, StageSpec, chunk_subject
@@ -22,7 +22,6 @@ from godot_rag.v1 import messages_pb2 as pb
 
 SPEC = StageSpec(durable="retriever", stream=STREAM_CHUNKS, filter_subjects=["grag.chunk.retrieve.>"], ack_wait_s=30, max_ack_pending=8)
 STAGE_VERSION = "1"
-RETRIEVAL_VERSION = "retrieval/2"
 WORKER = f"retriever@{socket.gethostname()}:{os.getpid()}"
 
 

@@ -151,12 +151,14 @@ def analyze_one(stub, target: str, prompt: str, kind: str = "", *, git: bool = F
 
 
 def print_summary(doc: dict) -> None:
-    out = Console()
+    # Piped or logged output (make run, CI) gets a wide table instead of rich's 80-column fallback.
+    out = Console(width=None if sys.stdout.isatty() else 150)
     v = doc["verdict"]
     out.print(f"[bold]{doc['project_id']}[/bold]  analysis {doc['analysis_id']}")
     table = Table(show_header=True, header_style="bold")
-    for col in ("file", "kind", "status", "chunks", "godot3", "godot4", "neutral", "note"):
-        table.add_column(col)
+    for col in ("file", "kind", "status", "chunks", "godot3", "godot4", "neutral"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("note", overflow="ellipsis", no_wrap=True, max_width=60)
     per_file: dict[str, dict[str, int]] = {}
     for c in doc["chunks"]:
         counts = per_file.setdefault(c["source_file"], {"godot3": 0, "godot4": 0, "neutral": 0})
@@ -168,10 +170,27 @@ def print_summary(doc: dict) -> None:
         table.add_row(f["source_file"], f["source_kind"] or "-", f["status"], str(f["chunk_count"]), str(counts["godot3"]),
                       str(counts["godot4"]), str(counts["neutral"]), note[:70])
     out.print(table)
+    print_migration_basis(out, doc)
     for line in v.get("basis", []):
         out.print(f"  basis: {line}")
     out.print(f"[bold]verdict: {v['label']}[/bold] (confidence {v['confidence']:.2f}; counts {v['counts']})")
     print_judge_summary(out, doc)
+
+
+MAX_NOTES_SHOWN = 25
+
+
+def print_migration_basis(out: Console, doc: dict) -> None:
+    """The basis for converting: each Godot 3 construct with its Godot 4 form and the knowledge record behind it."""
+    notes = [(c["source_file"], n) for c in doc["chunks"] for n in c["migration_notes"]]
+    if not notes:
+        return
+    out.print(f"[bold]migration basis[/bold] ({len(notes)} notes)")
+    for source_file, n in notes[:MAX_NOTES_SHOWN]:
+        basis = f"  [{n['basis_record_id']}]" if n["basis_record_id"] else ""
+        out.print(f"  {source_file}:{n['line']}  {n['old']} -> {n['new']}{basis}", markup=False, highlight=False)
+    if len(notes) > MAX_NOTES_SHOWN:
+        out.print(f"  ... and {len(notes) - MAX_NOTES_SHOWN} more (all of them in --json)")
 
 
 def print_judge_summary(out: Console, doc: dict) -> None:

@@ -32,6 +32,9 @@ import re
 
 from godot_rag.domain.models import Chunk, RetrieverQuery
 
+# Bump when query building or search changes what a chunk retrieves.
+RETRIEVAL_VERSION = "retrieval/2"
+
 INTENT_EXPLAIN = "explain"
 INTENT_MIGRATION = "migration"
 INTENT_VERSION = "version_check"

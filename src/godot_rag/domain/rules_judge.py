@@ -24,7 +24,7 @@ Facts come from four places:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Iterable, Sequence
 
@@ -39,7 +39,7 @@ from godot_rag.domain.models import (
     RetrievalHit,
 )
 
-RULES_JUDGE_VERSION = "rules/2"
+RULES_JUDGE_VERSION = "rules/3"
 
 # Confidence of a neutral judgment: a chunk that touches no engine name at all
 # (a const, an enum, arithmetic on its own fields) is safely neutral; one that
@@ -397,7 +397,34 @@ def gdscript_facts(
     facts.extend(rename)
     renamed_at = {(f.line, f.symbol) for f in rename}
     facts.extend(f for f in _vocabulary_facts(chunk, tokens, index, declared_names) if (f.line, f.symbol) not in renamed_at)
-    return facts
+    retrieved = {h.record_id for h in hits if h.table_name == "api_mapping"}
+    return [_with_syntax_basis(f, retrieved) for f in facts]
+
+
+# The api_mapping record (authored from the migration guide, kb_data/api_mapping_extra.jsonl)
+# that each syntax fact rests on, so its migration note names a basis record when
+# retrieval found that record for the chunk.
+_SYNTAX_BASIS = {
+    "tool": "change:tool",
+    "export": "change:export-keyword",
+    "onready": "change:onready",
+    "setget": "change:setget",
+    "yield(": "change:yield-await",
+    "instance()": "change:instance-instantiate",
+    "remote func": "change:rpc-keywords",
+    "_init().()": "change:super-call",
+    "move_and_slide_with_snap()": "change:move-and-slide-with-snap",
+    "move_and_slide(velocity)": "change:move-and-slide",
+    "connect(\"signal\", obj, \"method\")": "change:connect-callable",
+    "disconnect(\"signal\", obj, \"method\")": "change:disconnect-callable",
+}
+
+
+def _with_syntax_basis(fact: Fact, retrieved: set[str]) -> Fact:
+    # Only a record the retriever returned may be cited (the judgment contract).
+    if fact.signal != SIGNAL_GODOT3 or fact.basis_record_id or _SYNTAX_BASIS.get(fact.old) not in retrieved:
+        return fact
+    return replace(fact, basis_record_id=_SYNTAX_BASIS[fact.old])
 
 
 def _call_shape_facts(chunk: Chunk, mask: str, tokens: list[_Token], declared: frozenset[str]) -> list[Fact]:

@@ -8,7 +8,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from godot_rag.domain.direct import CHUNKER_VERSION
+from godot_rag.domain.aggregate import AGGREGATOR_VERSION
 from godot_rag.domain.gdscript import PARSER_VERSION
+from godot_rag.domain.knowledge import KB_DATA_VERSION
+from godot_rag.domain.query import RETRIEVAL_VERSION
+from godot_rag.domain.rules_judge import RULES_JUDGE_VERSION
+from godot_rag.prompts import JUDGE_PROMPT_VERSION
 from godot_rag.domain.archive import ArchiveLimits, archive_stem, detect_format, looks_like_archive_name
 from godot_rag.domain.ids import analysis_id_for, message_id, sha256_hex, subject_token
 from godot_rag.domain.ingest import (
@@ -33,7 +38,20 @@ from godot_rag.v1 import messages_pb2 as pb
 
 log = logging.getLogger(__name__)
 
-PIPELINE_VERSION = f"{PARSER_VERSION}+{CHUNKER_VERSION}+retrieval/1+rules/1+verdict/1"
+def pipeline_version_for(settings: Settings | None) -> str:
+    """Every version an analysis result depends on; part of the analysis id.
+
+    A new parser, knowledge base, judge (rules version, or model + prompt
+    version + cascade) or verdict rule gives a new analysis instead of
+    returning one computed the old way.
+    """
+    judge = RULES_JUDGE_VERSION
+    if settings is not None and settings.judge == "llm":
+        judge = f"llm:{settings.llm_model}:{JUDGE_PROMPT_VERSION}:{settings.judge_cascade}:{RULES_JUDGE_VERSION}"
+    return "+".join([PARSER_VERSION, CHUNKER_VERSION, RETRIEVAL_VERSION, KB_DATA_VERSION, judge, AGGREGATOR_VERSION])
+
+
+PIPELINE_VERSION = pipeline_version_for(None)
 FILE_STAGE_VERSION = "1"
 
 
@@ -148,15 +166,16 @@ def collect(*, path: str = "", expanded_text: str = "", snippet: str = "", snipp
     raise IngestError("nothing to analyse: give a path, a git URL, an archive, expanded text or a snippet")
 
 
-async def submit(store: Store, bus: Bus, collected: Collected, prompt: str) -> tuple[str, bool]:
+async def submit(store: Store, bus: Bus, collected: Collected, prompt: str,
+                 pipeline_version: str = PIPELINE_VERSION) -> tuple[str, bool]:
     """Record the analysis and publish its file tasks. Returns (analysis_id, created)."""
     manifest = [
         (f.source_file, f.source_kind, f.sha256 if f.included else f"excluded:{f.excluded_reason}") for f in collected.files
     ]
-    aid = analysis_id_for(collected.project_id, prompt, manifest, PIPELINE_VERSION)
+    aid = analysis_id_for(collected.project_id, prompt, manifest, pipeline_version)
     created = await store.create_analysis(
         analysis_id=aid, project_id=collected.project_id, prompt=prompt, source_origin=collected.source_origin,
-        input_ref=collected.input_ref, pipeline_version=PIPELINE_VERSION,
+        input_ref=collected.input_ref, pipeline_version=pipeline_version,
         files=[{"source_file": f.source_file, "source_kind": f.source_kind, "included": f.included,
                 "excluded_reason": f.excluded_reason, "sha256": f.sha256, "size": f.size, "data": f.data} for f in collected.files],
     )
@@ -198,11 +217,12 @@ class SubmittedProject:
     files_excluded: int
 
 
-async def submit_all(store: Store, bus: Bus, submission: Submission, prompt: str) -> list[SubmittedProject]:
+async def submit_all(store: Store, bus: Bus, submission: Submission, prompt: str,
+                     pipeline_version: str = PIPELINE_VERSION) -> list[SubmittedProject]:
     """One analysis per project root, in root order."""
     out: list[SubmittedProject] = []
     for project in submission.projects:
-        aid, created = await submit(store, bus, project, prompt)
+        aid, created = await submit(store, bus, project, prompt, pipeline_version)
         included = sum(1 for f in project.files if f.included)
         out.append(SubmittedProject(aid, project.project_id, project.root, created, included, len(project.files) - included))
     return out
