@@ -155,3 +155,21 @@ def test_json_document_has_the_stable_shape(stack, repo):
             assert c["start_line"] <= n["line"] <= c["end_line"]
         assert set(c["retriever_query"]) >= {"query_text", "query_terms", "prompt_terms"}
     assert any(e["score"] > 0 for c in doc["chunks"] for e in c["evidence"])
+
+
+def test_a_second_analysis_reuses_parsed_files(stack, tmp_path):
+    # A fresh copy, so no earlier test has parsed these exact files yet.
+    project = tmp_path / "reuse"
+    project.mkdir()
+    (project / "project.godot").write_text("config_version=5\n\n[application]\nconfig/name=\"Reuse\"\n")
+    (project / "a.gd").write_text("extends Node2D\n\n@export var speed := 3.0\n\nfunc _ready() -> void:\n\tawait get_tree().process_frame\n")
+    first = run_analysis(stack, str(project), prompt="Is this Godot 4? (reuse check, first)")
+    second = run_analysis(stack, str(project), prompt="Is this Godot 4? (reuse check, second)")
+    assert first["analysis_id"] != second["analysis_id"]
+    rows = stack.sql("select analysis_id, source_file, chunks_reused from godot_rag.files where included and analysis_id in (%s, %s)",
+                     (first["analysis_id"], second["analysis_id"]))
+    reused = {(r["analysis_id"], r["source_file"]): r["chunks_reused"] for r in rows}
+    assert reused[(first["analysis_id"], "a.gd")] is False
+    assert reused[(second["analysis_id"], "a.gd")] is True
+    assert reused[(second["analysis_id"], "project.godot")] is True
+    assert [c["chunk_id"] for c in first["chunks"]] == [c["chunk_id"] for c in second["chunks"]]

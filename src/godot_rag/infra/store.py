@@ -186,10 +186,10 @@ class Store:
                     status = "failed" if output.get("status") == "failed" else "chunked"
                     await cur.execute(
                         f"""update {SCHEMA}.files set status = %s, parse_status = %s, chunk_count = %s, errors = %s, error = %s,
-                            updated_at = now() where analysis_id = %s and source_file = %s""",
+                            chunks_reused = %s, updated_at = now() where analysis_id = %s and source_file = %s""",
                         (status, output.get("status", ""), len(chunks), Jsonb(output.get("errors", [])),
                          "; ".join(e.get("message", "") for e in output.get("errors", []))[:2000] if status == "failed" else "",
-                         analysis_id, source_file),
+                         bool(output.get("reused")), analysis_id, source_file),
                     )
 
     async def get_chunk(self, analysis_id: str, chunk_id: str) -> dict | None:

@@ -32,7 +32,7 @@ async def chunk_output_for(ctx: ServiceContext, req: pb.AnalysisRequest, data: b
     """The chunking output as a dict, from the reuse cache (sha256, kind, version) or computed now."""
     cached = await ctx.store.get_chunking_cache(req.source_sha256, req.source_kind, version)
     if cached is not None and cached.get("source_file") == req.source_file:
-        return cached
+        return {**cached, "reused": True}
     result = chunk_fn(req.source_file, req.source_kind, data, req.source_sha256)
     problems = validate_chunking(data, result, [(c.chunk_id, c.chunk_order) for c in result.chunks])
     if problems and result.status != PARSE_FAILED:
