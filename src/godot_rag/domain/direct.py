@@ -16,7 +16,6 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from godot_rag.domain.positions import byte_position as _position
 from godot_rag.domain.models import (
     PARSE_EMPTY,
     PARSE_FAILED,
@@ -27,6 +26,7 @@ from godot_rag.domain.models import (
     SourceError,
     Span,
 )
+from godot_rag.domain.positions import byte_position as _position
 
 CHUNKER_VERSION = "direct/1"  # bump when output for some input changes
 

@@ -157,7 +157,6 @@ import tree_sitter_gdscript
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, Range
 
 from godot_rag.domain import gdscript_candidates as cand
-from godot_rag.domain.positions import byte_position as _position
 from godot_rag.domain.models import (
     PARSE_EMPTY,
     PARSE_FAILED,
@@ -168,6 +167,7 @@ from godot_rag.domain.models import (
     SourceError,
     Span,
 )
+from godot_rag.domain.positions import byte_position as _position
 
 PARSER_VERSION = "gdscript-ast/1"
 SOURCE_KIND = "gdscript"
