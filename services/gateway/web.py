@@ -15,7 +15,6 @@ from aiohttp import web
 from godot_rag.domain.ingest import IngestError
 from godot_rag.errors import NotFoundError
 from godot_rag.infra.service import ServiceContext
-from godot_rag.infra.store import list_analyses
 from godot_rag.pipeline.export import result_to_json
 from godot_rag.pipeline.results import analysis_result
 
@@ -42,7 +41,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
 
     @routes.get("/api/analyses")
     async def analyses(request: web.Request) -> web.Response:
-        return _json(await list_analyses(ctx.store))
+        return _json(await ctx.store.list_analyses())
 
     @routes.get("/api/analyses/{analysis_id}")
     async def analysis(request: web.Request) -> web.Response:
@@ -61,12 +60,8 @@ def build_app(ctx: ServiceContext) -> web.Application:
         if row is None:
             return _json({"error": f"no chunk {chunk_id} in analysis {aid}"}, 404)
         retrieval = await ctx.store.get_retrieval(aid, chunk_id)
-        judgment = await ctx.store._fetchone(
-            "select judgment, judge_kind, model, prompt_version, latency_ms, judgment_key from godot_rag.judgments "
-            "where analysis_id = %s and chunk_id = %s", (aid, chunk_id))
-        stages = await ctx.store._fetchall(
-            "select stage, status, attempts, last_error, worker, trace_id, started_at, updated_at from godot_rag.chunk_stages "
-            "where analysis_id = %s and chunk_id = %s order by stage", (aid, chunk_id))
+        judgment = await ctx.store.get_judgment(aid, chunk_id)
+        stages = await ctx.store.chunk_stages(aid, chunk_id)
         return _json({"chunk": row["chunk"], "source_file": row["source_file"], "retrieval": retrieval, "judgment": judgment,
                       "stages": stages})
 

@@ -1,17 +1,14 @@
 from __future__ import annotations
 
-from opentelemetry import trace
-
 import asyncio
-import contextlib
 import json
 import logging
 import os
 import socket
 import time
-from typing import AsyncIterator, Awaitable, Callable
+from collections import OrderedDict
 
-import nats.errors
+from opentelemetry import trace
 
 from godot_rag import convert
 from godot_rag.domain.ids import message_id, subject_token
@@ -30,9 +27,6 @@ log = logging.getLogger(__name__)
 STAGE_VERSION = "1"
 WORKER = f"judge@{socket.gethostname()}:{os.getpid()}"
 ACK_WAIT_S = 60.0
-# Progress acks well inside AckWait: a generation that outlives AckWait is
-# never redelivered while this worker is still on it.
-PROGRESS_EVERY_S = ACK_WAIT_S / 3
 
 
 def spec_for(max_concurrency: int) -> StageSpec:
@@ -41,29 +35,31 @@ def spec_for(max_concurrency: int) -> StageSpec:
                      max_ack_pending=max_concurrency, batch=max_concurrency)
 
 
-@contextlib.asynccontextmanager
-async def keep_alive(progress: Callable[[], Awaitable[None]], every_s: float = PROGRESS_EVERY_S) -> AsyncIterator[None]:
-    """Send a progress ack every ``every_s`` seconds while the body runs."""
+class DeclaredNamesCache:
+    """The names a file declares, read once per (analysis, file) instead of once per chunk.
 
-    async def beat() -> None:
-        while True:
-            await asyncio.sleep(every_s)
-            try:
-                await progress()
-            except (nats.errors.Error, asyncio.TimeoutError) as exc:
-                # A missed beat only risks a redelivery, which the stage handles idempotently.
-                log.warning("progress ack failed: %s", exc)
+    A file's chunks are committed before any of them is published, so the
+    answer cannot change while its chunks are being judged.
+    """
 
-    task = asyncio.create_task(beat())
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    def __init__(self, store, max_entries: int = 256):
+        self.store = store
+        self.max_entries = max_entries
+        self.entries: OrderedDict[tuple[str, str], list[str]] = OrderedDict()
+
+    async def get(self, aid: str, source_file: str) -> list[str]:
+        key = (aid, source_file)
+        if key in self.entries:
+            self.entries.move_to_end(key)
+            return self.entries[key]
+        names = await self.store.file_declared_names(aid, source_file)
+        self.entries[key] = names
+        if len(self.entries) > self.max_entries:
+            self.entries.popitem(last=False)
+        return names
 
 
-async def build_request(ctx: ServiceContext, aid: str, chunk_id: str) -> pb.JudgmentRequest:
+async def build_request(ctx: ServiceContext, aid: str, chunk_id: str, declared_cache: DeclaredNamesCache) -> pb.JudgmentRequest:
     row = await ctx.store.get_chunk(aid, chunk_id)
     retrieval = await ctx.store.get_retrieval(aid, chunk_id)
     analysis = await ctx.store.get_analysis(aid)
@@ -74,7 +70,7 @@ async def build_request(ctx: ServiceContext, aid: str, chunk_id: str) -> pb.Judg
     file_row = await ctx.store.get_file(aid, row["source_file"])
     chunk = convert.from_dict(row["chunk"], pb.Chunk)
     hits = [convert.from_dict(h, pb.RetrievalHit) for h in retrieval["hits"]]
-    declared = await ctx.store.file_declared_names(aid, row["source_file"])
+    declared = await declared_cache.get(aid, row["source_file"])
     request = pb.JudgmentRequest(
         prompt=analysis["prompt"], project_id=analysis["project_id"], source_file=row["source_file"], chunk_id=chunk_id,
         chunk_order=row["chunk_order"], chunk_kind=row["chunk_kind"], chunk_text=chunk.code_text,
@@ -101,6 +97,8 @@ async def judge_once(backend: JudgeBackend, request: pb.JudgmentRequest, *, last
 
 
 async def start(ctx: ServiceContext, backend: JudgeBackend) -> list[asyncio.Task]:
+    declared_cache = DeclaredNamesCache(ctx.store)
+
     async def handle(delivery: Delivery) -> None:
         task = pb.ChunkTask.FromString(delivery.data)
         aid, chunk_id = task.analysis_id, task.trace.chunk_id
@@ -110,7 +108,7 @@ async def start(ctx: ServiceContext, backend: JudgeBackend) -> list[asyncio.Task
         if await ctx.store.stage_status(aid, chunk_id, "judge") not in ("done", "failed"):
             await ctx.store.mark_stage(aid, chunk_id, "judge", "in_progress", worker=WORKER, trace_id=current_trace_id(),
                                        count_attempt=True)
-            request = await build_request(ctx, aid, chunk_id)
+            request = await build_request(ctx, aid, chunk_id, declared_cache)
             key = judgment_key(request, backend)
             started = time.perf_counter()
             cached = await ctx.store.get_cached_judgment(key)
@@ -118,10 +116,10 @@ async def start(ctx: ServiceContext, backend: JudgeBackend) -> list[asyncio.Task
                 judgment = convert.from_dict(cached, pb.Judgment)
                 judgment.cached = True
             else:
+                # The bus sends progress acks while this runs (a long generation is not redelivered).
                 try:
-                    async with keep_alive(delivery.in_progress):
-                        judgment = await judge_once(backend, request, last_attempt=delivery.last_attempt,
-                                                    deliveries=delivery.num_delivered)
+                    judgment = await judge_once(backend, request, last_attempt=delivery.last_attempt,
+                                                deliveries=delivery.num_delivered)
                 except RetryableError as exc:
                     await ctx.store.mark_stage(aid, chunk_id, "judge", "waiting", error=str(exc)[:2000], worker=WORKER)
                     raise

@@ -1,13 +1,13 @@
 from __future__ import annotations
 
-from opentelemetry import trace
-
 import asyncio
 import hashlib
 import json
 import os
 import socket
 from collections import OrderedDict
+
+from opentelemetry import trace
 
 from godot_rag import convert
 from godot_rag.domain.ids import message_id, subject_token

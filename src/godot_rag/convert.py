@@ -154,7 +154,3 @@ def judgment_from_pb(j: pb.Judgment) -> m.Judgment:
         answer=j.answer,
         raw_output=j.raw_output,
     )
-
-
-def verdict_to_pb(v: m.Verdict) -> pb.Verdict:
-    return pb.Verdict(label=v.label, confidence=v.confidence, counts={k: int(x) for k, x in v.counts.items()}, basis=list(v.basis))

@@ -22,7 +22,8 @@ from godot_rag.pipeline.results import judge_stats, outcome_rows_to_verdict
 from godot_rag.v1 import messages_pb2 as pb
 from godot_rag.v1 import services_pb2 as spb
 from services.judge.backend import CascadeBackend, LLMBackend, RulesBackend, judgment_key
-from services.judge.consumer import judge_once, keep_alive
+from godot_rag.infra.bus import keep_alive
+from services.judge.consumer import judge_once
 
 HIT = pb.RetrievalHit(table="api_mapping", record_id="rename:gdscript_function_renames:rand_range", title="rand_range -> randf_range",
                       content="renamed", metadata_json=json.dumps({"old_symbol": "rand_range", "new_symbol": "randf_range",

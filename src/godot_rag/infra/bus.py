@@ -9,9 +9,10 @@ exception -> nak with backoff and the error recorded by the stage.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
+from typing import AsyncIterator, Awaitable, Callable
 
 import nats
 from nats.js import api
@@ -135,12 +136,9 @@ class Bus:
                 # While the handler runs, progress acks keep JetStream from
                 # redelivering work that is slow but alive (a model load, a long
                 # generation); only a dead worker's messages come back.
-                heartbeat = asyncio.create_task(_keep_alive(msg, ack_wait))
-                try:
+                async with keep_alive(msg.in_progress, every_s=max(0.5, ack_wait / 3)):
                     with tracer.start_as_current_span(f"{spec.durable} {parts[2]}", context=ctx, attributes=attributes):
                         await handler(delivery)
-                finally:
-                    heartbeat.cancel()
                 await msg.ack()
             except PoisonError as exc:
                 await dead_letter(delivery, f"poison: {exc}")
@@ -178,11 +176,23 @@ class Bus:
             await asyncio.gather(*pending, return_exceptions=True)
 
 
-async def _keep_alive(msg, ack_wait_s: float) -> None:
-    interval = max(0.5, ack_wait_s / 3)
-    while True:
-        await asyncio.sleep(interval)
-        try:
-            await msg.in_progress()
-        except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
-            return
+@contextlib.asynccontextmanager
+async def keep_alive(progress: Callable[[], Awaitable[None]], every_s: float) -> AsyncIterator[None]:
+    """Send a progress ack every ``every_s`` seconds while the body runs."""
+
+    async def beat() -> None:
+        while True:
+            await asyncio.sleep(every_s)
+            try:
+                await progress()
+            except (nats.errors.Error, asyncio.TimeoutError) as exc:
+                # A missed beat only risks a redelivery, which every stage handles idempotently.
+                log.warning("progress ack failed: %s", exc)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -242,10 +242,7 @@ def _extract_zip(archive: Path, tree: SafeTree, budget: Budget, max_file_bytes: 
             seen: set[str] = set()
             for info, entry in entries():
                 budget.add_entry(entry.path)
-                if entry.type != DIR:
-                    if entry.path in seen:
-                        raise ArchiveError(f"archive entry {entry.path!r} appears twice")
-                    seen.add(entry.path)
+                _claim_once(entry, seen)
                 if entry.type == DIR:
                     tree.mkdir(entry.path)
                 elif entry.type == SYMLINK:
@@ -263,6 +260,15 @@ def _extract_zip(archive: Path, tree: SafeTree, budget: Budget, max_file_bytes: 
         # zipfile: unsupported compression method, or an encrypted entry.
         raise ArchiveError(f"{archive.name}: cannot extract ({exc})") from exc
     return extra
+
+
+def _claim_once(entry: ArchiveEntry, seen: set[str]) -> None:
+    """A second entry for the same file path would silently replace the first: refuse it."""
+    if entry.type == DIR:
+        return
+    if entry.path in seen:
+        raise ArchiveError(f"archive entry {entry.path!r} appears twice")
+    seen.add(entry.path)
 
 
 def _extract_tar(archive: Path, fmt: str, tree: SafeTree, budget: Budget, max_file_bytes: int) -> list[TreeEntry]:
@@ -288,10 +294,7 @@ def _extract_tar(archive: Path, fmt: str, tree: SafeTree, budget: Budget, max_fi
 
             seen: set[str] = set()
             for member, entry in entries():
-                if entry.type != DIR:
-                    if entry.path in seen:
-                        raise ArchiveError(f"archive entry {entry.path!r} appears twice")
-                    seen.add(entry.path)
+                _claim_once(entry, seen)
                 if entry.type == DIR:
                     tree.mkdir(entry.path)
                 elif entry.type == SYMLINK:

@@ -6,9 +6,8 @@ message rewrites the same row instead of adding one.
 
 from __future__ import annotations
 
-import json
 from importlib import resources
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import psycopg
 from psycopg.rows import dict_row
@@ -265,29 +264,6 @@ class Store:
         row = await self._fetchone(f"select judgment from {SCHEMA}.judgment_cache where judgment_key = %s", (judgment_key,))
         return None if row is None else row["judgment"]
 
-    async def save_judgment(self, analysis_id: str, chunk_id: str, *, judgment_key: str, judgment: dict, latency_ms: float) -> None:
-        async with self.pool.connection() as conn:
-            async with conn.transaction():
-                await conn.execute(
-                    f"""insert into {SCHEMA}.judgments (analysis_id, chunk_id, judgment_key, signal, needs_migration, confidence,
-                        judge_kind, model, prompt_version, latency_ms, judgment)
-                    values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-                    on conflict (analysis_id, chunk_id) do update set judgment_key = excluded.judgment_key, signal = excluded.signal,
-                      needs_migration = excluded.needs_migration, confidence = excluded.confidence, judge_kind = excluded.judge_kind,
-                      model = excluded.model, prompt_version = excluded.prompt_version, latency_ms = excluded.latency_ms,
-                      judgment = excluded.judgment""",
-                    (analysis_id, chunk_id, judgment_key, judgment.get("signal", ""), bool(judgment.get("needs_migration")),
-                     float(judgment.get("confidence", 0.0)), judgment.get("judge_kind", ""), judgment.get("model", ""),
-                     judgment.get("prompt_version", ""), latency_ms, Jsonb(judgment)),
-                )
-                await conn.execute(
-                    f"""insert into {SCHEMA}.judgment_cache (judgment_key, judgment) values (%s, %s)
-                    on conflict (judgment_key) do nothing""",
-                    (judgment_key, Jsonb(judgment)),
-                )
-
-    # ------------------------------------------------------------ aggregation
-
     async def finalize_if_complete(self, analysis_id: str, compute) -> dict | None:
         """Compute and store the verdict once every included file is chunked and every chunk settled.
 
@@ -331,6 +307,29 @@ class Store:
                     (analysis_id,),
                 )
                 return verdict
+
+    async def list_analyses(self, limit: int = 100) -> list[dict]:
+        return await self._fetchall(
+            f"""select a.analysis_id, a.project_id, a.prompt, a.status, a.source_origin, a.input_ref, a.created_at, a.finished_at,
+                  a.files_total, a.files_included, v.label, v.confidence
+                from {SCHEMA}.analyses a left join {SCHEMA}.verdicts v on v.analysis_id = a.analysis_id
+                order by a.created_at desc limit %s""",
+            (limit,),
+        )
+
+    async def get_judgment(self, analysis_id: str, chunk_id: str) -> dict | None:
+        return await self._fetchone(
+            f"""select judgment, judge_kind, model, prompt_version, latency_ms, judgment_key from {SCHEMA}.judgments
+            where analysis_id = %s and chunk_id = %s""",
+            (analysis_id, chunk_id),
+        )
+
+    async def chunk_stages(self, analysis_id: str, chunk_id: str) -> list[dict]:
+        return await self._fetchall(
+            f"""select stage, status, attempts, last_error, worker, trace_id, started_at, updated_at from {SCHEMA}.chunk_stages
+            where analysis_id = %s and chunk_id = %s order by stage""",
+            (analysis_id, chunk_id),
+        )
 
     async def get_verdict(self, analysis_id: str) -> dict | None:
         return await self._fetchone(f"select * from {SCHEMA}.verdicts where analysis_id = %s", (analysis_id,))
@@ -413,13 +412,3 @@ class Store:
                         on conflict (judgment_key) do nothing""",
                         (judgment_key, Jsonb(judgment)),
                     )
-
-
-async def list_analyses(store: Store, limit: int = 100) -> list[dict]:
-    return await store._fetchall(
-        f"""select a.analysis_id, a.project_id, a.prompt, a.status, a.source_origin, a.input_ref, a.created_at, a.finished_at,
-              a.files_total, a.files_included, v.label, v.confidence
-            from {SCHEMA}.analyses a left join {SCHEMA}.verdicts v on v.analysis_id = a.analysis_id
-            order by a.created_at desc limit %s""",
-        (limit,),
-    )

@@ -7,14 +7,12 @@ import posixpath
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from godot_rag.domain.direct import CHUNKER_VERSION
+from opentelemetry import trace
+
 from godot_rag.domain.aggregate import AGGREGATOR_VERSION
-from godot_rag.domain.gdscript import PARSER_VERSION
-from godot_rag.domain.knowledge import KB_DATA_VERSION
-from godot_rag.domain.query import RETRIEVAL_VERSION
-from godot_rag.domain.rules_judge import RULES_JUDGE_VERSION
-from godot_rag.prompts import JUDGE_PROMPT_VERSION
 from godot_rag.domain.archive import ArchiveLimits, archive_stem, detect_format, looks_like_archive_name
+from godot_rag.domain.direct import CHUNKER_VERSION
+from godot_rag.domain.gdscript import PARSER_VERSION
 from godot_rag.domain.ids import analysis_id_for, message_id, sha256_hex, subject_token
 from godot_rag.domain.ingest import (
     AST_KINDS,
@@ -28,11 +26,14 @@ from godot_rag.domain.ingest import (
     projects_from_expanded_text,
     scan_projects,
 )
-from opentelemetry import trace
-
+from godot_rag.domain.knowledge import KB_DATA_VERSION
+from godot_rag.domain.query import RETRIEVAL_VERSION
+from godot_rag.domain.rules_judge import RULES_JUDGE_VERSION
 from godot_rag.infra.bus import Bus, file_subject
 from godot_rag.infra.fetch import clone_git, extract_archive, parse_git_source, working_folder
 from godot_rag.infra.store import Store
+from godot_rag.pipeline.results import outcome_rows_to_verdict
+from godot_rag.prompts import JUDGE_PROMPT_VERSION
 from godot_rag.settings import Settings
 from godot_rag.v1 import messages_pb2 as pb
 
@@ -201,8 +202,6 @@ async def submit(store: Store, bus: Bus, collected: Collected, prompt: str,
                               message_id(aid, f.source_file, "file", FILE_STAGE_VERSION))
     if not any(f.included for f in collected.files):
         # Nothing to chunk: the verdict is computed right away from zero chunks.
-        from godot_rag.pipeline.results import outcome_rows_to_verdict
-
         await store.finalize_if_complete(aid, outcome_rows_to_verdict)
     return aid, created
 
