@@ -157,6 +157,7 @@ import tree_sitter_gdscript
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, Range
 
 from godot_rag.domain import gdscript_candidates as cand
+from godot_rag.domain import native_chunker
 from godot_rag.domain.models import (
     PARSE_EMPTY,
     PARSE_FAILED,
@@ -310,8 +311,15 @@ def parse_gdscript(
     *,
     expected_sha256: str | None = None,
     max_bytes: int = 10 * 1024 * 1024,
+    native: bool = True,
 ) -> ChunkingResult:
-    """Parse one ``.gd`` file into chunks; see the module docstring."""
+    """Parse one ``.gd`` file into chunks; see the module docstring.
+
+    ``native=False`` forces the Python implementation (the reference the
+    native fast path is tested against); by default the native chunker
+    handles every file it can (see ``native_chunker``) and the Python one the
+    rest, with identical output.
+    """
     sha = hashlib.sha256(source_bytes).hexdigest()
     size = len(source_bytes)
     if size > max_bytes:
@@ -339,6 +347,17 @@ def parse_gdscript(
             chunks=(),
             producer_version=PARSER_VERSION,
         )
+    if native:
+        native_chunks = native_chunker.chunk(source_file, source_bytes, body_start)
+        if native_chunks is not None:
+            return ChunkingResult(
+                source_file=source_file,
+                source_kind=SOURCE_KIND,
+                source_sha256=sha,
+                status=PARSE_OK,
+                chunks=native_chunks,
+                producer_version=PARSER_VERSION,
+            )
     # The decoded text (without the BOM) is reused for every chunk's text.
     body_text = decoded[1:] if body_start else decoded
     chunks, errors = _Chunker(source_file, source_bytes, body_start, body_text).run()

@@ -106,7 +106,7 @@ REFERENCE_CALLS: frozenset[str] = frozenset(
         "find_node", "find_child",
     }
 )
-_NODE_PATH_CALLS = frozenset({"get_node", "get_node_or_null", "has_node", "find_node", "find_child"})
+NODE_PATH_CALLS = frozenset({"get_node", "get_node_or_null", "has_node", "find_node", "find_child"})
 
 # Node classes of Godot 3 and Godot 4.  Scene nodes are conventionally named
 # after their type, so `$AnimatedSprite2D` names a class the judge should see
@@ -374,7 +374,7 @@ def _reference_call(
     if not path:
         return
     refs.append((start, path))
-    if name in _NODE_PATH_CALLS:
+    if name in NODE_PATH_CALLS:
         node_class = node_path_class(path)
         if node_class is not None:
             symbols.append((start, node_class))

@@ -1,0 +1,1923 @@
+/*
+ * godot_rag._gdchunk: the native fast path of godot_rag.domain.gdscript.
+ *
+ * chunk(source_file, source_bytes, body_start) parses one GDScript file with
+ * tree-sitter and returns the tuple of Chunk objects that the Python
+ * reference implementation (_Chunker in gdscript.py) returns for it, or a str
+ * naming why this file is left to the reference implementation:
+ *
+ *   - the tree has syntax errors (error regions are cut and re-parsed piece
+ *     by piece in Python; rare, and correctness matters more than speed);
+ *   - code outside comments and string bodies is not ASCII (the candidate
+ *     rules use Python's Unicode identifier and whitespace classes);
+ *   - a non-blank line is outside every class-level node (never seen; the
+ *     Python safety net turns such lines into statement chunks).
+ *
+ * The rules are documented once, in gdscript.py's module docstring; this file
+ * follows _Chunker step by step (pieces, attachment, grouping, captures,
+ * candidates, surrounding context, invariants) and the unit tests compare
+ * both implementations chunk by chunk on every corpus file.  Word lists come
+ * from gdscript_candidates.py through configure(): one source of truth.
+ *
+ * Offsets: the tree speaks bytes; the Python rules speak characters relative
+ * to a chunk's start.  Every candidate position here is a character offset
+ * relative to the chunk (byte_to_char below), so ties sort exactly as there.
+ *
+ * Memory: every Python object created during one call is owned by `arena`
+ * (a list) and freed with it; C structs hold borrowed references.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tree_sitter/api.h"
+/* Internal runtime headers (vendored, same release): the capture walk reads
+ * subtrees directly, which costs a fraction of a TSTreeCursor walk. */
+#include "language.h"
+#include "subtree.h"
+#include "tree.h"
+
+/* Python's small-object allocator for everything, the tree-sitter runtime
+ * included (set in PyInit, as py-tree-sitter does): much faster than libc
+ * malloc for the many small allocations of a parse.  The GIL is held
+ * throughout, as PyMem_* requires. */
+#define malloc PyMem_Malloc
+#define calloc PyMem_Calloc
+#define realloc PyMem_Realloc
+#define free PyMem_Free
+
+/* ------------------------------------------------------------ vectors */
+static int grow(void **items, size_t *cap, size_t elem) {
+    size_t new_cap = *cap ? *cap * 2 : 8;
+    void *moved = realloc(*items, new_cap * elem);
+    if (moved == NULL) return -1;
+    *items = moved;
+    *cap = new_cap;
+    return 0;
+}
+#define VEC(T) struct { T *items; size_t len, cap; }
+#define PUSH(v, x) \
+    (((v).len < (v).cap || grow((void **)&(v).items, &(v).cap, sizeof(*(v).items)) == 0) \
+         ? ((v).items[(v).len++] = (x), 0) : -1)
+#define VFREE(v) (free((v).items), (v).items = NULL, (v).len = (v).cap = 0)
+
+/* ------------------------------------------------------------- kinds */
+enum { K_TOOL, K_CLASS_NAME, K_CLASS_EXTENDS, K_SIGNAL, K_ENUM, K_CONST, K_VARIABLE,
+       K_FUNCTION, K_INNER_CLASS, K_STATEMENT, K_COUNT, K_NONE = -1 };
+static const char *KIND_NAMES[K_COUNT] = {"tool", "class_name", "class_extends", "signal", "enum",
+                                          "const", "variable", "function", "inner_class", "statement"};
+static int kind_groupable(int k) {
+    return k == K_SIGNAL || k == K_ENUM || k == K_CONST || k == K_VARIABLE || k == K_STATEMENT;
+}
+static int kind_header(int k) { return k == K_TOOL || k == K_CLASS_NAME || k == K_CLASS_EXTENDS; }
+static int kind_ordinal(int k) { return k == K_TOOL || k == K_CLASS_EXTENDS || k == K_STATEMENT; }
+
+enum { A_DECL, A_COMMENT, A_ANNOTATION, A_CLOSER };
+
+/* Capture kinds, numbered in the alphabetical order of the Python query's
+ * capture names: captures sort by (start, end, name) there. */
+enum { C_NONE = -1, C_AWAIT, C_BASE_CALL, C_GET_NODE, C_LITERAL, C_MASK, C_NODE_PATH, C_STRING };
+
+/* ------------------------------------------------------- word sets */
+/* The word lists of gdscript_candidates.py, copied into open-addressing
+ * tables at configure(): a lookup needs no Python string. */
+typedef struct {
+    char **keys;
+    uint32_t *lengths;
+    uint32_t mask; /* capacity - 1, capacity a power of two */
+} WordSet;
+
+static uint32_t hash_bytes(const char *s, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+static int wordset_has(const WordSet *set, const char *s, size_t n) {
+    if (set->keys == NULL) return 0;
+    for (uint32_t i = hash_bytes(s, n) & set->mask;; i = (i + 1) & set->mask) {
+        if (set->keys[i] == NULL) return 0;
+        if (set->lengths[i] == n && memcmp(set->keys[i], s, n) == 0) return 1;
+    }
+}
+static void wordset_free(WordSet *set) {
+    if (set->keys != NULL)
+        for (uint32_t i = 0; i <= set->mask; i++) PyMem_Free(set->keys[i]);
+    PyMem_Free(set->keys);
+    PyMem_Free(set->lengths);
+    memset(set, 0, sizeof *set);
+}
+static int wordset_from(WordSet *set, PyObject *frozenset) {
+    Py_ssize_t count = PySet_GET_SIZE(frozenset);
+    uint32_t capacity = 8;
+    while (capacity < (uint32_t)count * 2 + 2) capacity *= 2;
+    WordSet fresh = {PyMem_Calloc(capacity, sizeof(char *)), PyMem_Calloc(capacity, sizeof(uint32_t)), capacity - 1};
+    if (fresh.keys == NULL || fresh.lengths == NULL) {
+        wordset_free(&fresh);
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyObject *iterator = PyObject_GetIter(frozenset), *item;
+    if (iterator == NULL) return wordset_free(&fresh), -1;
+    while ((item = PyIter_Next(iterator)) != NULL) {
+        Py_ssize_t n;
+        const char *text = PyUnicode_Check(item) ? PyUnicode_AsUTF8AndSize(item, &n) : NULL;
+        if (text == NULL) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "word lists hold str");
+            Py_DECREF(item);
+            Py_DECREF(iterator);
+            wordset_free(&fresh);
+            return -1;
+        }
+        uint32_t i = hash_bytes(text, n) & fresh.mask;
+        while (fresh.keys[i] != NULL) i = (i + 1) & fresh.mask;
+        fresh.keys[i] = PyMem_Malloc(n + 1);
+        if (fresh.keys[i] == NULL) {
+            Py_DECREF(item);
+            Py_DECREF(iterator);
+            wordset_free(&fresh);
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(fresh.keys[i], text, n + 1);
+        fresh.lengths[i] = (uint32_t)n;
+        Py_DECREF(item);
+    }
+    Py_DECREF(iterator);
+    if (PyErr_Occurred()) return wordset_free(&fresh), -1;
+    wordset_free(set);
+    *set = fresh;
+    return 0;
+}
+
+/* ------------------------------------------------------ module state */
+typedef struct {
+    const TSLanguage *language;
+    TSParser *parser;
+    int8_t *capture_of_symbol; /* indexed by TSSymbol */
+    uint32_t symbol_count;
+    PyObject *chunk_cls, *span_cls;
+    WordSet singletons, caps_types, stop_methods, known_calls, reference_calls, node_path_calls, node_classes;
+    PyObject *kind_str[K_COUNT];
+    PyObject *chunk_fields[12], *span_fields[4];
+    PyObject *empty_tuple, *empty_str;
+} State;
+
+static State S;
+
+/* ---------------------------------------------------- char classes */
+static int is_word(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+static int is_ident_start(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+/* Python's str \s restricted to ASCII (the scan text is ASCII). */
+static int is_space(unsigned char c) {
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+/* bytes.strip()'s whitespace. */
+static int is_bspace(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+static int is_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
+static int is_lower(unsigned char c) { return c >= 'a' && c <= 'z'; }
+
+/* Python's str.isspace() for one code point. */
+static int is_unicode_space(uint32_t cp) {
+    if (cp < 0x80) return is_space((unsigned char)cp);
+    return cp == 0x85 || cp == 0xa0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 ||
+           cp == 0x2029 || cp == 0x202f || cp == 0x205f || cp == 0x3000;
+}
+/* Decode one UTF-8 code point of valid input; returns its byte length. */
+static int utf8_next(const unsigned char *p, const unsigned char *end, uint32_t *cp) {
+    unsigned char c = p[0];
+    if (c < 0x80 || p + 1 >= end) { *cp = c; return 1; }
+    if ((c & 0xe0) == 0xc0 && p + 1 < end) { *cp = ((uint32_t)(c & 0x1f) << 6) | (p[1] & 0x3f); return 2; }
+    if ((c & 0xf0) == 0xe0 && p + 2 < end) {
+        *cp = ((uint32_t)(c & 0x0f) << 12) | ((uint32_t)(p[1] & 0x3f) << 6) | (p[2] & 0x3f);
+        return 3;
+    }
+    if ((c & 0xf8) == 0xf0 && p + 3 < end) {
+        *cp = ((uint32_t)(c & 0x07) << 18) | ((uint32_t)(p[1] & 0x3f) << 12) | ((uint32_t)(p[2] & 0x3f) << 6) |
+              (p[3] & 0x3f);
+        return 4;
+    }
+    *cp = c;
+    return 1;
+}
+static int utf8_len(unsigned char c) {
+    return c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 1;
+}
+
+/* --------------------------------------------------------- data types */
+typedef struct {
+    uint32_t pos; /* absolute byte offset */
+    PyObject *value;
+} Fact;
+typedef VEC(Fact) FactVec;
+typedef VEC(const char *) TypeVec;
+
+typedef struct {
+    int kind, attach, start_line, end_line, scope;
+    TypeVec node_types;
+    PyObject *name; /* NULL: none */
+    FactVec symbols, refs;
+} Piece;
+typedef VEC(Piece) PieceVec;
+
+typedef struct {
+    int start, end;
+} LineRange;
+typedef VEC(LineRange) RangeVec;
+
+typedef struct {
+    PyObject *name;
+    const char *utf8;
+    Py_ssize_t size;
+    LineRange lines;
+} Member;
+typedef VEC(Member) MemberVec;
+
+typedef struct {
+    int parent;
+    PyObject *name;
+    int depth;
+    MemberVec members;       /* first declaration of each name wins */
+    int has_header;          /* inner classes: their header lines */
+    LineRange header;
+    int visible_ready;
+    MemberVec visible;       /* outer scopes first, inner ones override */
+} Scope;
+typedef VEC(Scope) ScopeVec;
+
+typedef struct {
+    uint32_t start, end;
+    int kind;
+} Capture;
+typedef VEC(Capture) CaptureVec;
+
+typedef struct {
+    int rank, pos, seq;
+    PyObject *value;
+} Cand;
+typedef VEC(Cand) CandVec;
+
+typedef struct {
+    PyObject *source_file;
+    const unsigned char *src;
+    uint32_t len, body_start;
+    uint32_t *starts; /* line_count + 1 entries */
+    uint32_t *ends;
+    int line_count;
+    PyObject *arena;
+    PieceVec pieces;
+    ScopeVec scopes;
+    RangeVec header_lines;
+    PyObject *local_types; /* set */
+    const char *bail;      /* why the file goes to the Python implementation */
+    int failed;            /* a Python exception is set */
+    TSTreeCursor cursor;
+} Ctx;
+
+/* ------------------------------------------------------------ helpers */
+static PyObject *own(Ctx *ctx, PyObject *obj) {
+    if (obj == NULL) {
+        ctx->failed = 1;
+        return NULL;
+    }
+    if (PyList_Append(ctx->arena, obj) < 0) {
+        Py_DECREF(obj);
+        ctx->failed = 1;
+        return NULL;
+    }
+    Py_DECREF(obj);
+    return obj;
+}
+static PyObject *text_obj(Ctx *ctx, uint32_t start, uint32_t end) {
+    if (end < start) end = start;
+    return own(ctx, PyUnicode_DecodeUTF8((const char *)ctx->src + start, end - start, "replace"));
+}
+static PyObject *str_obj(Ctx *ctx, const char *s, Py_ssize_t n) {
+    return own(ctx, PyUnicode_DecodeUTF8(s, n, "replace"));
+}
+static int nomem(Ctx *ctx) {
+    if (!ctx->failed) PyErr_NoMemory();
+    ctx->failed = 1;
+    return -1;
+}
+static int in_set(const WordSet *set, const char *s, Py_ssize_t n) { return wordset_has(set, s, (size_t)n); }
+
+static int line_of(Ctx *ctx, uint32_t offset) {
+    /* bisect_right(starts, offset) - 1 */
+    int lo = 0, hi = ctx->line_count + 1;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (offset < ctx->starts[mid]) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo - 1;
+}
+static uint32_t line_start(Ctx *ctx, int line) { return line ? ctx->starts[line] : ctx->body_start; }
+static int range_blank(const unsigned char *src, uint32_t start, uint32_t end) {
+    for (uint32_t i = start; i < end; i++)
+        if (!is_bspace(src[i])) return 0;
+    return 1;
+}
+static int is_blank(Ctx *ctx, int line) { return range_blank(ctx->src, line_start(ctx, line), ctx->ends[line]); }
+
+static void node_lines(Ctx *ctx, TSNode node, int *out_start, int *out_end) {
+    uint32_t first = ts_node_start_byte(node), end_byte = ts_node_end_byte(node);
+    uint32_t last = end_byte > first ? end_byte - 1 : first;
+    int start = line_of(ctx, first), end = line_of(ctx, last);
+    if (first < ctx->len && is_bspace(ctx->src[first]))
+        while (start < end && is_blank(ctx, start)) start++;
+    if (last < ctx->len && is_bspace(ctx->src[last]))
+        while (end > start && is_blank(ctx, end)) end--;
+    *out_start = start;
+    *out_end = end;
+}
+
+static const char *type_of(TSNode node) { return ts_node_type(node); }
+static int type_is(TSNode node, const char *name) { return strcmp(ts_node_type(node), name) == 0; }
+
+typedef VEC(TSNode) NodeVec;
+static int children_of(Ctx *ctx, TSNode node, NodeVec *out) {
+    out->len = 0;
+    ts_tree_cursor_reset(&ctx->cursor, node);
+    if (!ts_tree_cursor_goto_first_child(&ctx->cursor)) return 0;
+    do {
+        if (PUSH(*out, ts_tree_cursor_current_node(&ctx->cursor)) < 0) return nomem(ctx);
+    } while (ts_tree_cursor_goto_next_sibling(&ctx->cursor));
+    return 0;
+}
+static TSNode field(TSNode node, const char *name) {
+    return ts_node_child_by_field_name(node, name, (uint32_t)strlen(name));
+}
+
+/* Byte range between the quotes of a string-like literal (0 when none).
+ * Like the Python version it reads the three bytes at the quote from the whole
+ * file, not only from the node. */
+static int string_content(const unsigned char *src, uint32_t total, uint32_t start, uint32_t end, uint32_t *cs,
+                          uint32_t *ce) {
+    uint32_t p = start;
+    while (p < end && (src[p] == 'r' || src[p] == '&' || src[p] == '^')) p++;
+    if (p >= total || (src[p] != '"' && src[p] != '\'')) return 0;
+    unsigned char q = src[p];
+    uint32_t width = (p + 3 <= total && src[p + 1] == q && src[p + 2] == q) ? 3 : 1;
+    uint32_t content_start = p + width;
+    int closed = end >= width && end - width >= content_start;
+    for (uint32_t i = 0; closed && i < width; i++)
+        if (src[end - width + i] != q) closed = 0;
+    uint32_t content_end = closed ? end - width : end;
+    *cs = content_start;
+    *ce = content_end > content_start ? content_end : content_start;
+    return 1;
+}
+
+/* ------------------------------------------------------------- scopes */
+static int scope_child(Ctx *ctx, int parent, PyObject *name) {
+    for (size_t i = 1; i < ctx->scopes.len; i++) {
+        Scope *s = &ctx->scopes.items[i];
+        if (s->parent == parent) {
+            int eq = PyUnicode_Compare(s->name, name);
+            if (eq == 0) return (int)i;
+            if (eq == -1 && PyErr_Occurred()) return nomem(ctx);
+        }
+    }
+    Scope scope = {0};
+    scope.parent = parent;
+    scope.name = name;
+    scope.depth = ctx->scopes.items[parent].depth + 1;
+    if (PUSH(ctx->scopes, scope) < 0) return nomem(ctx);
+    return (int)ctx->scopes.len - 1;
+}
+
+static int add_member(Ctx *ctx, int scope_index, PyObject *name, int start, int end) {
+    Scope *scope = &ctx->scopes.items[scope_index];
+    for (size_t i = 0; i < scope->members.len; i++)
+        if (PyUnicode_Compare(scope->members.items[i].name, name) == 0) return 0; /* setdefault */
+    Member m;
+    m.name = name;
+    m.utf8 = PyUnicode_AsUTF8AndSize(name, &m.size);
+    if (m.utf8 == NULL) return ctx->failed = 1, -1;
+    m.lines.start = start;
+    m.lines.end = end;
+    if (PUSH(scope->members, m) < 0) return nomem(ctx);
+    return 0;
+}
+
+/* ------------------------------------------------------------- pieces */
+static Piece *new_piece(Ctx *ctx, int kind, int attach, int start, int end, int scope, const char *node_type) {
+    Piece piece;
+    memset(&piece, 0, sizeof piece);
+    piece.kind = kind;
+    piece.attach = attach;
+    piece.start_line = start;
+    piece.end_line = end;
+    piece.scope = scope;
+    if (node_type != NULL && PUSH(piece.node_types, node_type) < 0) return nomem(ctx), NULL;
+    if (PUSH(ctx->pieces, piece) < 0) {
+        VFREE(piece.node_types);
+        return nomem(ctx), NULL;
+    }
+    return &ctx->pieces.items[ctx->pieces.len - 1];
+}
+static Piece *node_piece(Ctx *ctx, TSNode node, int kind, int scope, int attach) {
+    int start, end;
+    node_lines(ctx, node, &start, &end);
+    return new_piece(ctx, kind, attach, start, end, scope, type_of(node));
+}
+static int add_fact(Ctx *ctx, FactVec *facts, uint32_t pos, PyObject *value) {
+    if (value == NULL) return ctx->failed = 1, -1;
+    Fact fact = {pos, value};
+    if (PUSH(*facts, fact) < 0) return nomem(ctx);
+    return 0;
+}
+#define CHECK(expr) do { if ((expr) < 0 || ctx->failed) return -1; } while (0)
+
+/* The last piece pointer is invalidated by any later push: re-fetch by index. */
+#define LAST_PIECE(ctx) (&(ctx)->pieces.items[(ctx)->pieces.len - 1])
+
+static int declare(Ctx *ctx, TSNode node, int scope, int member) {
+    TSNode name_node = field(node, "name");
+    if (ts_node_is_null(name_node)) return 0;
+    PyObject *name = text_obj(ctx, ts_node_start_byte(name_node), ts_node_end_byte(name_node));
+    if (name == NULL) return -1;
+    Piece *piece = LAST_PIECE(ctx);
+    if (piece->name == NULL) piece->name = name;
+    CHECK(add_fact(ctx, &piece->symbols, ts_node_start_byte(name_node), name));
+    if (member) CHECK(add_member(ctx, scope, name, piece->start_line, piece->end_line));
+    if (type_is(node, "const_statement") && PySet_Add(ctx->local_types, name) < 0) return ctx->failed = 1, -1;
+    return 0;
+}
+
+static int extends_target(Ctx *ctx, TSNode node) {
+    uint32_t count = ts_node_named_child_count(node);
+    for (uint32_t i = 0; i < count; i++) {
+        TSNode child = ts_node_named_child(node, i);
+        if (!type_is(child, "string")) continue;
+        uint32_t cs, ce;
+        if (string_content(ctx->src, ctx->len, ts_node_start_byte(child), ts_node_end_byte(child), &cs, &ce) &&
+            cs < ce)
+            CHECK(add_fact(ctx, &LAST_PIECE(ctx)->refs, ts_node_start_byte(child), text_obj(ctx, cs, ce)));
+    }
+    return 0;
+}
+
+static int contains_variable_keyword(const unsigned char *src, uint32_t start, uint32_t end) {
+    static const char *words[] = {"remote", "master", "puppet", "setget"};
+    for (int w = 0; w < 4; w++) {
+        size_t n = strlen(words[w]);
+        if (end - start >= n && memmem(src + start, end - start, words[w], n) != NULL) return 1;
+    }
+    return 0;
+}
+
+static int build(Ctx *ctx, TSNode *nodes, size_t count, int scope);
+
+static int build_variable(Ctx *ctx, TSNode node, int scope) {
+    Piece *piece = node_piece(ctx, node, K_VARIABLE, scope, A_DECL);
+    if (piece == NULL) return -1;
+    const char *type = type_of(node);
+    if (strcmp(type, "export_variable_statement") == 0)
+        CHECK(add_fact(ctx, &piece->symbols, ts_node_start_byte(node), str_obj(ctx, "export", 6)));
+    else if (strcmp(type, "onready_variable_statement") == 0)
+        CHECK(add_fact(ctx, &piece->symbols, ts_node_start_byte(node), str_obj(ctx, "onready", 7)));
+    if (contains_variable_keyword(ctx->src, ts_node_start_byte(node), ts_node_end_byte(node))) {
+        uint32_t n = ts_node_child_count(node);
+        for (uint32_t i = 0; i < n; i++) {
+            TSNode child = ts_node_child(node, i);
+            if (type_is(child, "remote_keyword")) {
+                CHECK(add_fact(ctx, &LAST_PIECE(ctx)->symbols, ts_node_start_byte(child),
+                               text_obj(ctx, ts_node_start_byte(child), ts_node_end_byte(child))));
+            } else if (type_is(child, "setget")) {
+                TSNode first = ts_node_child(child, 0);
+                if (!ts_node_is_null(first) && type_is(first, "setget"))
+                    CHECK(add_fact(ctx, &LAST_PIECE(ctx)->symbols, ts_node_start_byte(first),
+                                   str_obj(ctx, "setget", 6)));
+            }
+        }
+    }
+    return declare(ctx, node, scope, 1);
+}
+
+static int build_function(Ctx *ctx, TSNode node, int scope) {
+    Piece *piece = node_piece(ctx, node, K_FUNCTION, scope, A_DECL);
+    if (piece == NULL) return -1;
+    TSNode name_node = field(node, "name");
+    if (!ts_node_is_null(name_node)) {
+        PyObject *name = text_obj(ctx, ts_node_start_byte(name_node), ts_node_end_byte(name_node));
+        if (name == NULL) return -1;
+        LAST_PIECE(ctx)->name = name;
+    } else if (type_is(node, "constructor_definition")) {
+        PyObject *name = str_obj(ctx, "_init", 5);
+        if (name == NULL) return -1;
+        LAST_PIECE(ctx)->name = name;
+    }
+    TSNode first = ts_node_child(node, 0);
+    if (!ts_node_is_null(first) && type_is(first, "remote_keyword"))
+        CHECK(add_fact(ctx, &LAST_PIECE(ctx)->symbols, ts_node_start_byte(first),
+                       text_obj(ctx, ts_node_start_byte(first), ts_node_end_byte(first))));
+    if (LAST_PIECE(ctx)->name == NULL) LAST_PIECE(ctx)->kind = K_STATEMENT;
+    return 0;
+}
+
+static int build_enum(Ctx *ctx, TSNode node, int scope) {
+    if (node_piece(ctx, node, K_ENUM, scope, A_DECL) == NULL) return -1;
+    CHECK(declare(ctx, node, scope, 1));
+    Piece *piece = LAST_PIECE(ctx);
+    for (size_t i = 0; i < piece->symbols.len; i++)
+        if (PySet_Add(ctx->local_types, piece->symbols.items[i].value) < 0) return ctx->failed = 1, -1;
+    if (piece->name == NULL) {
+        TSNode body = field(node, "body");
+        uint32_t n = ts_node_is_null(body) ? 0 : ts_node_named_child_count(body);
+        for (uint32_t i = 0; i < n; i++) {
+            TSNode enumerator = ts_node_named_child(body, i);
+            TSNode left = field(enumerator, "left");
+            if (ts_node_is_null(left)) continue;
+            PyObject *name = text_obj(ctx, ts_node_start_byte(left), ts_node_end_byte(left));
+            if (name == NULL) return -1;
+            piece = LAST_PIECE(ctx);
+            if (piece->name == NULL) piece->name = name;
+            CHECK(add_fact(ctx, &piece->symbols, ts_node_start_byte(left), name));
+            CHECK(add_member(ctx, scope, name, piece->start_line, piece->end_line));
+        }
+    }
+    if (LAST_PIECE(ctx)->name == NULL) LAST_PIECE(ctx)->kind = K_STATEMENT;
+    return 0;
+}
+
+static int build_class(Ctx *ctx, TSNode node, int scope) {
+    TSNode name_node = field(node, "name");
+    TSNode body = field(node, "body");
+    int start, end;
+    node_lines(ctx, node, &start, &end);
+    if (new_piece(ctx, K_INNER_CLASS, A_DECL, start, end, scope, type_of(node)) == NULL) return -1;
+    if (ts_node_is_null(name_node)) {
+        LAST_PIECE(ctx)->kind = K_STATEMENT;
+        return 0;
+    }
+    PyObject *name = text_obj(ctx, ts_node_start_byte(name_node), ts_node_end_byte(name_node));
+    if (name == NULL) return -1;
+    LAST_PIECE(ctx)->name = name;
+    CHECK(add_fact(ctx, &LAST_PIECE(ctx)->symbols, ts_node_start_byte(name_node), name));
+    if (PySet_Add(ctx->local_types, name) < 0) return ctx->failed = 1, -1;
+    int inner = scope_child(ctx, scope, name);
+    if (inner < 0) return -1;
+    NodeVec members = {0};
+    if (!ts_node_is_null(body)) {
+        NodeVec all = {0};
+        if (children_of(ctx, body, &all) < 0) return VFREE(all), -1;
+        for (size_t i = 0; i < all.len; i++)
+            if (ts_node_end_byte(all.items[i]) > ts_node_start_byte(all.items[i]) && PUSH(members, all.items[i]) < 0) {
+                VFREE(all);
+                VFREE(members);
+                return nomem(ctx);
+            }
+        VFREE(all);
+    }
+    int body_line = members.len ? line_of(ctx, ts_node_start_byte(members.items[0])) : start;
+    int recurse = body_line > start;
+    Piece *piece = LAST_PIECE(ctx);
+    if (recurse) {
+        piece->end_line = body_line - 1;
+        while (piece->end_line > start && is_blank(ctx, piece->end_line)) piece->end_line--;
+    }
+    Scope *inner_scope = &ctx->scopes.items[inner];
+    inner_scope->has_header = 1;
+    inner_scope->header.start = piece->start_line;
+    inner_scope->header.end = piece->end_line;
+    int rc = add_member(ctx, scope, name, piece->start_line, piece->end_line);
+    if (rc == 0 && recurse) rc = build(ctx, members.items, members.len, inner);
+    VFREE(members);
+    return rc;
+}
+
+static int is_bare_tool(Ctx *ctx, TSNode node) {
+    if (ts_node_named_child_count(node) != 1) return 0;
+    TSNode child = ts_node_named_child(node, 0);
+    uint32_t s = ts_node_start_byte(child), e = ts_node_end_byte(child);
+    return type_is(child, "identifier") && e - s == 4 && memcmp(ctx->src + s, "tool", 4) == 0;
+}
+
+static int annotation_is_tool(Ctx *ctx, TSNode node) {
+    uint32_t n = ts_node_child_count(node);
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode child = ts_node_child(node, i);
+        if (type_is(child, "identifier")) {
+            uint32_t s = ts_node_start_byte(child), e = ts_node_end_byte(child);
+            return e - s == 4 && memcmp(ctx->src + s, "tool", 4) == 0;
+        }
+    }
+    return 0;
+}
+
+static int push_header(Ctx *ctx) {
+    Piece *piece = LAST_PIECE(ctx);
+    LineRange r = {piece->start_line, piece->end_line};
+    if (PUSH(ctx->header_lines, r) < 0) return nomem(ctx);
+    return 0;
+}
+
+static int build(Ctx *ctx, TSNode *nodes, size_t count, int scope) {
+    for (size_t i = 0; i < count; i++) {
+        TSNode node = nodes[i];
+        if (ts_node_start_byte(node) == ts_node_end_byte(node)) continue;
+        const char *type = type_of(node);
+        if (strcmp(type, "comment") == 0 || strcmp(type, "region_start") == 0) {
+            if (node_piece(ctx, node, K_NONE, scope, A_COMMENT) == NULL) return -1;
+        } else if (strcmp(type, "region_end") == 0) {
+            if (node_piece(ctx, node, K_NONE, scope, A_CLOSER) == NULL) return -1;
+        } else if (strcmp(type, "annotation") == 0) {
+            if (scope == 0 && annotation_is_tool(ctx, node)) {
+                if (node_piece(ctx, node, K_TOOL, scope, A_DECL) == NULL) return -1;
+                CHECK(push_header(ctx));
+            } else if (node_piece(ctx, node, K_NONE, scope, A_ANNOTATION) == NULL) {
+                return -1;
+            }
+        } else if (strcmp(type, "variable_statement") == 0 || strcmp(type, "export_variable_statement") == 0 ||
+                   strcmp(type, "onready_variable_statement") == 0) {
+            CHECK(build_variable(ctx, node, scope));
+        } else if (strcmp(type, "function_definition") == 0 || strcmp(type, "constructor_definition") == 0) {
+            CHECK(build_function(ctx, node, scope));
+        } else if (strcmp(type, "class_definition") == 0) {
+            CHECK(build_class(ctx, node, scope));
+        } else if (strcmp(type, "signal_statement") == 0 || strcmp(type, "const_statement") == 0) {
+            int kind = type[0] == 's' ? K_SIGNAL : K_CONST;
+            if (node_piece(ctx, node, kind, scope, A_DECL) == NULL) return -1;
+            CHECK(declare(ctx, node, scope, 1));
+        } else if (strcmp(type, "enum_definition") == 0) {
+            CHECK(build_enum(ctx, node, scope));
+        } else if (strcmp(type, "extends_statement") == 0) {
+            if (node_piece(ctx, node, K_CLASS_EXTENDS, scope, A_DECL) == NULL) return -1;
+            CHECK(extends_target(ctx, node));
+            if (scope == 0) CHECK(push_header(ctx));
+        } else if (strcmp(type, "class_name_statement") == 0) {
+            if (node_piece(ctx, node, K_CLASS_NAME, scope, A_DECL) == NULL) return -1;
+            CHECK(declare(ctx, node, scope, 0));
+            TSNode extends = field(node, "extends");
+            if (!ts_node_is_null(extends)) CHECK(extends_target(ctx, extends));
+            if (scope == 0) CHECK(push_header(ctx));
+        } else if (strcmp(type, "expression_statement") == 0 && scope == 0 && is_bare_tool(ctx, node)) {
+            if (node_piece(ctx, node, K_TOOL, scope, A_DECL) == NULL) return -1;
+            CHECK(add_fact(ctx, &LAST_PIECE(ctx)->symbols, ts_node_start_byte(node), str_obj(ctx, "tool", 4)));
+            CHECK(push_header(ctx));
+        } else {
+            if (node_piece(ctx, node, K_STATEMENT, scope, A_DECL) == NULL) return -1;
+        }
+    }
+    return 0;
+}
+
+/* ----------------------------------------------------------- assembly */
+static int types_add(Ctx *ctx, TypeVec *types, const char *type) {
+    for (size_t i = 0; i < types->len; i++)
+        if (strcmp(types->items[i], type) == 0) return 0;
+    if (PUSH(*types, type) < 0) return nomem(ctx);
+    return 0;
+}
+static int facts_extend(Ctx *ctx, FactVec *target, FactVec *source) {
+    for (size_t i = 0; i < source->len; i++)
+        if (PUSH(*target, source->items[i]) < 0) return nomem(ctx);
+    return 0;
+}
+static void piece_free(Piece *p) {
+    VFREE(p->node_types);
+    VFREE(p->symbols);
+    VFREE(p->refs);
+}
+
+/* _absorb: merge a piece that shares a line with target into it. */
+static int absorb(Ctx *ctx, Piece *target, Piece *piece) {
+    if (target->attach != A_DECL && piece->attach == A_DECL) {
+        target->kind = piece->kind;
+        target->attach = A_DECL;
+        target->name = piece->name;
+        target->scope = piece->scope;
+        target->node_types.len = 0;
+    }
+    if (piece->end_line > target->end_line) target->end_line = piece->end_line;
+    if (piece->attach == A_DECL)
+        for (size_t i = 0; i < piece->node_types.len; i++) CHECK(types_add(ctx, &target->node_types, piece->node_types.items[i]));
+    CHECK(facts_extend(ctx, &target->symbols, &piece->symbols));
+    CHECK(facts_extend(ctx, &target->refs, &piece->refs));
+    return 0;
+}
+
+static int by_lines(const void *a, const void *b) {
+    const Piece *x = a, *y = b;
+    if (x->start_line != y->start_line) return x->start_line < y->start_line ? -1 : 1;
+    if (x->end_line != y->end_line) return x->end_line < y->end_line ? -1 : 1;
+    return 0;
+}
+
+/* Sort (stably), merge pieces that share a line; bail out on uncovered text. */
+static int normalise(Ctx *ctx) {
+    PieceVec *pieces = &ctx->pieces;
+    /* Insertion sort: stable, and pieces arrive nearly sorted (inner class
+     * members follow their header). */
+    for (size_t i = 1; i < pieces->len; i++) {
+        Piece moving = pieces->items[i];
+        size_t j = i;
+        while (j > 0 && by_lines(&pieces->items[j - 1], &moving) > 0) {
+            pieces->items[j] = pieces->items[j - 1];
+            j--;
+        }
+        pieces->items[j] = moving;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < pieces->len; i++) {
+        if (kept && pieces->items[i].start_line <= pieces->items[kept - 1].end_line) {
+            CHECK(absorb(ctx, &pieces->items[kept - 1], &pieces->items[i]));
+            piece_free(&pieces->items[i]);
+        } else {
+            pieces->items[kept++] = pieces->items[i];
+        }
+    }
+    pieces->len = kept;
+    int previous_end = -1;
+    for (size_t i = 0; i <= kept; i++) {
+        int next_start = i < kept ? pieces->items[i].start_line : ctx->line_count;
+        if (next_start - previous_end > 1) {
+            uint32_t gap_start = line_start(ctx, previous_end + 1);
+            uint32_t gap_end = ctx->ends[next_start - 1];
+            if (gap_end > gap_start && !range_blank(ctx->src, gap_start, gap_end)) {
+                ctx->bail = "text outside every class-level node";
+                return 0;
+            }
+        }
+        if (i < kept) previous_end = pieces->items[i].end_line;
+    }
+    return 0;
+}
+
+/* _attach: fold comment and annotation pieces into declaration pieces. */
+static int attach(Ctx *ctx, PieceVec *decls) {
+    PieceVec *pieces = &ctx->pieces;
+    size_t pending_from = 0, pending_len = 0; /* indexes into pieces */
+    size_t *pend = NULL, pend_cap = 0, pend_len = 0;
+    int rc = 0;
+    for (size_t i = 0; i <= pieces->len && rc == 0; i++) {
+        Piece *next = i < pieces->len ? &pieces->items[i] : NULL;
+        if (next != NULL && next->attach != A_DECL) {
+            if (pend_len == pend_cap && grow((void **)&pend, &pend_cap, sizeof *pend) < 0) { rc = nomem(ctx); break; }
+            pend[pend_len++] = i;
+            continue;
+        }
+        /* flush(next) */
+        if (pend_len) {
+            Piece *previous = decls->len ? &decls->items[decls->len - 1] : NULL;
+            if (previous == NULL && next == NULL) {
+                Piece stmt;
+                memset(&stmt, 0, sizeof stmt);
+                stmt.kind = K_STATEMENT;
+                stmt.attach = A_DECL;
+                stmt.start_line = pieces->items[pend[0]].start_line;
+                stmt.end_line = pieces->items[pend[pend_len - 1]].end_line;
+                stmt.scope = 0;
+                if (PUSH(stmt.node_types, "comment") < 0 || PUSH(*decls, stmt) < 0) { rc = nomem(ctx); break; }
+            } else {
+                /* blocks of consecutive lines */
+                size_t b = 0;
+                while (b < pend_len) {
+                    size_t e = b + 1;
+                    while (e < pend_len &&
+                           pieces->items[pend[e]].start_line == pieces->items[pend[e - 1]].end_line + 1)
+                        e++;
+                    int block_start = pieces->items[pend[b]].start_line;
+                    int block_end = pieces->items[pend[e - 1]].end_line;
+                    int first_block = b == 0;
+                    int all_closers = 1, has_annotation = 0;
+                    for (size_t k = b; k < e; k++) {
+                        if (pieces->items[pend[k]].attach != A_CLOSER) all_closers = 0;
+                        if (pieces->items[pend[k]].attach == A_ANNOTATION) has_annotation = 1;
+                    }
+                    int to_previous = next == NULL || (first_block && previous != NULL && all_closers);
+                    if (previous != NULL && next != NULL && first_block && !to_previous) {
+                        int touches_previous = block_start == previous->end_line + 1;
+                        int follow = e < pend_len ? pieces->items[pend[e]].start_line : next->start_line;
+                        to_previous = touches_previous && follow > block_end + 1 && !has_annotation;
+                    }
+                    if (next == NULL || (to_previous && previous != NULL)) {
+                        if (previous != NULL && block_end > previous->end_line) previous->end_line = block_end;
+                    } else if (block_start < next->start_line) {
+                        next->start_line = block_start;
+                    }
+                    b = e;
+                }
+            }
+            for (size_t k = 0; k < pend_len; k++) piece_free(&pieces->items[pend[k]]);
+            pend_len = 0;
+        }
+        if (next != NULL) {
+            if (PUSH(*decls, *next) < 0) { rc = nomem(ctx); break; }
+            memset(next, 0, sizeof *next); /* ownership moved */
+        }
+    }
+    (void)pending_from;
+    (void)pending_len;
+    free(pend);
+    return rc;
+}
+
+/* _group: consecutive groupable declarations of one kind and scope. */
+static int group(Ctx *ctx, PieceVec *decls, PieceVec *groups) {
+    for (size_t i = 0; i < decls->len; i++) {
+        Piece *piece = &decls->items[i];
+        Piece *last = groups->len ? &groups->items[groups->len - 1] : NULL;
+        if (last != NULL && kind_groupable(piece->kind) && piece->kind == last->kind && piece->scope == last->scope &&
+            piece->start_line == last->end_line + 1) {
+            last->end_line = piece->end_line;
+            for (size_t k = 0; k < piece->node_types.len; k++) CHECK(types_add(ctx, &last->node_types, piece->node_types.items[k]));
+            CHECK(facts_extend(ctx, &last->symbols, &piece->symbols));
+            CHECK(facts_extend(ctx, &last->refs, &piece->refs));
+            piece_free(piece);
+            continue;
+        }
+        if (PUSH(*groups, *piece) < 0) return nomem(ctx);
+        memset(piece, 0, sizeof *piece);
+    }
+    return 0;
+}
+
+/* ----------------------------------------------------------- captures */
+static int by_capture(const void *a, const void *b) {
+    const Capture *x = a, *y = b;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    if (x->end != y->end) return x->end < y->end ? -1 : 1;
+    return x->kind - y->kind;
+}
+
+/* Every named node of a captured type, as the Python query finds them.
+ * Walks the subtrees with an explicit stack (deeply nested expressions must
+ * not overflow the C stack) and applies aliases exactly as TSTreeCursor
+ * does: a child's alias comes from its parent's production, indexed by the
+ * count of non-extra children before it. */
+typedef struct {
+    Subtree parent;
+    uint32_t index, structural, position;
+    const TSSymbol *aliases;
+} Frame;
+
+static int collect_captures(Ctx *ctx, const TSTree *tree, CaptureVec *out) {
+    const TSLanguage *language = tree->language;
+    Subtree root = tree->root;
+    VEC(Frame) stack = {0};
+    if (ts_subtree_child_count(root) > 0) {
+        Frame top = {root, 0, 0, ts_subtree_padding(root).bytes,
+                     ts_language_alias_sequence(language, ts_subtree_production_id(root))};
+        if (PUSH(stack, top) < 0) return nomem(ctx);
+    }
+    while (stack.len) {
+        Frame *frame = &stack.items[stack.len - 1];
+        uint32_t count = ts_subtree_child_count(frame->parent);
+        if (frame->index >= count) {
+            stack.len--;
+            continue;
+        }
+        const Subtree *children = ts_subtree_children(frame->parent);
+        Subtree child = children[frame->index];
+        uint32_t start = frame->position, end = start + ts_subtree_size(child).bytes;
+        TSSymbol alias = 0;
+        if (!ts_subtree_extra(child)) {
+            if (frame->aliases) alias = frame->aliases[frame->structural];
+            frame->structural++;
+        }
+        frame->index++;
+        frame->position = end;
+        if (frame->index < count) frame->position += ts_subtree_padding(children[frame->index]).bytes;
+        TSSymbol symbol = alias ? alias : ts_subtree_symbol(child);
+        int kind = symbol < S.symbol_count ? S.capture_of_symbol[symbol] : C_NONE;
+        if (kind != C_NONE) {
+            Capture c = {start, end, kind};
+            if (PUSH(*out, c) < 0) return VFREE(stack), nomem(ctx);
+        }
+        if (ts_subtree_child_count(child) > 0) {
+            Frame next = {child, 0, 0, start, ts_language_alias_sequence(language, ts_subtree_production_id(child))};
+            if (PUSH(stack, next) < 0) return VFREE(stack), nomem(ctx);
+        }
+    }
+    VFREE(stack);
+    qsort(out->items, out->len, sizeof(Capture), by_capture);
+    return 0;
+}
+
+/* ---------------------------------------------------------- candidates */
+typedef VEC(int) IntVec;
+
+typedef struct {
+    Ctx *ctx;
+    const unsigned char *scan; /* one ASCII byte per character of code_text */
+    int n;
+    const unsigned char *code; /* code_text's bytes */
+    uint32_t code_len;
+    const int *c2b; /* character -> byte offset in code; NULL when ASCII */
+    CandVec symbols, refs, apis;
+    IntVec handled;
+    int seq;
+} Ex;
+
+static int cand(Ex *ex, CandVec *vec, int rank, int pos, PyObject *value) {
+    if (value == NULL) return ex->ctx->failed = 1, -1;
+    Cand c = {rank, pos, ex->seq++, value};
+    if (PUSH(*vec, c) < 0) return nomem(ex->ctx);
+    return 0;
+}
+static PyObject *scan_str(Ex *ex, int start, int end) {
+    return own(ex->ctx, PyUnicode_FromStringAndSize((const char *)ex->scan + start, end - start));
+}
+static int int_in(IntVec *v, int x) {
+    for (size_t i = 0; i < v->len; i++)
+        if (v->items[i] == x) return 1;
+    return 0;
+}
+static int has_sub(Ex *ex, const char *needle) {
+    size_t n = strlen(needle);
+    return (size_t)ex->n >= n && memmem(ex->scan, ex->n, needle, n) != NULL;
+}
+static int skip_space(Ex *ex, int k) {
+    while (k < ex->n && is_space(ex->scan[k])) k++;
+    return k;
+}
+static int ident_end(Ex *ex, int k) {
+    while (k < ex->n && is_word(ex->scan[k])) k++;
+    return k;
+}
+static int sigil_before(Ex *ex, int i) {
+    if (i == 0) return 0;
+    unsigned char c = ex->scan[i - 1];
+    return is_word(c) || c == '.' || c == '$' || c == '%' || c == '@' || c == '&' || c == '^';
+}
+
+/* Whether the identifier at `start` is the name in `func name(` (R_AFTER_FUNC). */
+static int after_func(Ex *ex, int start) {
+    int window = start > 16 ? start - 16 : 0;
+    int q = start - 1;
+    while (q >= window && is_space(ex->scan[q])) q--;
+    if (q == start - 1) return 0;
+    int f = q - 3;
+    if (f < window || memcmp(ex->scan + f, "func", 4) != 0) return 0;
+    return f == 0 || !is_word(ex->scan[f - 1]);
+}
+
+static int is_type_name(Ex *ex, int start, int end) {
+    int found = in_set(&S.singletons, (const char *)ex->scan + start, end - start);
+    if (found) return found < 0 ? -1 : 0;
+    found = in_set(&S.caps_types, (const char *)ex->scan + start, end - start);
+    if (found) return found;
+    if (!is_upper(ex->scan[start])) return 0;
+    for (int i = start; i < end; i++)
+        if (is_lower(ex->scan[i])) return 1;
+    return 0;
+}
+
+static PyObject *node_path_class(Ctx *ctx, const unsigned char *s, size_t n) {
+    /* path.lstrip("$%^").strip("\"'").rsplit("/", 1)[-1].lstrip("%") */
+    size_t a = 0, b = n;
+    while (a < b && (s[a] == '$' || s[a] == '%' || s[a] == '^')) a++;
+    while (a < b && (s[a] == '"' || s[a] == '\'')) a++;
+    while (b > a && (s[b - 1] == '"' || s[b - 1] == '\'')) b--;
+    size_t last = a;
+    for (size_t i = a; i < b; i++)
+        if (s[i] == '/') last = i + 1;
+    while (last < b && s[last] == '%') last++;
+    if (!wordset_has(&S.node_classes, (const char *)s + last, b - last)) return NULL;
+    return str_obj(ctx, (const char *)s + last, (Py_ssize_t)(b - last));
+}
+
+/* _reference_call: the first string argument of preload/load/get_node... */
+static int reference_call(Ex *ex, int start, int paren_end, int head_is_node_call) {
+    uint32_t p = ex->c2b ? (uint32_t)ex->c2b[paren_end] : (uint32_t)paren_end;
+    const unsigned char *code = ex->code, *end = ex->code + ex->code_len;
+    uint32_t cp;
+    while (p < ex->code_len) {
+        int l = utf8_next(code + p, end, &cp);
+        if (!is_unicode_space(cp)) break;
+        p += l;
+    }
+    if (p >= ex->code_len || (code[p] != '"' && code[p] != '\'')) return 0;
+    unsigned char q = code[p];
+    uint32_t content = ++p;
+    for (;;) {
+        if (p >= ex->code_len || code[p] == '\n') return 0;
+        if (code[p] == q) break;
+        if (code[p] == '\\') {
+            if (p + 1 >= ex->code_len || code[p + 1] == '\n') return 0;
+            p += 1 + utf8_len(code[p + 1]);
+        } else {
+            p += utf8_len(code[p]);
+        }
+    }
+    if (p == content) return 0;
+    PyObject *path = own(ex->ctx, PyUnicode_DecodeUTF8((const char *)code + content, p - content, "replace"));
+    if (path == NULL) return -1;
+    if (cand(ex, &ex->refs, 0, start, path) < 0) return -1;
+    if (head_is_node_call) {
+        PyObject *node_class = node_path_class(ex->ctx, code + content, p - content);
+        if (ex->ctx->failed) return -1;
+        if (node_class != NULL && cand(ex, &ex->symbols, 0, start, node_class) < 0) return -1;
+    }
+    return 0;
+}
+
+enum { CAT_CLASS_CALL, CAT_CLASS_ACCESS, CAT_METHOD_CALL, CAT_BARE_CALL };
+
+static PyObject *joined(Ex *ex, int a0, int a1, const char *sep, int b0, int b1) {
+    size_t sl = strlen(sep);
+    size_t n = (size_t)(a1 - a0) + sl + (size_t)(b1 - b0);
+    char buf[512];
+    char *out = n <= sizeof buf ? buf : malloc(n);
+    if (out == NULL) return nomem(ex->ctx), NULL;
+    memcpy(out, ex->scan + a0, a1 - a0);
+    memcpy(out + (a1 - a0), sep, sl);
+    memcpy(out + (a1 - a0) + sl, ex->scan + b0, b1 - b0);
+    PyObject *s = own(ex->ctx, PyUnicode_FromStringAndSize(out, n));
+    if (out != buf) free(out);
+    return s;
+}
+
+static int extract(Ex *ex, PyObject *local_types) {
+    const unsigned char *scan = ex->scan;
+    int n = ex->n;
+    int has_func = has_sub(ex, "func");
+    /* R_PASCAL: type names */
+    for (int i = 0; i < n;) {
+        if (!is_word(scan[i])) { i++; continue; }
+        int j = ident_end(ex, i);
+        if (is_upper(scan[i]) && !sigil_before(ex, i)) {
+            int type = is_type_name(ex, i, j);
+            if (type < 0) return ex->ctx->failed = 1, -1;
+            if (type && !(has_func && after_func(ex, i)) && cand(ex, &ex->symbols, 0, i, scan_str(ex, i, j)) < 0)
+                return -1;
+        }
+        i = j;
+    }
+    /* R_ANNOTATION */
+    if (memchr(scan, '@', n) != NULL) {
+        for (int i = 0; i < n; i++) {
+            if (scan[i] != '@' || i + 1 >= n || !is_ident_start(scan[i + 1])) continue;
+            int j = ident_end(ex, i + 1);
+            if (cand(ex, &ex->symbols, 0, i, scan_str(ex, i, j)) < 0) return -1;
+            i = j - 1;
+        }
+    }
+    /* R_TYPED_COLLECTION */
+    if (has_sub(ex, "Array") || has_sub(ex, "Dictionary")) {
+        for (int i = 0; i < n; i++) {
+            int name_len = 0;
+            if (i + 5 <= n && memcmp(scan + i, "Array", 5) == 0) name_len = 5;
+            else if (i + 10 <= n && memcmp(scan + i, "Dictionary", 10) == 0) name_len = 10;
+            if (!name_len || (i > 0 && (is_word(scan[i - 1]) || scan[i - 1] == '.'))) continue;
+            int k = skip_space(ex, i + name_len);
+            if (k >= n || scan[k] != '[') continue;
+            int inner = k + 1, e = inner;
+            while (e < n && scan[e] != '[' && scan[e] != ']' && scan[e] != '\n') e++;
+            if (e - inner > 200 || e >= n || scan[e] != ']') continue;
+            /* f"{name}[{', '.join(part.strip() for part in inner.split(','))}]" */
+            char buf[1024];
+            int w = 0;
+            memcpy(buf, scan + i, name_len);
+            w = name_len;
+            buf[w++] = '[';
+            int part = inner;
+            for (int c = inner; c <= e; c++) {
+                if (c < e && scan[c] != ',') continue;
+                int a = part, b = c;
+                while (a < b && is_space(scan[a])) a++;
+                while (b > a && is_space(scan[b - 1])) b--;
+                if (part != inner) { buf[w++] = ','; buf[w++] = ' '; }
+                memcpy(buf + w, scan + a, b - a);
+                w += b - a;
+                part = c + 1;
+            }
+            buf[w++] = ']';
+            if (cand(ex, &ex->symbols, 0, i, own(ex->ctx, PyUnicode_FromStringAndSize(buf, w))) < 0) return -1;
+            i = e;
+        }
+    }
+    int has_dot = memchr(scan, '.', n) != NULL;
+    if (!has_dot && memchr(scan, '(', n) == NULL) return 0;
+    /* R_HEAD: chains and bare calls */
+    for (int i = 0; i < n;) {
+        if (!is_word(scan[i])) { i++; continue; }
+        int j = ident_end(ex, i);
+        if (!is_ident_start(scan[i]) || sigil_before(ex, i)) { i = j; continue; }
+        int k = skip_space(ex, j);
+        if (k >= n || (scan[k] != '.' && scan[k] != '(')) { i = j; continue; }
+        int member = -1, member_end = -1, paren = 0, match_end = j;
+        if (scan[k] == '.') {
+            int m = skip_space(ex, k + 1);
+            if (m < n && is_ident_start(scan[m])) {
+                member = m;
+                member_end = ident_end(ex, m);
+                match_end = member_end;
+            }
+        }
+        int p = skip_space(ex, match_end);
+        if (p < n && scan[p] == '(') {
+            paren = 1;
+            match_end = p + 1;
+        }
+        if (member < 0) {
+            if (paren) {
+                const char *head = (const char *)scan + i;
+                if (in_set(&S.known_calls, head, j - i)) {
+                    if (!(has_func && after_func(ex, i)) && cand(ex, &ex->apis, CAT_BARE_CALL, i, scan_str(ex, i, j)) < 0)
+                        return -1;
+                } else if (in_set(&S.reference_calls, head, j - i) &&
+                           reference_call(ex, i, match_end, in_set(&S.node_path_calls, head, j - i)) < 0) {
+                    return -1;
+                }
+            }
+            i = match_end;
+            continue;
+        }
+        if (PUSH(ex->handled, member) < 0) return nomem(ex->ctx);
+        int upper = is_upper(scan[i]);
+        int local = 0;
+        if (upper) {
+            PyObject *head = scan_str(ex, i, j);
+            if (head == NULL) return -1;
+            local = PySet_Contains(local_types, head);
+            if (local < 0) return ex->ctx->failed = 1, -1;
+        }
+        if (upper && !local) {
+            if (cand(ex, &ex->apis, paren ? CAT_CLASS_CALL : CAT_CLASS_ACCESS, i,
+                     joined(ex, i, j, ".", member, member_end)) < 0)
+                return -1;
+        } else if (paren) {
+            if ((j - i == 4 && memcmp(scan + i, "self", 4) == 0) || upper) {
+                int known = in_set(&S.known_calls, (const char *)scan + member, member_end - member);
+                if (known < 0) return ex->ctx->failed = 1, -1;
+                if (known && cand(ex, &ex->apis, CAT_BARE_CALL, member, scan_str(ex, member, member_end)) < 0)
+                    return -1;
+            } else {
+                int stop = in_set(&S.stop_methods, (const char *)scan + member, member_end - member);
+                if (stop < 0) return ex->ctx->failed = 1, -1;
+                if (!stop && cand(ex, &ex->apis, CAT_METHOD_CALL, i, joined(ex, i, j, ".", member, member_end)) < 0)
+                    return -1;
+            }
+        }
+        i = match_end;
+    }
+    if (!has_dot) return 0;
+    /* R_RECV_CALL: f(args).method( */
+    if (memchr(scan, ')', n) != NULL) {
+        for (int i = 0; i < n;) {
+            if (!is_word(scan[i])) { i++; continue; }
+            int j = ident_end(ex, i);
+            if (!(is_lower(scan[i]) || scan[i] == '_') || sigil_before(ex, i)) { i = j; continue; }
+            int k = skip_space(ex, j);
+            if (k >= n || scan[k] != '(') { i = j; continue; }
+            k++;
+            int items = 0, ok = 1;
+            while (items < 200 && k < n && scan[k] != ')') {
+                if (scan[k] == '\n') { ok = 0; break; }
+                if (scan[k] == '(') {
+                    int e = k + 1;
+                    while (e < n && scan[e] != '(' && scan[e] != ')' && scan[e] != '\n') e++;
+                    if (e - (k + 1) > 200 || e >= n || scan[e] != ')') { ok = 0; break; }
+                    k = e + 1;
+                } else {
+                    k++;
+                }
+                items++;
+            }
+            if (!ok || k >= n || scan[k] != ')') { i = j; continue; }
+            k = skip_space(ex, k + 1);
+            if (k >= n || scan[k] != '.') { i = j; continue; }
+            int m = skip_space(ex, k + 1);
+            if (m >= n || !is_ident_start(scan[m])) { i = j; continue; }
+            int me = ident_end(ex, m);
+            int p = skip_space(ex, me);
+            if (p >= n || scan[p] != '(') { i = j; continue; }
+            int match_end = p + 1;
+            int ref = in_set(&S.reference_calls, (const char *)scan + i, j - i);
+            if (ref < 0) return ex->ctx->failed = 1, -1;
+            if (!ref) {
+                if (PUSH(ex->handled, m) < 0) return nomem(ex->ctx);
+                int stop = in_set(&S.stop_methods, (const char *)scan + m, me - m);
+                if (stop < 0) return ex->ctx->failed = 1, -1;
+                if (!stop && cand(ex, &ex->apis, CAT_METHOD_CALL, i, joined(ex, i, j, "().", m, me)) < 0) return -1;
+            }
+            i = match_end;
+        }
+    }
+    /* R_MEMBER_CALL: .method( anywhere, known engine calls only */
+    for (int i = 0; i < n; i++) {
+        if (scan[i] != '.') continue;
+        int m = skip_space(ex, i + 1);
+        if (m >= n || !is_ident_start(scan[m])) continue;
+        int me = ident_end(ex, m);
+        int p = skip_space(ex, me);
+        if (p >= n || scan[p] != '(') continue;
+        int known = in_set(&S.known_calls, (const char *)scan + m, me - m);
+        if (known < 0) return ex->ctx->failed = 1, -1;
+        if (known && !int_in(&ex->handled, m) && !int_in(&ex->handled, i) &&
+            cand(ex, &ex->apis, CAT_BARE_CALL, m, scan_str(ex, m, me)) < 0)
+            return -1;
+        i = p; /* resume after the paren */
+    }
+    return 0;
+}
+
+static int by_rank_pos_seq(const void *a, const void *b) {
+    const Cand *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank - y->rank;
+    if (x->pos != y->pos) return x->pos - y->pos;
+    return x->seq - y->seq;
+}
+
+/* Values in (rank, position, arrival) order, first occurrence kept. */
+static PyObject *unique_values(Ctx *ctx, CandVec *vec) {
+    if (vec->len == 0) return Py_NewRef(S.empty_tuple);
+    qsort(vec->items, vec->len, sizeof(Cand), by_rank_pos_seq);
+    PyObject *seen = PySet_New(NULL), *list = PyList_New(0);
+    if (seen == NULL || list == NULL) goto fail;
+    for (size_t i = 0; i < vec->len; i++) {
+        int found = PySet_Contains(seen, vec->items[i].value);
+        if (found < 0) goto fail;
+        if (found) continue;
+        if (PySet_Add(seen, vec->items[i].value) < 0 || PyList_Append(list, vec->items[i].value) < 0) goto fail;
+    }
+    PyObject *tuple = PyList_AsTuple(list);
+    Py_DECREF(seen);
+    Py_DECREF(list);
+    if (tuple == NULL) ctx->failed = 1;
+    return tuple;
+fail:
+    Py_XDECREF(seen);
+    Py_XDECREF(list);
+    ctx->failed = 1;
+    return NULL;
+}
+
+/* ------------------------------------------------------------- context */
+static MemberVec *visible_members(Ctx *ctx, int scope_index) {
+    Scope *scope = &ctx->scopes.items[scope_index];
+    if (scope->visible_ready) return &scope->visible;
+    int chain[64], depth = 0;
+    for (int s = scope_index; s >= 0 && depth < 64; s = s ? ctx->scopes.items[s].parent : -1) chain[depth++] = s;
+    MemberVec merged = {0};
+    for (int d = depth - 1; d >= 0; d--) {
+        MemberVec *members = &ctx->scopes.items[chain[d]].members;
+        for (size_t i = 0; i < members->len; i++) {
+            size_t k = 0;
+            for (; k < merged.len; k++)
+                if (merged.items[k].size == members->items[i].size &&
+                    memcmp(merged.items[k].utf8, members->items[i].utf8, members->items[i].size) == 0)
+                    break;
+            if (k < merged.len) merged.items[k].lines = members->items[i].lines; /* dict.update keeps the slot */
+            else if (PUSH(merged, members->items[i]) < 0) return VFREE(merged), nomem(ctx), NULL;
+        }
+    }
+    scope = &ctx->scopes.items[scope_index];
+    scope->visible = merged;
+    scope->visible_ready = 1;
+    return &scope->visible;
+}
+
+static int word_in(const unsigned char *scan, int n, const char *word, Py_ssize_t size) {
+    if (size == 0 || size > n) return 0;
+    const unsigned char *p = scan, *end = scan + n;
+    while ((p = memmem(p, end - p, word, size)) != NULL) {
+        int before = p > scan && is_word(p[-1]);
+        int after = p + size < end && is_word(p[size]);
+        if (!before && !after) return 1;
+        p++;
+    }
+    return 0;
+}
+
+static int by_range(const void *a, const void *b) {
+    const LineRange *x = a, *y = b;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    return x->end < y->end ? -1 : x->end > y->end;
+}
+
+static PyObject *context_text(Ctx *ctx, Piece *g, const unsigned char *scan, int n) {
+    RangeVec ranges = {0};
+    PyObject *own_name = g->kind == K_FUNCTION ? g->name : NULL;
+    const char *own_utf8 = NULL;
+    Py_ssize_t own_size = -1;
+    if (own_name != NULL && (own_utf8 = PyUnicode_AsUTF8AndSize(own_name, &own_size)) == NULL) return ctx->failed = 1, NULL;
+    MemberVec *visible = visible_members(ctx, g->scope);
+    if (visible == NULL) return NULL;
+    for (size_t i = 0; i < visible->len; i++) {
+        Member *m = &visible->items[i];
+        if (own_utf8 != NULL && m->size == own_size && memcmp(m->utf8, own_utf8, own_size) == 0) continue;
+        if (word_in(scan, n, m->utf8, m->size) && PUSH(ranges, m->lines) < 0) goto nomemory;
+    }
+    for (size_t i = 0; i < ctx->header_lines.len; i++)
+        if (PUSH(ranges, ctx->header_lines.items[i]) < 0) goto nomemory;
+    for (int s = g->scope; s > 0; s = ctx->scopes.items[s].parent)
+        if (ctx->scopes.items[s].has_header && PUSH(ranges, ctx->scopes.items[s].header) < 0) goto nomemory;
+    /* outside the chunk, unique, sorted */
+    size_t kept = 0;
+    for (size_t i = 0; i < ranges.len; i++)
+        if (ranges.items[i].start < g->start_line || ranges.items[i].end > g->end_line) ranges.items[kept++] = ranges.items[i];
+    ranges.len = kept;
+    qsort(ranges.items, ranges.len, sizeof(LineRange), by_range);
+    size_t total = 0, unique = 0;
+    for (size_t i = 0; i < ranges.len; i++) {
+        if (unique && by_range(&ranges.items[unique - 1], &ranges.items[i]) == 0) continue;
+        ranges.items[unique++] = ranges.items[i];
+        total += ctx->ends[ranges.items[i].end] - line_start(ctx, ranges.items[i].start) + 1;
+    }
+    ranges.len = unique;
+    if (unique == 0) {
+        VFREE(ranges);
+        return Py_NewRef(S.empty_str);
+    }
+    char *buf = malloc(total);
+    if (buf == NULL) goto nomemory;
+    size_t w = 0;
+    for (size_t i = 0; i < ranges.len; i++) {
+        uint32_t a = line_start(ctx, ranges.items[i].start), b = ctx->ends[ranges.items[i].end];
+        if (i) buf[w++] = '\n';
+        if (b > a) {
+            memcpy(buf + w, ctx->src + a, b - a);
+            w += b - a;
+        }
+    }
+    VFREE(ranges);
+    PyObject *text = PyUnicode_DecodeUTF8(buf, w, "replace");
+    free(buf);
+    if (text == NULL) ctx->failed = 1;
+    return text;
+nomemory:
+    VFREE(ranges);
+    nomem(ctx);
+    return NULL;
+}
+
+/* ------------------------------------------------------------- chunks */
+enum { F_MASK = 1, F_DOLLAR = 2 };
+
+static void flag_range(unsigned char *flags, uint32_t sb, uint32_t eb, uint32_t start, uint32_t end, unsigned char bit) {
+    if (start < sb) start = sb;
+    if (end > eb) end = eb;
+    for (uint32_t b = start; b < end; b++) flags[b - sb] |= bit;
+}
+
+static PyObject *make_object(PyObject *cls, PyObject **names, PyObject **values, int count) {
+    PyObject *obj = PyBaseObject_Type.tp_new((PyTypeObject *)cls, S.empty_tuple, NULL);
+    if (obj == NULL) return NULL;
+    /* What a frozen dataclass's __init__ does: object.__setattr__ per field. */
+    for (int i = 0; i < count; i++)
+        if (PyObject_GenericSetAttr(obj, names[i], values[i]) < 0) {
+            Py_DECREF(obj);
+            return NULL;
+        }
+    return obj;
+}
+
+typedef struct {
+    int scope, kind, count;
+} Ordinal;
+
+static int resource_paths(Ctx *ctx, Ex *ex, int pos, uint32_t cs, uint32_t ce) {
+    /* R_RESOURCE_PATH = (?:res|user|uid)://[^\s"'()\[\]{},;]* */
+    static const char *schemes[] = {"res://", "user://", "uid://"};
+    const unsigned char *src = ctx->src;
+    uint32_t p = cs;
+    while (p < ce) {
+        int matched = 0;
+        for (int s = 0; s < 3 && !matched; s++) {
+            size_t l = strlen(schemes[s]);
+            if (p + l > ce || memcmp(src + p, schemes[s], l) != 0) continue;
+            uint32_t e = p + (uint32_t)l;
+            while (e < ce) {
+                unsigned char c = src[e];
+                uint32_t cp;
+                int len = utf8_next(src + e, src + ce, &cp);
+                if (is_unicode_space(cp) || c == '"' || c == '\'' || c == '(' || c == ')' || c == '[' || c == ']' ||
+                    c == '{' || c == '}' || c == ',' || c == ';')
+                    break;
+                e += len;
+            }
+            if (cand(ex, &ex->refs, 0, pos, text_obj(ctx, p, e)) < 0) return -1;
+            p = e;
+            matched = 1;
+        }
+        if (!matched) p++;
+    }
+    return 0;
+}
+
+/* Facts of one chunk from its group and the captures that start in it. */
+static int chunk_facts(Ctx *ctx, Ex *ex, Piece *g, CaptureVec *caps, size_t *ci, uint32_t sb, uint32_t eb,
+                       const int *b2c, unsigned char *flags) {
+#define REL(byte) (b2c ? b2c[(byte) - sb] : (int)((byte) - sb))
+    for (size_t i = 0; i < g->symbols.len; i++)
+        if (cand(ex, &ex->symbols, 0, REL(g->symbols.items[i].pos), g->symbols.items[i].value) < 0) return -1;
+    for (size_t i = 0; i < g->refs.len; i++)
+        if (cand(ex, &ex->refs, 0, REL(g->refs.items[i].pos), g->refs.items[i].value) < 0) return -1;
+    while (*ci < caps->len && caps->items[*ci].start < sb) (*ci)++;
+    while (*ci < caps->len && caps->items[*ci].start < eb) {
+        Capture c = caps->items[(*ci)++];
+        uint32_t start = c.start, end = c.end > eb ? eb : c.end;
+        int pos = REL(start);
+        uint32_t cs, ce;
+        switch (c.kind) {
+        case C_MASK:
+            flag_range(flags, sb, eb, start, end, F_MASK);
+            break;
+        case C_STRING:
+        case C_LITERAL:
+        case C_NODE_PATH:
+            if (!string_content(ctx->src, ctx->len, start, end, &cs, &ce)) break;
+            if (cs < ce) flag_range(flags, sb, eb, cs, ce, F_MASK);
+            if (c.kind == C_STRING && ce - cs >= 3 && memmem(ctx->src + cs, ce - cs, "://", 3) != NULL) {
+                if (resource_paths(ctx, ex, pos, cs, ce) < 0) return -1;
+            } else if (c.kind == C_NODE_PATH) {
+                if (cand(ex, &ex->refs, 0, pos, text_obj(ctx, start, end)) < 0) return -1;
+            }
+            break;
+        case C_GET_NODE: {
+            if (cand(ex, &ex->refs, 0, pos, text_obj(ctx, start, end)) < 0) return -1;
+            flag_range(flags, sb, eb, start, end, F_DOLLAR);
+            if (end - start > 2 && (ctx->src[start + 1] == '"' || ctx->src[start + 1] == '\''))
+                flag_range(flags, sb, eb, start + 2, end - 1, F_MASK);
+            PyObject *node_class = node_path_class(ctx, ctx->src + start, end - start);
+            if (ctx->failed) return -1;
+            if (node_class != NULL && cand(ex, &ex->symbols, 0, pos, node_class) < 0) return -1;
+            break;
+        }
+        case C_BASE_CALL: {
+            /* "." + text[1:].split("(", 1)[0].strip() */
+            uint32_t a = start + utf8_len(ctx->src[start]), b = a;
+            while (b < end && ctx->src[b] != '(') b++;
+            while (a < b && is_space(ctx->src[a])) a++;
+            while (b > a && is_space(ctx->src[b - 1])) b--;
+            char stack_buf[256];
+            size_t n = b - a + 1;
+            char *buf = n <= sizeof stack_buf ? stack_buf : malloc(n);
+            if (buf == NULL) return nomem(ctx);
+            buf[0] = '.';
+            memcpy(buf + 1, ctx->src + a, b - a);
+            PyObject *value = str_obj(ctx, buf, (Py_ssize_t)n);
+            if (buf != stack_buf) free(buf);
+            if (cand(ex, &ex->apis, CAT_BARE_CALL, pos, value) < 0) return -1;
+            if (PUSH(ex->handled, pos) < 0) return nomem(ctx);
+            break;
+        }
+        case C_AWAIT:
+            if (cand(ex, &ex->symbols, 0, pos, str_obj(ctx, "await", 5)) < 0) return -1;
+            break;
+        }
+    }
+    return 0;
+#undef REL
+}
+
+static const char *invariant_problem(Ctx *ctx, uint32_t sb, uint32_t eb, uint32_t previous_end, size_t code_chars,
+                                     size_t mask_chars) {
+    const unsigned char *src = ctx->src;
+    if (sb < previous_end) return "overlaps the previous chunk";
+    if (!range_blank(src, previous_end, sb)) return "non-blank text before it belongs to no chunk";
+    const unsigned char *nl = memchr(src + sb, '\n', eb - sb);
+    uint32_t first_end = nl ? (uint32_t)(nl - src) : eb;
+    uint32_t last_start = sb;
+    for (uint32_t b = eb; b > sb; b--)
+        if (src[b - 1] == '\n') {
+            last_start = b;
+            break;
+        }
+    if (range_blank(src, sb, first_end) || range_blank(src, last_start, eb)) return "span starts or ends on a blank line";
+    if (code_chars != mask_chars) return "code_mask length differs from code_text";
+    return NULL;
+}
+
+static size_t count_chars(const unsigned char *s, size_t n) {
+    size_t chars = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80) chars++;
+    return chars;
+}
+
+static PyObject *build_chunks(Ctx *ctx, PieceVec *groups, CaptureVec *caps) {
+    PyObject *result = PyTuple_New((Py_ssize_t)groups->len);
+    PyObject *used_ids = PyDict_New(), *ids = PySet_New(NULL), *dot = PyUnicode_FromString(".");
+    PyObject *plus = PyUnicode_FromString("+");
+    VEC(Ordinal) ordinals = {0};
+    size_t ci = 0;
+    uint32_t previous_end = ctx->body_start;
+    Ex ex;
+    memset(&ex, 0, sizeof ex);
+    ex.ctx = ctx;
+    unsigned char *flags = NULL, *mask = NULL, *scan = NULL;
+    int *b2c = NULL, *c2b = NULL;
+    if (result == NULL || used_ids == NULL || ids == NULL || dot == NULL || plus == NULL) goto fail;
+    /* Scratch buffers for the largest possible chunk, reused by every chunk. */
+    flags = malloc(ctx->len + 1);
+    mask = malloc(ctx->len + 1);
+    scan = malloc(ctx->len + 1);
+    if (flags == NULL || mask == NULL || scan == NULL) { nomem(ctx); goto fail; }
+    for (size_t gi = 0; gi < groups->len; gi++) {
+        Piece *g = &groups->items[gi];
+        uint32_t sb = line_start(ctx, g->start_line), eb = ctx->ends[g->end_line];
+        uint32_t nb = eb > sb ? eb - sb : 0;
+        const unsigned char *code = ctx->src + sb;
+        int ascii = 1;
+        for (uint32_t b = 0; b < nb; b++)
+            if (code[b] & 0x80) {
+                ascii = 0;
+                break;
+            }
+        memset(flags, 0, nb + 1);
+        size_t nchars = nb;
+        if (!ascii) {
+            if (b2c == NULL) {
+                b2c = malloc((ctx->len + 1) * sizeof(int));
+                c2b = malloc((ctx->len + 1) * sizeof(int));
+                if (b2c == NULL || c2b == NULL) { nomem(ctx); goto fail; }
+            }
+            int k = 0;
+            for (uint32_t b = 0; b < nb;) {
+                int l = utf8_len(code[b]);
+                for (int x = 0; x < l && b + x < nb; x++) b2c[b + x] = k;
+                c2b[k++] = (int)b;
+                b += l;
+            }
+            b2c[nb] = k;
+            c2b[k] = (int)nb;
+            nchars = (size_t)k;
+        }
+        ex.symbols.len = ex.refs.len = ex.apis.len = ex.handled.len = 0;
+        ex.seq = 0;
+        if (chunk_facts(ctx, &ex, g, caps, &ci, sb, eb, ascii ? NULL : b2c, flags) < 0) goto fail;
+        /* code mask (UTF-8) and scan text (one ASCII byte per character) */
+        size_t mw = 0, sw = 0;
+        for (uint32_t b = 0; b < nb;) {
+            unsigned char c = code[b];
+            int l = utf8_len(c);
+            if (b + l > nb) l = (int)(nb - b);
+            if (c == '\n' || c == '\r') {
+                mask[mw++] = c;
+                scan[sw++] = c;
+            } else {
+                if (flags[b] & F_MASK) mask[mw++] = ' ';
+                else { memcpy(mask + mw, code + b, l); mw += l; }
+                if (flags[b] & F_DOLLAR) scan[sw++] = '$';
+                else if (flags[b] & F_MASK) scan[sw++] = ' ';
+                else if (l == 1) scan[sw++] = c;
+                else {
+                    ctx->bail = "code outside comments and strings is not ASCII";
+                    goto fail;
+                }
+            }
+            b += l;
+        }
+        ex.scan = scan;
+        ex.n = (int)sw;
+        ex.code = code;
+        ex.code_len = nb;
+        ex.c2b = ascii ? NULL : c2b;
+        if (extract(&ex, ctx->local_types) < 0) goto fail;
+        PyObject *symbols = own(ctx, unique_values(ctx, &ex.symbols));
+        PyObject *apis = symbols ? own(ctx, unique_values(ctx, &ex.apis)) : NULL;
+        PyObject *refs = apis ? own(ctx, unique_values(ctx, &ex.refs)) : NULL;
+        if (refs == NULL) goto fail;
+
+        /* name and id */
+        int kind = g->kind;
+        PyObject *base = g->name;
+        if (kind_ordinal(kind) || base == NULL) {
+            size_t o = 0;
+            for (; o < ordinals.len; o++)
+                if (ordinals.items[o].scope == g->scope && ordinals.items[o].kind == kind) break;
+            if (o == ordinals.len) {
+                Ordinal fresh = {g->scope, kind, 0};
+                if (PUSH(ordinals, fresh) < 0) { nomem(ctx); goto fail; }
+            }
+            base = own(ctx, PyUnicode_FromFormat("%d", ++ordinals.items[o].count));
+            if (base == NULL) goto fail;
+        }
+        PyObject *name = base;
+        if (g->scope) {
+            Scope *sc = &ctx->scopes.items[g->scope];
+            PyObject *parts = PyList_New(sc->depth + 1);
+            if (parts == NULL) { ctx->failed = 1; goto fail; }
+            int at = sc->depth;
+            Py_INCREF(base);
+            PyList_SET_ITEM(parts, at, base);
+            for (int s = g->scope; s > 0; s = ctx->scopes.items[s].parent) {
+                PyObject *part = ctx->scopes.items[s].name;
+                Py_INCREF(part);
+                PyList_SET_ITEM(parts, --at, part);
+            }
+            name = own(ctx, PyUnicode_Join(dot, parts));
+            Py_DECREF(parts);
+            if (name == NULL) goto fail;
+        }
+        PyObject *chunk_id = own(ctx, PyUnicode_FromFormat("%U:%s:%U", ctx->source_file, KIND_NAMES[kind], name));
+        if (chunk_id == NULL) goto fail;
+        PyObject *seen_obj = PyDict_GetItemWithError(used_ids, chunk_id);
+        if (seen_obj == NULL && PyErr_Occurred()) { ctx->failed = 1; goto fail; }
+        long seen = seen_obj ? PyLong_AsLong(seen_obj) + 1 : 1;
+        PyObject *seen_value = own(ctx, PyLong_FromLong(seen));
+        if (seen_value == NULL || PyDict_SetItem(used_ids, chunk_id, seen_value) < 0) { ctx->failed = 1; goto fail; }
+        if (seen > 1) {
+            chunk_id = own(ctx, PyUnicode_FromFormat("%U#%ld", chunk_id, seen));
+            if (chunk_id == NULL) goto fail;
+        }
+
+        PyObject *types = PyList_New((Py_ssize_t)g->node_types.len);
+        if (types == NULL) { ctx->failed = 1; goto fail; }
+        for (size_t t = 0; t < g->node_types.len; t++) {
+            PyObject *type = PyUnicode_FromString(g->node_types.items[t]);
+            if (type == NULL) { Py_DECREF(types); ctx->failed = 1; goto fail; }
+            PyList_SET_ITEM(types, (Py_ssize_t)t, type);
+        }
+        PyObject *node_kind = own(ctx, PyUnicode_Join(plus, types));
+        Py_DECREF(types);
+        PyObject *code_text = node_kind ? own(ctx, PyUnicode_DecodeUTF8((const char *)code, nb, "replace")) : NULL;
+        PyObject *code_mask = code_text ? own(ctx, PyUnicode_DecodeUTF8((const char *)mask, mw, "replace")) : NULL;
+        PyObject *context = NULL;
+        if (code_mask != NULL)
+            context = kind_header(kind) ? Py_NewRef(S.empty_str) : context_text(ctx, g, scan, (int)sw);
+        if (own(ctx, context) == NULL) goto fail;
+
+        const char *problem = invariant_problem(ctx, sb, eb, previous_end, nchars, count_chars(mask, mw));
+        int duplicate = PySet_Contains(ids, chunk_id);
+        if (duplicate < 0) { ctx->failed = 1; goto fail; }
+        if (problem == NULL && duplicate) problem = "duplicate chunk_id";
+        if (problem != NULL) {
+            PyErr_Format(PyExc_AssertionError, "%U chunk %U: %s", ctx->source_file, chunk_id, problem);
+            ctx->failed = 1;
+            goto fail;
+        }
+        if (PySet_Add(ids, chunk_id) < 0) { ctx->failed = 1; goto fail; }
+        previous_end = eb;
+
+        PyObject *span_values[4] = {own(ctx, PyLong_FromLong(g->start_line + 1)), own(ctx, PyLong_FromLong(g->end_line + 1)),
+                                    own(ctx, PyLong_FromUnsignedLong(sb)), own(ctx, PyLong_FromUnsignedLong(eb))};
+        if (ctx->failed) goto fail;
+        PyObject *span = own(ctx, make_object(S.span_cls, S.span_fields, span_values, 4));
+        PyObject *order = own(ctx, PyLong_FromSize_t(gi + 1));
+        if (span == NULL || order == NULL) goto fail;
+        PyObject *values[12] = {chunk_id, order, S.kind_str[kind], node_kind, name, span, code_text,
+                                symbols, apis, refs, code_mask, context};
+        PyObject *chunk = make_object(S.chunk_cls, S.chunk_fields, values, 12);
+        if (chunk == NULL) { ctx->failed = 1; goto fail; }
+        PyTuple_SET_ITEM(result, (Py_ssize_t)gi, chunk);
+    }
+    if (!range_blank(ctx->src, previous_end, ctx->len)) {
+        PyErr_Format(PyExc_AssertionError, "%U: non-blank text after the last chunk is in no chunk", ctx->source_file);
+        ctx->failed = 1;
+        goto fail;
+    }
+    goto done;
+fail:
+    Py_CLEAR(result);
+done:
+    free(flags); free(mask); free(scan); free(b2c); free(c2b);
+    VFREE(ex.symbols); VFREE(ex.refs); VFREE(ex.apis); VFREE(ex.handled);
+    VFREE(ordinals);
+    Py_XDECREF(used_ids);
+    Py_XDECREF(ids);
+    Py_XDECREF(dot);
+    Py_XDECREF(plus);
+    return result;
+}
+
+/* --------------------------------------------------------------- entry */
+static void ctx_free(Ctx *ctx) {
+    for (size_t i = 0; i < ctx->pieces.len; i++) piece_free(&ctx->pieces.items[i]);
+    VFREE(ctx->pieces);
+    for (size_t i = 0; i < ctx->scopes.len; i++) {
+        VFREE(ctx->scopes.items[i].members);
+        VFREE(ctx->scopes.items[i].visible);
+    }
+    VFREE(ctx->scopes);
+    VFREE(ctx->header_lines);
+    free(ctx->starts);
+    free(ctx->ends);
+    Py_XDECREF(ctx->local_types);
+    Py_XDECREF(ctx->arena);
+}
+static void pieces_free(PieceVec *v) {
+    for (size_t i = 0; i < v->len; i++) piece_free(&v->items[i]);
+    VFREE(*v);
+}
+
+static PyObject *gd_chunk(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *source_file;
+    Py_buffer buffer;
+    Py_ssize_t body_start;
+    if (S.parser == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "godot_rag._gdchunk.configure() was not called");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "Uy*n:chunk", &source_file, &buffer, &body_start)) return NULL;
+    if (buffer.len > (Py_ssize_t)UINT32_MAX / 2 || body_start < 0 || body_start > buffer.len) {
+        PyBuffer_Release(&buffer);
+        PyErr_SetString(PyExc_ValueError, "source too large or body_start out of range");
+        return NULL;
+    }
+    Ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.source_file = source_file;
+    ctx.src = buffer.buf;
+    ctx.len = (uint32_t)buffer.len;
+    ctx.body_start = (uint32_t)body_start;
+    PyObject *result = NULL;
+    TSTree *tree = NULL;
+    int have_cursor = 0;
+    PieceVec decls = {0}, groups = {0};
+    CaptureVec captures = {0};
+    ctx.arena = PyList_New(0);
+    ctx.local_types = PySet_New(NULL);
+    if (ctx.arena == NULL || ctx.local_types == NULL) goto out;
+
+    /* Line table as in _Chunker.__init__: starts has one entry past the end. */
+    int newlines = 0;
+    for (const unsigned char *p = ctx.src, *end = ctx.src + ctx.len; (p = memchr(p, '\n', end - p)) != NULL; p++) newlines++;
+    ctx.line_count = newlines + 1;
+    ctx.starts = malloc(sizeof(uint32_t) * (ctx.line_count + 1));
+    ctx.ends = malloc(sizeof(uint32_t) * ctx.line_count);
+    if (ctx.starts == NULL || ctx.ends == NULL) { PyErr_NoMemory(); goto out; }
+    {
+        int line = 0;
+        uint32_t start = 0;
+        for (uint32_t b = 0; b <= ctx.len; b++) {
+            if (b == ctx.len || ctx.src[b] == '\n') {
+                ctx.starts[line] = start;
+                ctx.ends[line] = (b > start && ctx.src[b - 1] == '\r') ? b - 1 : b;
+                line++;
+                start = b + 1;
+            }
+        }
+        ctx.starts[ctx.line_count] = ctx.len + 1;
+        if (ctx.ends[0] < ctx.body_start) ctx.ends[0] = ctx.body_start;
+    }
+
+    tree = ts_parser_parse_string(S.parser, NULL, (const char *)ctx.src, ctx.len);
+    if (tree == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "tree-sitter returned no tree");
+        goto out;
+    }
+    TSNode root = ts_tree_root_node(tree);
+    if (ts_node_has_error(root) || type_is(root, "ERROR")) {
+        ctx.bail = "syntax errors";
+        goto out;
+    }
+    ctx.cursor = ts_tree_cursor_new(root);
+    have_cursor = 1;
+    Scope top;
+    memset(&top, 0, sizeof top);
+    top.parent = -1;
+    if (PUSH(ctx.scopes, top) < 0) { nomem(&ctx); goto out; }
+    NodeVec children = {0};
+    if (children_of(&ctx, root, &children) < 0) { VFREE(children); goto out; }
+    int rc = build(&ctx, children.items, children.len, 0);
+    VFREE(children);
+    if (rc < 0 || ctx.failed) goto out;
+    if (normalise(&ctx) < 0 || ctx.failed || ctx.bail) goto out;
+    if (attach(&ctx, &decls) < 0 || ctx.failed) goto out;
+    if (group(&ctx, &decls, &groups) < 0 || ctx.failed) goto out;
+    if (collect_captures(&ctx, tree, &captures) < 0) goto out;
+    result = build_chunks(&ctx, &groups, &captures);
+out:
+    if (ctx.bail != NULL && !PyErr_Occurred()) {
+        Py_CLEAR(result);
+        result = PyUnicode_FromString(ctx.bail);
+    }
+    if (have_cursor) ts_tree_cursor_delete(&ctx.cursor);
+    if (tree != NULL) ts_tree_delete(tree);
+    pieces_free(&decls);
+    pieces_free(&groups);
+    VFREE(captures);
+    ctx_free(&ctx);
+    PyBuffer_Release(&buffer);
+    if (result == NULL && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "native chunker failed");
+    return result;
+}
+
+/* The bare parse through this module's runtime, for the benchmark. */
+static PyObject *gd_parse_only(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer buffer;
+    if (S.parser == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "godot_rag._gdchunk.configure() was not called");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*:parse_only", &buffer)) return NULL;
+    TSTree *tree = ts_parser_parse_string(S.parser, NULL, buffer.buf, (uint32_t)buffer.len);
+    PyBuffer_Release(&buffer);
+    if (tree == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "tree-sitter returned no tree");
+        return NULL;
+    }
+    int has_error = ts_node_has_error(ts_tree_root_node(tree));
+    ts_tree_delete(tree);
+    return PyBool_FromLong(has_error);
+}
+
+static const char *CHUNK_FIELDS[12] = {"chunk_id", "chunk_order", "chunk_kind", "node_kind", "name", "span",
+                                       "code_text", "symbol_candidates", "api_call_candidates",
+                                       "reference_candidates", "code_mask", "surrounding_context"};
+static const char *SPAN_FIELDS[4] = {"start_line", "end_line", "start_byte", "end_byte"};
+static const char *CAPTURE_TYPES[] = {"await_expression", "base_call", "get_node", "string_name",
+                                      "comment", "node_path", "string"};
+
+static int check_fields(PyObject *names, const char **expected, int count, const char *what) {
+    if (!PyTuple_Check(names) || PyTuple_GET_SIZE(names) != count) goto mismatch;
+    for (int i = 0; i < count; i++) {
+        const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(names, i));
+        if (name == NULL) return -1;
+        if (strcmp(name, expected[i]) != 0) goto mismatch;
+    }
+    return 0;
+mismatch:
+    PyErr_Format(PyExc_RuntimeError, "%s fields differ from what the native chunker sets: update native/gdchunk.c", what);
+    return -1;
+}
+
+static PyObject *gd_configure(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *capsule, *chunk_cls, *span_cls, *chunk_names, *span_names;
+    PyObject *sets[7];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOO:configure", &capsule, &chunk_cls, &span_cls, &chunk_names, &span_names,
+                          &sets[0], &sets[1], &sets[2], &sets[3], &sets[4], &sets[5], &sets[6]))
+        return NULL;
+    const TSLanguage *language = PyCapsule_GetPointer(capsule, "tree_sitter.Language");
+    if (language == NULL) return NULL;
+    if (!PyType_Check(chunk_cls) || !PyType_Check(span_cls)) {
+        PyErr_SetString(PyExc_TypeError, "chunk and span classes expected");
+        return NULL;
+    }
+    if (check_fields(chunk_names, CHUNK_FIELDS, 12, "Chunk") < 0 || check_fields(span_names, SPAN_FIELDS, 4, "Span") < 0)
+        return NULL;
+    for (int i = 0; i < 7; i++)
+        if (!PyFrozenSet_Check(sets[i])) {
+            PyErr_SetString(PyExc_TypeError, "word lists must be frozensets");
+            return NULL;
+        }
+    TSParser *parser = ts_parser_new();
+    if (parser == NULL || !ts_parser_set_language(parser, language)) {
+        if (parser) ts_parser_delete(parser);
+        PyErr_SetString(PyExc_RuntimeError, "the GDScript grammar is incompatible with the vendored tree-sitter runtime");
+        return NULL;
+    }
+    uint32_t count = ts_language_symbol_count(language);
+    int8_t *table = malloc(count ? count : 1);
+    if (table == NULL) {
+        ts_parser_delete(parser);
+        return PyErr_NoMemory();
+    }
+    for (uint32_t symbol = 0; symbol < count; symbol++) {
+        table[symbol] = C_NONE;
+        if (ts_language_symbol_type(language, (TSSymbol)symbol) != TSSymbolTypeRegular) continue;
+        const char *name = ts_language_symbol_name(language, (TSSymbol)symbol);
+        if (name == NULL) continue;
+        if (strcmp(name, "region_start") == 0 || strcmp(name, "region_end") == 0) table[symbol] = C_MASK;
+        for (int k = 0; k < 7; k++)
+            if (strcmp(name, CAPTURE_TYPES[k]) == 0) table[symbol] = (int8_t)k;
+    }
+    if (S.parser) ts_parser_delete(S.parser);
+    free(S.capture_of_symbol);
+    S.parser = parser;
+    S.language = language;
+    S.capture_of_symbol = table;
+    S.symbol_count = count;
+    Py_XSETREF(S.chunk_cls, Py_NewRef(chunk_cls));
+    Py_XSETREF(S.span_cls, Py_NewRef(span_cls));
+    WordSet *targets[7] = {&S.singletons, &S.caps_types, &S.stop_methods, &S.known_calls,
+                           &S.reference_calls, &S.node_path_calls, &S.node_classes};
+    for (int i = 0; i < 7; i++)
+        if (wordset_from(targets[i], sets[i]) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef METHODS[] = {
+    {"configure", gd_configure, METH_VARARGS,
+     "configure(language, Chunk, Span, chunk_fields, span_fields, singletons, caps_types, stop_methods, "
+     "known_calls, reference_calls, node_path_calls, node_classes)"},
+    {"chunk", gd_chunk, METH_VARARGS,
+     "chunk(source_file, source_bytes, body_start) -> tuple[Chunk, ...] | str (why the file is left to Python)"},
+    {"parse_only", gd_parse_only, METH_VARARGS, "parse_only(source_bytes) -> bool (whether the tree has errors)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_gdchunk", "Native GDScript chunker.", -1, METHODS, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__gdchunk(void) {
+    PyObject *module = PyModule_Create(&MODULE);
+    if (module == NULL) return NULL;
+    for (int k = 0; k < K_COUNT; k++) {
+        S.kind_str[k] = PyUnicode_InternFromString(KIND_NAMES[k]);
+        if (S.kind_str[k] == NULL) return NULL;
+    }
+    for (int i = 0; i < 12; i++)
+        if ((S.chunk_fields[i] = PyUnicode_InternFromString(CHUNK_FIELDS[i])) == NULL) return NULL;
+    for (int i = 0; i < 4; i++)
+        if ((S.span_fields[i] = PyUnicode_InternFromString(SPAN_FIELDS[i])) == NULL) return NULL;
+    ts_set_allocator(PyMem_Malloc, PyMem_Calloc, PyMem_Realloc, PyMem_Free);
+    S.empty_tuple = PyTuple_New(0);
+    S.empty_str = PyUnicode_FromString("");
+    if (S.empty_tuple == NULL || S.empty_str == NULL) return NULL;
+    return module;
+}
