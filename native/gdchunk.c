@@ -23,11 +23,14 @@
  * to a chunk's start.  Every candidate position here is a character offset
  * relative to the chunk (byte_to_char below), so ties sort exactly as there.
  *
- * Memory: every Python object created during one call is owned by `arena`
- * (a list) and freed with it; C structs hold borrowed references.
+ * Memory: names, facts and candidate values are slices of the source or of
+ * a per-call string pool (Str); Python objects are created only for what
+ * ends up in a chunk, and every C allocation of a call is freed before it
+ * returns.  Python's allocator is used throughout (see below).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,7 +163,7 @@ typedef struct {
     PyObject *chunk_cls, *span_cls;
     WordSet singletons, caps_types, stop_methods, known_calls, reference_calls, node_path_calls, node_classes;
     PyObject *kind_str[K_COUNT];
-    PyObject *chunk_fields[12], *span_fields[4];
+    Py_ssize_t chunk_offsets[12], span_offsets[4];
     PyObject *empty_tuple, *empty_str;
 } State;
 
@@ -210,9 +213,17 @@ static int utf8_len(unsigned char c) {
 }
 
 /* --------------------------------------------------------- data types */
+/* A slice of the source (or a literal): names and fact values need no
+ * Python string until they end up in a chunk. */
+typedef struct {
+    const char *s; /* NULL: none */
+    uint32_t len;
+} Str;
+static int str_eq(Str a, Str b) { return a.len == b.len && memcmp(a.s, b.s, a.len) == 0; }
+#define LIT(text) ((Str){(text), sizeof(text) - 1})
 typedef struct {
     uint32_t pos; /* absolute byte offset */
-    PyObject *value;
+    Str value;
 } Fact;
 typedef VEC(Fact) FactVec;
 typedef VEC(const char *) TypeVec;
@@ -220,7 +231,7 @@ typedef VEC(const char *) TypeVec;
 typedef struct {
     int kind, attach, start_line, end_line, scope;
     TypeVec node_types;
-    PyObject *name; /* NULL: none */
+    Str name; /* .s NULL: none */
     FactVec symbols, refs;
 } Piece;
 typedef VEC(Piece) PieceVec;
@@ -231,22 +242,23 @@ typedef struct {
 typedef VEC(LineRange) RangeVec;
 
 typedef struct {
-    PyObject *name;
-    const char *utf8;
-    Py_ssize_t size;
+    Str name;
     LineRange lines;
+    int used_by; /* serial of the last chunk that named it */
 } Member;
 typedef VEC(Member) MemberVec;
 
 typedef struct {
     int parent;
-    PyObject *name;
+    Str name;
     int depth;
     MemberVec members;       /* first declaration of each name wins */
     int has_header;          /* inner classes: their header lines */
     LineRange header;
     int visible_ready;
     MemberVec visible;       /* outer scopes first, inner ones override */
+    int32_t *visible_table;  /* name hash -> index into visible, -1 empty */
+    uint32_t visible_capacity;
 } Scope;
 typedef VEC(Scope) ScopeVec;
 
@@ -258,9 +270,21 @@ typedef VEC(Capture) CaptureVec;
 
 typedef struct {
     int rank, pos, seq;
-    PyObject *value;
+    uint32_t len;
+    const char *s;  /* the value's UTF-8 bytes */
+    PyObject *obj;  /* the value as a str when it already is one (borrowed) */
 } Cand;
 typedef VEC(Cand) CandVec;
+
+typedef struct {
+    LineRange *ranges;
+    size_t count;
+    PyObject *text;
+} ContextEntry;
+typedef struct {
+    const char *type; /* interned by the language: compared by pointer */
+    PyObject *text;
+} KindEntry;
 
 typedef struct {
     PyObject *source_file;
@@ -269,36 +293,24 @@ typedef struct {
     uint32_t *starts; /* line_count + 1 entries */
     uint32_t *ends;
     int line_count;
-    PyObject *arena;
     PieceVec pieces;
     ScopeVec scopes;
     RangeVec header_lines;
-    PyObject *local_types; /* set */
+    VEC(Str) local_types;  /* enums, inner classes, constants of the file */
     const char *bail;      /* why the file goes to the Python implementation */
     int failed;            /* a Python exception is set */
     TSTreeCursor cursor;
+    struct Block *pool;    /* candidate strings */
+    RangeVec ranges;       /* scratch of context_text */
+    VEC(ContextEntry) contexts;
+    VEC(KindEntry) kinds;
+    int chunk_serial;
 } Ctx;
 
 /* ------------------------------------------------------------ helpers */
-static PyObject *own(Ctx *ctx, PyObject *obj) {
-    if (obj == NULL) {
-        ctx->failed = 1;
-        return NULL;
-    }
-    if (PyList_Append(ctx->arena, obj) < 0) {
-        Py_DECREF(obj);
-        ctx->failed = 1;
-        return NULL;
-    }
-    Py_DECREF(obj);
-    return obj;
-}
-static PyObject *text_obj(Ctx *ctx, uint32_t start, uint32_t end) {
-    if (end < start) end = start;
-    return own(ctx, PyUnicode_DecodeUTF8((const char *)ctx->src + start, end - start, "replace"));
-}
-static PyObject *str_obj(Ctx *ctx, const char *s, Py_ssize_t n) {
-    return own(ctx, PyUnicode_DecodeUTF8(s, n, "replace"));
+static Str src_str(Ctx *ctx, uint32_t start, uint32_t end) {
+    Str out = {(const char *)ctx->src + start, end > start ? end - start : 0};
+    return out;
 }
 static int nomem(Ctx *ctx) {
     if (!ctx->failed) PyErr_NoMemory();
@@ -350,9 +362,12 @@ static int children_of(Ctx *ctx, TSNode node, NodeVec *out) {
     } while (ts_tree_cursor_goto_next_sibling(&ctx->cursor));
     return 0;
 }
-static TSNode field(TSNode node, const char *name) {
-    return ts_node_child_by_field_name(node, name, (uint32_t)strlen(name));
-}
+/* Field ids are looked up once, in configure(): by name the runtime scans
+ * every field name of the grammar. */
+enum { FIELD_NAME, FIELD_BODY, FIELD_LEFT, FIELD_EXTENDS, FIELD_COUNT };
+static const char *FIELD_NAMES[FIELD_COUNT] = {"name", "body", "left", "extends"};
+static TSFieldId FIELD_IDS[FIELD_COUNT];
+static TSNode field(TSNode node, int which) { return ts_node_child_by_field_id(node, FIELD_IDS[which]); }
 
 /* Byte range between the quotes of a string-like literal (0 when none).
  * Like the Python version it reads the three bytes at the quote from the whole
@@ -375,14 +390,10 @@ static int string_content(const unsigned char *src, uint32_t total, uint32_t sta
 }
 
 /* ------------------------------------------------------------- scopes */
-static int scope_child(Ctx *ctx, int parent, PyObject *name) {
+static int scope_child(Ctx *ctx, int parent, Str name) {
     for (size_t i = 1; i < ctx->scopes.len; i++) {
         Scope *s = &ctx->scopes.items[i];
-        if (s->parent == parent) {
-            int eq = PyUnicode_Compare(s->name, name);
-            if (eq == 0) return (int)i;
-            if (eq == -1 && PyErr_Occurred()) return nomem(ctx);
-        }
+        if (s->parent == parent && str_eq(s->name, name)) return (int)i;
     }
     Scope scope = {0};
     scope.parent = parent;
@@ -392,14 +403,13 @@ static int scope_child(Ctx *ctx, int parent, PyObject *name) {
     return (int)ctx->scopes.len - 1;
 }
 
-static int add_member(Ctx *ctx, int scope_index, PyObject *name, int start, int end) {
+static int add_member(Ctx *ctx, int scope_index, Str name, int start, int end) {
     Scope *scope = &ctx->scopes.items[scope_index];
     for (size_t i = 0; i < scope->members.len; i++)
-        if (PyUnicode_Compare(scope->members.items[i].name, name) == 0) return 0; /* setdefault */
+        if (str_eq(scope->members.items[i].name, name)) return 0; /* setdefault */
     Member m;
+    memset(&m, 0, sizeof m);
     m.name = name;
-    m.utf8 = PyUnicode_AsUTF8AndSize(name, &m.size);
-    if (m.utf8 == NULL) return ctx->failed = 1, -1;
     m.lines.start = start;
     m.lines.end = end;
     if (PUSH(scope->members, m) < 0) return nomem(ctx);
@@ -427,8 +437,17 @@ static Piece *node_piece(Ctx *ctx, TSNode node, int kind, int scope, int attach)
     node_lines(ctx, node, &start, &end);
     return new_piece(ctx, kind, attach, start, end, scope, type_of(node));
 }
-static int add_fact(Ctx *ctx, FactVec *facts, uint32_t pos, PyObject *value) {
-    if (value == NULL) return ctx->failed = 1, -1;
+static int add_local_type(Ctx *ctx, Str name) {
+    if (PUSH(ctx->local_types, name) < 0) return nomem(ctx);
+    return 0;
+}
+static int is_local_type(Ctx *ctx, const char *s, size_t len) {
+    Str name = {s, (uint32_t)len};
+    for (size_t i = 0; i < ctx->local_types.len; i++)
+        if (str_eq(ctx->local_types.items[i], name)) return 1;
+    return 0;
+}
+static int add_fact(Ctx *ctx, FactVec *facts, uint32_t pos, Str value) {
     Fact fact = {pos, value};
     if (PUSH(*facts, fact) < 0) return nomem(ctx);
     return 0;
@@ -439,15 +458,14 @@ static int add_fact(Ctx *ctx, FactVec *facts, uint32_t pos, PyObject *value) {
 #define LAST_PIECE(ctx) (&(ctx)->pieces.items[(ctx)->pieces.len - 1])
 
 static int declare(Ctx *ctx, TSNode node, int scope, int member) {
-    TSNode name_node = field(node, "name");
+    TSNode name_node = field(node, FIELD_NAME);
     if (ts_node_is_null(name_node)) return 0;
-    PyObject *name = text_obj(ctx, ts_node_start_byte(name_node), ts_node_end_byte(name_node));
-    if (name == NULL) return -1;
+    Str name = src_str(ctx, ts_node_start_byte(name_node), ts_node_end_byte(name_node));
     Piece *piece = LAST_PIECE(ctx);
-    if (piece->name == NULL) piece->name = name;
+    if (piece->name.s == NULL) piece->name = name;
     CHECK(add_fact(ctx, &piece->symbols, ts_node_start_byte(name_node), name));
     if (member) CHECK(add_member(ctx, scope, name, piece->start_line, piece->end_line));
-    if (type_is(node, "const_statement") && PySet_Add(ctx->local_types, name) < 0) return ctx->failed = 1, -1;
+    if (type_is(node, "const_statement")) CHECK(add_local_type(ctx, name));
     return 0;
 }
 
@@ -459,7 +477,7 @@ static int extends_target(Ctx *ctx, TSNode node) {
         uint32_t cs, ce;
         if (string_content(ctx->src, ctx->len, ts_node_start_byte(child), ts_node_end_byte(child), &cs, &ce) &&
             cs < ce)
-            CHECK(add_fact(ctx, &LAST_PIECE(ctx)->refs, ts_node_start_byte(child), text_obj(ctx, cs, ce)));
+            CHECK(add_fact(ctx, &LAST_PIECE(ctx)->refs, ts_node_start_byte(child), src_str(ctx, cs, ce)));
     }
     return 0;
 }
@@ -480,21 +498,21 @@ static int build_variable(Ctx *ctx, TSNode node, int scope) {
     if (piece == NULL) return -1;
     const char *type = type_of(node);
     if (strcmp(type, "export_variable_statement") == 0)
-        CHECK(add_fact(ctx, &piece->symbols, ts_node_start_byte(node), str_obj(ctx, "export", 6)));
+        CHECK(add_fact(ctx, &piece->symbols, ts_node_start_byte(node), LIT("export")));
     else if (strcmp(type, "onready_variable_statement") == 0)
-        CHECK(add_fact(ctx, &piece->symbols, ts_node_start_byte(node), str_obj(ctx, "onready", 7)));
+        CHECK(add_fact(ctx, &piece->symbols, ts_node_start_byte(node), LIT("onready")));
     if (contains_variable_keyword(ctx->src, ts_node_start_byte(node), ts_node_end_byte(node))) {
         uint32_t n = ts_node_child_count(node);
         for (uint32_t i = 0; i < n; i++) {
             TSNode child = ts_node_child(node, i);
             if (type_is(child, "remote_keyword")) {
                 CHECK(add_fact(ctx, &LAST_PIECE(ctx)->symbols, ts_node_start_byte(child),
-                               text_obj(ctx, ts_node_start_byte(child), ts_node_end_byte(child))));
+                               src_str(ctx, ts_node_start_byte(child), ts_node_end_byte(child))));
             } else if (type_is(child, "setget")) {
                 TSNode first = ts_node_child(child, 0);
                 if (!ts_node_is_null(first) && type_is(first, "setget"))
                     CHECK(add_fact(ctx, &LAST_PIECE(ctx)->symbols, ts_node_start_byte(first),
-                                   str_obj(ctx, "setget", 6)));
+                                   LIT("setget")));
             }
         }
     }
@@ -504,21 +522,17 @@ static int build_variable(Ctx *ctx, TSNode node, int scope) {
 static int build_function(Ctx *ctx, TSNode node, int scope) {
     Piece *piece = node_piece(ctx, node, K_FUNCTION, scope, A_DECL);
     if (piece == NULL) return -1;
-    TSNode name_node = field(node, "name");
+    TSNode name_node = field(node, FIELD_NAME);
     if (!ts_node_is_null(name_node)) {
-        PyObject *name = text_obj(ctx, ts_node_start_byte(name_node), ts_node_end_byte(name_node));
-        if (name == NULL) return -1;
-        LAST_PIECE(ctx)->name = name;
+        LAST_PIECE(ctx)->name = src_str(ctx, ts_node_start_byte(name_node), ts_node_end_byte(name_node));
     } else if (type_is(node, "constructor_definition")) {
-        PyObject *name = str_obj(ctx, "_init", 5);
-        if (name == NULL) return -1;
-        LAST_PIECE(ctx)->name = name;
+        LAST_PIECE(ctx)->name = LIT("_init");
     }
     TSNode first = ts_node_child(node, 0);
     if (!ts_node_is_null(first) && type_is(first, "remote_keyword"))
         CHECK(add_fact(ctx, &LAST_PIECE(ctx)->symbols, ts_node_start_byte(first),
-                       text_obj(ctx, ts_node_start_byte(first), ts_node_end_byte(first))));
-    if (LAST_PIECE(ctx)->name == NULL) LAST_PIECE(ctx)->kind = K_STATEMENT;
+                       src_str(ctx, ts_node_start_byte(first), ts_node_end_byte(first))));
+    if (LAST_PIECE(ctx)->name.s == NULL) LAST_PIECE(ctx)->kind = K_STATEMENT;
     return 0;
 }
 
@@ -527,29 +541,29 @@ static int build_enum(Ctx *ctx, TSNode node, int scope) {
     CHECK(declare(ctx, node, scope, 1));
     Piece *piece = LAST_PIECE(ctx);
     for (size_t i = 0; i < piece->symbols.len; i++)
-        if (PySet_Add(ctx->local_types, piece->symbols.items[i].value) < 0) return ctx->failed = 1, -1;
-    if (piece->name == NULL) {
-        TSNode body = field(node, "body");
+        CHECK(add_local_type(ctx, piece->symbols.items[i].value));
+    piece = LAST_PIECE(ctx);
+    if (piece->name.s == NULL) {
+        TSNode body = field(node, FIELD_BODY);
         uint32_t n = ts_node_is_null(body) ? 0 : ts_node_named_child_count(body);
         for (uint32_t i = 0; i < n; i++) {
             TSNode enumerator = ts_node_named_child(body, i);
-            TSNode left = field(enumerator, "left");
+            TSNode left = field(enumerator, FIELD_LEFT);
             if (ts_node_is_null(left)) continue;
-            PyObject *name = text_obj(ctx, ts_node_start_byte(left), ts_node_end_byte(left));
-            if (name == NULL) return -1;
+            Str name = src_str(ctx, ts_node_start_byte(left), ts_node_end_byte(left));
             piece = LAST_PIECE(ctx);
-            if (piece->name == NULL) piece->name = name;
+            if (piece->name.s == NULL) piece->name = name;
             CHECK(add_fact(ctx, &piece->symbols, ts_node_start_byte(left), name));
             CHECK(add_member(ctx, scope, name, piece->start_line, piece->end_line));
         }
     }
-    if (LAST_PIECE(ctx)->name == NULL) LAST_PIECE(ctx)->kind = K_STATEMENT;
+    if (LAST_PIECE(ctx)->name.s == NULL) LAST_PIECE(ctx)->kind = K_STATEMENT;
     return 0;
 }
 
 static int build_class(Ctx *ctx, TSNode node, int scope) {
-    TSNode name_node = field(node, "name");
-    TSNode body = field(node, "body");
+    TSNode name_node = field(node, FIELD_NAME);
+    TSNode body = field(node, FIELD_BODY);
     int start, end;
     node_lines(ctx, node, &start, &end);
     if (new_piece(ctx, K_INNER_CLASS, A_DECL, start, end, scope, type_of(node)) == NULL) return -1;
@@ -557,11 +571,10 @@ static int build_class(Ctx *ctx, TSNode node, int scope) {
         LAST_PIECE(ctx)->kind = K_STATEMENT;
         return 0;
     }
-    PyObject *name = text_obj(ctx, ts_node_start_byte(name_node), ts_node_end_byte(name_node));
-    if (name == NULL) return -1;
+    Str name = src_str(ctx, ts_node_start_byte(name_node), ts_node_end_byte(name_node));
     LAST_PIECE(ctx)->name = name;
     CHECK(add_fact(ctx, &LAST_PIECE(ctx)->symbols, ts_node_start_byte(name_node), name));
-    if (PySet_Add(ctx->local_types, name) < 0) return ctx->failed = 1, -1;
+    CHECK(add_local_type(ctx, name));
     int inner = scope_child(ctx, scope, name);
     if (inner < 0) return -1;
     NodeVec members = {0};
@@ -655,12 +668,12 @@ static int build(Ctx *ctx, TSNode *nodes, size_t count, int scope) {
         } else if (strcmp(type, "class_name_statement") == 0) {
             if (node_piece(ctx, node, K_CLASS_NAME, scope, A_DECL) == NULL) return -1;
             CHECK(declare(ctx, node, scope, 0));
-            TSNode extends = field(node, "extends");
+            TSNode extends = field(node, FIELD_EXTENDS);
             if (!ts_node_is_null(extends)) CHECK(extends_target(ctx, extends));
             if (scope == 0) CHECK(push_header(ctx));
         } else if (strcmp(type, "expression_statement") == 0 && scope == 0 && is_bare_tool(ctx, node)) {
             if (node_piece(ctx, node, K_TOOL, scope, A_DECL) == NULL) return -1;
-            CHECK(add_fact(ctx, &LAST_PIECE(ctx)->symbols, ts_node_start_byte(node), str_obj(ctx, "tool", 4)));
+            CHECK(add_fact(ctx, &LAST_PIECE(ctx)->symbols, ts_node_start_byte(node), LIT("tool")));
             CHECK(push_header(ctx));
         } else {
             if (node_piece(ctx, node, K_STATEMENT, scope, A_DECL) == NULL) return -1;
@@ -898,12 +911,52 @@ static int collect_captures(Ctx *ctx, const TSTree *tree, CaptureVec *out) {
         }
     }
     VFREE(stack);
-    qsort(out->items, out->len, sizeof(Capture), by_capture);
+    /* Pre-order is sorted by start already, except that a parent comes before
+     * a child starting at the same byte: an insertion sort is linear here. */
+    Capture *items = out->items;
+    for (size_t i = 1; i < out->len; i++) {
+        Capture moving = items[i];
+        size_t j = i;
+        while (j > 0 && by_capture(&items[j - 1], &moving) > 0) {
+            items[j] = items[j - 1];
+            j--;
+        }
+        items[j] = moving;
+    }
     return 0;
 }
 
 /* ---------------------------------------------------------- candidates */
 typedef VEC(int) IntVec;
+
+/* Bump allocator for the strings one file's candidates need (never moves a
+ * string once written: candidates point into it). */
+typedef struct Block {
+    struct Block *next;
+    size_t used, size;
+    char data[];
+} Block;
+
+static char *pool_alloc(Ctx *ctx, size_t n) {
+    Block *head = ctx->pool;
+    if (head == NULL || head->size - head->used < n) {
+        size_t size = n > 4000 ? n : 4000;
+        Block *block = malloc(sizeof(Block) + size);
+        if (block == NULL) return nomem(ctx), NULL;
+        block->next = head;
+        block->used = 0;
+        block->size = size;
+        ctx->pool = head = block;
+    }
+    char *out = head->data + head->used;
+    head->used += n;
+    return out;
+}
+
+typedef struct {
+    int start, end;
+} Run;
+typedef VEC(Run) RunVec;
 
 typedef struct {
     Ctx *ctx;
@@ -914,26 +967,23 @@ typedef struct {
     const int *c2b; /* character -> byte offset in code; NULL when ASCII */
     CandVec symbols, refs, apis;
     IntVec handled;
+    RunVec runs; /* maximal runs of word characters in scan */
     int seq;
 } Ex;
 
-static int cand(Ex *ex, CandVec *vec, int rank, int pos, PyObject *value) {
-    if (value == NULL) return ex->ctx->failed = 1, -1;
-    Cand c = {rank, pos, ex->seq++, value};
+/* A candidate value: bytes (scan, source or pool) or a Python str. */
+static int add(Ex *ex, CandVec *vec, int rank, int pos, const char *s, size_t len) {
+    if (s == NULL) return -1;
+    Cand c = {rank, pos, ex->seq++, (uint32_t)len, s, NULL};
     if (PUSH(*vec, c) < 0) return nomem(ex->ctx);
     return 0;
 }
-static PyObject *scan_str(Ex *ex, int start, int end) {
-    return own(ex->ctx, PyUnicode_FromStringAndSize((const char *)ex->scan + start, end - start));
-}
+#define SCAN(ex, a, b) ((const char *)(ex)->scan + (a)), (size_t)((b) - (a))
+
 static int int_in(IntVec *v, int x) {
     for (size_t i = 0; i < v->len; i++)
         if (v->items[i] == x) return 1;
     return 0;
-}
-static int has_sub(Ex *ex, const char *needle) {
-    size_t n = strlen(needle);
-    return (size_t)ex->n >= n && memmem(ex->scan, ex->n, needle, n) != NULL;
 }
 static int skip_space(Ex *ex, int k) {
     while (k < ex->n && is_space(ex->scan[k])) k++;
@@ -961,18 +1011,18 @@ static int after_func(Ex *ex, int start) {
 }
 
 static int is_type_name(Ex *ex, int start, int end) {
-    int found = in_set(&S.singletons, (const char *)ex->scan + start, end - start);
-    if (found) return found < 0 ? -1 : 0;
-    found = in_set(&S.caps_types, (const char *)ex->scan + start, end - start);
-    if (found) return found;
+    const char *name = (const char *)ex->scan + start;
+    if (wordset_has(&S.singletons, name, end - start)) return 0;
+    if (wordset_has(&S.caps_types, name, end - start)) return 1;
     if (!is_upper(ex->scan[start])) return 0;
     for (int i = start; i < end; i++)
         if (is_lower(ex->scan[i])) return 1;
     return 0;
 }
 
-static PyObject *node_path_class(Ctx *ctx, const unsigned char *s, size_t n) {
-    /* path.lstrip("$%^").strip("\"'").rsplit("/", 1)[-1].lstrip("%") */
+/* path.lstrip("$%^").strip("\"'").rsplit("/", 1)[-1].lstrip("%") when it
+ * names a node class; NULL otherwise. */
+static const char *node_path_class(const unsigned char *s, size_t n, size_t *out_len) {
     size_t a = 0, b = n;
     while (a < b && (s[a] == '$' || s[a] == '%' || s[a] == '^')) a++;
     while (a < b && (s[a] == '"' || s[a] == '\'')) a++;
@@ -982,11 +1032,12 @@ static PyObject *node_path_class(Ctx *ctx, const unsigned char *s, size_t n) {
         if (s[i] == '/') last = i + 1;
     while (last < b && s[last] == '%') last++;
     if (!wordset_has(&S.node_classes, (const char *)s + last, b - last)) return NULL;
-    return str_obj(ctx, (const char *)s + last, (Py_ssize_t)(b - last));
+    *out_len = b - last;
+    return (const char *)s + last;
 }
 
 /* _reference_call: the first string argument of preload/load/get_node... */
-static int reference_call(Ex *ex, int start, int paren_end, int head_is_node_call) {
+static int reference_call(Ex *ex, int start, int paren_end, int node_call) {
     uint32_t p = ex->c2b ? (uint32_t)ex->c2b[paren_end] : (uint32_t)paren_end;
     const unsigned char *code = ex->code, *end = ex->code + ex->code_len;
     uint32_t cp;
@@ -1009,75 +1060,80 @@ static int reference_call(Ex *ex, int start, int paren_end, int head_is_node_cal
         }
     }
     if (p == content) return 0;
-    PyObject *path = own(ex->ctx, PyUnicode_DecodeUTF8((const char *)code + content, p - content, "replace"));
-    if (path == NULL) return -1;
-    if (cand(ex, &ex->refs, 0, start, path) < 0) return -1;
-    if (head_is_node_call) {
-        PyObject *node_class = node_path_class(ex->ctx, code + content, p - content);
-        if (ex->ctx->failed) return -1;
-        if (node_class != NULL && cand(ex, &ex->symbols, 0, start, node_class) < 0) return -1;
+    if (add(ex, &ex->refs, 0, start, (const char *)code + content, p - content) < 0) return -1;
+    if (node_call) {
+        size_t len;
+        const char *node_class = node_path_class(code + content, p - content, &len);
+        if (node_class != NULL && add(ex, &ex->symbols, 0, start, node_class, len) < 0) return -1;
     }
     return 0;
 }
 
 enum { CAT_CLASS_CALL, CAT_CLASS_ACCESS, CAT_METHOD_CALL, CAT_BARE_CALL };
 
-static PyObject *joined(Ex *ex, int a0, int a1, const char *sep, int b0, int b1) {
-    size_t sl = strlen(sep);
-    size_t n = (size_t)(a1 - a0) + sl + (size_t)(b1 - b0);
-    char buf[512];
-    char *out = n <= sizeof buf ? buf : malloc(n);
-    if (out == NULL) return nomem(ex->ctx), NULL;
+/* scan[a0:a1] + sep + scan[b0:b1], written to the pool. */
+static int add_joined(Ex *ex, CandVec *vec, int rank, int pos, int a0, int a1, const char *sep, int b0, int b1) {
+    size_t sl = strlen(sep), n = (size_t)(a1 - a0) + sl + (size_t)(b1 - b0);
+    char *out = pool_alloc(ex->ctx, n);
+    if (out == NULL) return -1;
     memcpy(out, ex->scan + a0, a1 - a0);
     memcpy(out + (a1 - a0), sep, sl);
     memcpy(out + (a1 - a0) + sl, ex->scan + b0, b1 - b0);
-    PyObject *s = own(ex->ctx, PyUnicode_FromStringAndSize(out, n));
-    if (out != buf) free(out);
-    return s;
+    return add(ex, vec, rank, pos, out, n);
 }
 
-static int extract(Ex *ex, PyObject *local_types) {
+static int extract(Ex *ex) {
     const unsigned char *scan = ex->scan;
     int n = ex->n;
-    int has_func = has_sub(ex, "func");
-    /* R_PASCAL: type names */
+    ex->runs.len = 0;
     for (int i = 0; i < n;) {
-        if (!is_word(scan[i])) { i++; continue; }
-        int j = ident_end(ex, i);
-        if (is_upper(scan[i]) && !sigil_before(ex, i)) {
-            int type = is_type_name(ex, i, j);
-            if (type < 0) return ex->ctx->failed = 1, -1;
-            if (type && !(has_func && after_func(ex, i)) && cand(ex, &ex->symbols, 0, i, scan_str(ex, i, j)) < 0)
-                return -1;
+        if (!is_word(scan[i])) {
+            i++;
+            continue;
         }
-        i = j;
+        Run run = {i, ident_end(ex, i)};
+        if (PUSH(ex->runs, run) < 0) return nomem(ex->ctx);
+        i = run.end;
+    }
+    Run *runs = ex->runs.items;
+    size_t run_count = ex->runs.len;
+    /* Python gates after_func on `"func" in scan`; after_func finds no
+     * `func` without one, so the gate changes nothing and is left out. */
+    const int has_func = 1;
+    /* R_PASCAL: type names */
+    for (size_t r = 0; r < run_count; r++) {
+        int i = runs[r].start, j = runs[r].end;
+        if (is_upper(scan[i]) && !sigil_before(ex, i) && is_type_name(ex, i, j) && !(has_func && after_func(ex, i)) &&
+            add(ex, &ex->symbols, 0, i, SCAN(ex, i, j)) < 0)
+            return -1;
     }
     /* R_ANNOTATION */
-    if (memchr(scan, '@', n) != NULL) {
-        for (int i = 0; i < n; i++) {
-            if (scan[i] != '@' || i + 1 >= n || !is_ident_start(scan[i + 1])) continue;
-            int j = ident_end(ex, i + 1);
-            if (cand(ex, &ex->symbols, 0, i, scan_str(ex, i, j)) < 0) return -1;
-            i = j - 1;
-        }
+    for (const unsigned char *at = memchr(scan, '@', n); at != NULL;
+         at = (at - scan + 1 < n) ? memchr(at + 1, '@', n - (at - scan) - 1) : NULL) {
+        int i = (int)(at - scan);
+        if (i + 1 >= n || !is_ident_start(scan[i + 1])) continue;
+        int j = ident_end(ex, i + 1);
+        if (add(ex, &ex->symbols, 0, i, SCAN(ex, i, j)) < 0) return -1;
     }
-    /* R_TYPED_COLLECTION */
-    if (has_sub(ex, "Array") || has_sub(ex, "Dictionary")) {
-        for (int i = 0; i < n; i++) {
-            int name_len = 0;
-            if (i + 5 <= n && memcmp(scan + i, "Array", 5) == 0) name_len = 5;
-            else if (i + 10 <= n && memcmp(scan + i, "Dictionary", 10) == 0) name_len = 10;
-            if (!name_len || (i > 0 && (is_word(scan[i - 1]) || scan[i - 1] == '.'))) continue;
+    /* R_TYPED_COLLECTION: `Array` or `Dictionary` then `\s*[` is always a
+     * whole run of word characters, not preceded by a word character or `.` */
+    for (size_t r = 0; r < run_count; r++) {
+        {
+            int i = runs[r].start, name_len = runs[r].end - runs[r].start;
+            if (!((name_len == 5 && memcmp(scan + i, "Array", 5) == 0) ||
+                  (name_len == 10 && memcmp(scan + i, "Dictionary", 10) == 0)) ||
+                (i > 0 && scan[i - 1] == '.'))
+                continue;
             int k = skip_space(ex, i + name_len);
             if (k >= n || scan[k] != '[') continue;
             int inner = k + 1, e = inner;
             while (e < n && scan[e] != '[' && scan[e] != ']' && scan[e] != '\n') e++;
             if (e - inner > 200 || e >= n || scan[e] != ']') continue;
             /* f"{name}[{', '.join(part.strip() for part in inner.split(','))}]" */
-            char buf[1024];
-            int w = 0;
+            char *buf = pool_alloc(ex->ctx, (size_t)name_len + 2 + 2 * (size_t)(e - inner) + 2);
+            if (buf == NULL) return -1;
+            int w = name_len;
             memcpy(buf, scan + i, name_len);
-            w = name_len;
             buf[w++] = '[';
             int part = inner;
             for (int c = inner; c <= e; c++) {
@@ -1085,25 +1141,27 @@ static int extract(Ex *ex, PyObject *local_types) {
                 int a = part, b = c;
                 while (a < b && is_space(scan[a])) a++;
                 while (b > a && is_space(scan[b - 1])) b--;
-                if (part != inner) { buf[w++] = ','; buf[w++] = ' '; }
+                if (part != inner) {
+                    buf[w++] = ',';
+                    buf[w++] = ' ';
+                }
                 memcpy(buf + w, scan + a, b - a);
                 w += b - a;
                 part = c + 1;
             }
             buf[w++] = ']';
-            if (cand(ex, &ex->symbols, 0, i, own(ex->ctx, PyUnicode_FromStringAndSize(buf, w))) < 0) return -1;
-            i = e;
+            if (add(ex, &ex->symbols, 0, i, buf, (size_t)w) < 0) return -1;
         }
     }
     int has_dot = memchr(scan, '.', n) != NULL;
     if (!has_dot && memchr(scan, '(', n) == NULL) return 0;
-    /* R_HEAD: chains and bare calls */
-    for (int i = 0; i < n;) {
-        if (!is_word(scan[i])) { i++; continue; }
-        int j = ident_end(ex, i);
-        if (!is_ident_start(scan[i]) || sigil_before(ex, i)) { i = j; continue; }
+    /* R_HEAD: chains and bare calls; a match resumes the scan at its end */
+    int resume = 0;
+    for (size_t r = 0; r < run_count; r++) {
+        int i = runs[r].start, j = runs[r].end;
+        if (i < resume || !is_ident_start(scan[i]) || sigil_before(ex, i)) continue;
         int k = skip_space(ex, j);
-        if (k >= n || (scan[k] != '.' && scan[k] != '(')) { i = j; continue; }
+        if (k >= n || (scan[k] != '.' && scan[k] != '(')) continue;
         int member = -1, member_end = -1, paren = 0, match_end = j;
         if (scan[k] == '.') {
             int m = skip_space(ex, k + 1);
@@ -1118,103 +1176,94 @@ static int extract(Ex *ex, PyObject *local_types) {
             paren = 1;
             match_end = p + 1;
         }
+        resume = match_end;
+        const char *head = (const char *)scan + i;
         if (member < 0) {
-            if (paren) {
-                const char *head = (const char *)scan + i;
-                if (in_set(&S.known_calls, head, j - i)) {
-                    if (!(has_func && after_func(ex, i)) && cand(ex, &ex->apis, CAT_BARE_CALL, i, scan_str(ex, i, j)) < 0)
-                        return -1;
-                } else if (in_set(&S.reference_calls, head, j - i) &&
-                           reference_call(ex, i, match_end, in_set(&S.node_path_calls, head, j - i)) < 0) {
+            if (!paren) continue;
+            if (wordset_has(&S.known_calls, head, j - i)) {
+                if (!(has_func && after_func(ex, i)) && add(ex, &ex->apis, CAT_BARE_CALL, i, SCAN(ex, i, j)) < 0)
                     return -1;
-                }
+            } else if (wordset_has(&S.reference_calls, head, j - i) &&
+                       reference_call(ex, i, match_end, wordset_has(&S.node_path_calls, head, j - i)) < 0) {
+                return -1;
             }
-            i = match_end;
             continue;
         }
         if (PUSH(ex->handled, member) < 0) return nomem(ex->ctx);
         int upper = is_upper(scan[i]);
-        int local = 0;
-        if (upper) {
-            PyObject *head = scan_str(ex, i, j);
-            if (head == NULL) return -1;
-            local = PySet_Contains(local_types, head);
-            if (local < 0) return ex->ctx->failed = 1, -1;
-        }
+        int local = upper && is_local_type(ex->ctx, head, (size_t)(j - i));
+        const char *member_name = (const char *)scan + member;
         if (upper && !local) {
-            if (cand(ex, &ex->apis, paren ? CAT_CLASS_CALL : CAT_CLASS_ACCESS, i,
-                     joined(ex, i, j, ".", member, member_end)) < 0)
+            if (add_joined(ex, &ex->apis, paren ? CAT_CLASS_CALL : CAT_CLASS_ACCESS, i, i, j, ".", member, member_end) < 0)
                 return -1;
         } else if (paren) {
-            if ((j - i == 4 && memcmp(scan + i, "self", 4) == 0) || upper) {
-                int known = in_set(&S.known_calls, (const char *)scan + member, member_end - member);
-                if (known < 0) return ex->ctx->failed = 1, -1;
-                if (known && cand(ex, &ex->apis, CAT_BARE_CALL, member, scan_str(ex, member, member_end)) < 0)
+            if ((j - i == 4 && memcmp(head, "self", 4) == 0) || upper) {
+                if (wordset_has(&S.known_calls, member_name, member_end - member) &&
+                    add(ex, &ex->apis, CAT_BARE_CALL, member, SCAN(ex, member, member_end)) < 0)
                     return -1;
-            } else {
-                int stop = in_set(&S.stop_methods, (const char *)scan + member, member_end - member);
-                if (stop < 0) return ex->ctx->failed = 1, -1;
-                if (!stop && cand(ex, &ex->apis, CAT_METHOD_CALL, i, joined(ex, i, j, ".", member, member_end)) < 0)
-                    return -1;
+            } else if (!wordset_has(&S.stop_methods, member_name, member_end - member) &&
+                       add_joined(ex, &ex->apis, CAT_METHOD_CALL, i, i, j, ".", member, member_end) < 0) {
+                return -1;
             }
         }
-        i = match_end;
     }
     if (!has_dot) return 0;
     /* R_RECV_CALL: f(args).method( */
     if (memchr(scan, ')', n) != NULL) {
-        for (int i = 0; i < n;) {
-            if (!is_word(scan[i])) { i++; continue; }
-            int j = ident_end(ex, i);
-            if (!(is_lower(scan[i]) || scan[i] == '_') || sigil_before(ex, i)) { i = j; continue; }
+        resume = 0;
+        for (size_t r = 0; r < run_count; r++) {
+            int i = runs[r].start, j = runs[r].end;
+            if (i < resume || !(is_lower(scan[i]) || scan[i] == '_') || sigil_before(ex, i)) continue;
             int k = skip_space(ex, j);
-            if (k >= n || scan[k] != '(') { i = j; continue; }
+            if (k >= n || scan[k] != '(') continue;
             k++;
             int items = 0, ok = 1;
             while (items < 200 && k < n && scan[k] != ')') {
-                if (scan[k] == '\n') { ok = 0; break; }
+                if (scan[k] == '\n') {
+                    ok = 0;
+                    break;
+                }
                 if (scan[k] == '(') {
                     int e = k + 1;
                     while (e < n && scan[e] != '(' && scan[e] != ')' && scan[e] != '\n') e++;
-                    if (e - (k + 1) > 200 || e >= n || scan[e] != ')') { ok = 0; break; }
+                    if (e - (k + 1) > 200 || e >= n || scan[e] != ')') {
+                        ok = 0;
+                        break;
+                    }
                     k = e + 1;
                 } else {
                     k++;
                 }
                 items++;
             }
-            if (!ok || k >= n || scan[k] != ')') { i = j; continue; }
+            if (!ok || k >= n || scan[k] != ')') continue;
             k = skip_space(ex, k + 1);
-            if (k >= n || scan[k] != '.') { i = j; continue; }
+            if (k >= n || scan[k] != '.') continue;
             int m = skip_space(ex, k + 1);
-            if (m >= n || !is_ident_start(scan[m])) { i = j; continue; }
+            if (m >= n || !is_ident_start(scan[m])) continue;
             int me = ident_end(ex, m);
             int p = skip_space(ex, me);
-            if (p >= n || scan[p] != '(') { i = j; continue; }
-            int match_end = p + 1;
-            int ref = in_set(&S.reference_calls, (const char *)scan + i, j - i);
-            if (ref < 0) return ex->ctx->failed = 1, -1;
-            if (!ref) {
-                if (PUSH(ex->handled, m) < 0) return nomem(ex->ctx);
-                int stop = in_set(&S.stop_methods, (const char *)scan + m, me - m);
-                if (stop < 0) return ex->ctx->failed = 1, -1;
-                if (!stop && cand(ex, &ex->apis, CAT_METHOD_CALL, i, joined(ex, i, j, "().", m, me)) < 0) return -1;
-            }
-            i = match_end;
+            if (p >= n || scan[p] != '(') continue;
+            resume = p + 1;
+            if (wordset_has(&S.reference_calls, (const char *)scan + i, j - i)) continue;
+            if (PUSH(ex->handled, m) < 0) return nomem(ex->ctx);
+            if (!wordset_has(&S.stop_methods, (const char *)scan + m, me - m) &&
+                add_joined(ex, &ex->apis, CAT_METHOD_CALL, i, i, j, "().", m, me) < 0)
+                return -1;
         }
     }
     /* R_MEMBER_CALL: .method( anywhere, known engine calls only */
     for (int i = 0; i < n; i++) {
-        if (scan[i] != '.') continue;
+        const unsigned char *dot = memchr(scan + i, '.', n - i);
+        if (dot == NULL) break;
+        i = (int)(dot - scan);
         int m = skip_space(ex, i + 1);
         if (m >= n || !is_ident_start(scan[m])) continue;
         int me = ident_end(ex, m);
         int p = skip_space(ex, me);
         if (p >= n || scan[p] != '(') continue;
-        int known = in_set(&S.known_calls, (const char *)scan + m, me - m);
-        if (known < 0) return ex->ctx->failed = 1, -1;
-        if (known && !int_in(&ex->handled, m) && !int_in(&ex->handled, i) &&
-            cand(ex, &ex->apis, CAT_BARE_CALL, m, scan_str(ex, m, me)) < 0)
+        if (wordset_has(&S.known_calls, (const char *)scan + m, me - m) && !int_in(&ex->handled, m) &&
+            !int_in(&ex->handled, i) && add(ex, &ex->apis, CAT_BARE_CALL, m, SCAN(ex, m, me)) < 0)
             return -1;
         i = p; /* resume after the paren */
     }
@@ -1229,64 +1278,89 @@ static int by_rank_pos_seq(const void *a, const void *b) {
 }
 
 /* Values in (rank, position, arrival) order, first occurrence kept. */
-static PyObject *unique_values(Ctx *ctx, CandVec *vec) {
-    if (vec->len == 0) return Py_NewRef(S.empty_tuple);
-    qsort(vec->items, vec->len, sizeof(Cand), by_rank_pos_seq);
-    PyObject *seen = PySet_New(NULL), *list = PyList_New(0);
-    if (seen == NULL || list == NULL) goto fail;
-    for (size_t i = 0; i < vec->len; i++) {
-        int found = PySet_Contains(seen, vec->items[i].value);
-        if (found < 0) goto fail;
-        if (found) continue;
-        if (PySet_Add(seen, vec->items[i].value) < 0 || PyList_Append(list, vec->items[i].value) < 0) goto fail;
+static PyObject *unique_tuple(Ctx *ctx, CandVec *vec) {
+    size_t n = vec->len;
+    if (n == 0) return Py_NewRef(S.empty_tuple);
+    if (n > 1) qsort(vec->items, n, sizeof(Cand), by_rank_pos_seq);
+    Cand *items = vec->items;
+    size_t kept = 0;
+    if (n <= 24) {
+        for (size_t i = 0; i < n; i++) {
+            size_t k = 0;
+            for (; k < kept; k++)
+                if (items[k].len == items[i].len && memcmp(items[k].s, items[i].s, items[i].len) == 0) break;
+            if (k == kept) items[kept++] = items[i];
+        }
+    } else {
+        uint32_t capacity = 64;
+        while (capacity < n * 2) capacity *= 2;
+        int32_t *slots = malloc(capacity * sizeof(int32_t));
+        if (slots == NULL) return nomem(ctx), NULL;
+        memset(slots, 0xff, capacity * sizeof(int32_t));
+        for (size_t i = 0; i < n; i++) {
+            Cand c = items[i];
+            uint32_t h = hash_bytes(c.s, c.len) & (capacity - 1);
+            int duplicate = 0;
+            for (; slots[h] >= 0; h = (h + 1) & (capacity - 1))
+                if (items[slots[h]].len == c.len && memcmp(items[slots[h]].s, c.s, c.len) == 0) {
+                    duplicate = 1;
+                    break;
+                }
+            if (duplicate) continue;
+            items[kept] = c;
+            slots[h] = (int32_t)kept++;
+        }
+        free(slots);
     }
-    PyObject *tuple = PyList_AsTuple(list);
-    Py_DECREF(seen);
-    Py_DECREF(list);
-    if (tuple == NULL) ctx->failed = 1;
+    PyObject *tuple = PyTuple_New((Py_ssize_t)kept);
+    if (tuple == NULL) return ctx->failed = 1, NULL;
+    for (size_t i = 0; i < kept; i++) {
+        PyObject *value = items[i].obj ? Py_NewRef(items[i].obj)
+                                       : PyUnicode_DecodeUTF8(items[i].s, (Py_ssize_t)items[i].len, "replace");
+        if (value == NULL) {
+            Py_DECREF(tuple);
+            return ctx->failed = 1, NULL;
+        }
+        PyTuple_SET_ITEM(tuple, (Py_ssize_t)i, value);
+    }
     return tuple;
-fail:
-    Py_XDECREF(seen);
-    Py_XDECREF(list);
-    ctx->failed = 1;
-    return NULL;
 }
 
 /* ------------------------------------------------------------- context */
+/* Members a chunk of `scope` can name (outer scopes first, an inner class's
+ * member shadows an outer one, as dict.update), hashed by name. */
 static MemberVec *visible_members(Ctx *ctx, int scope_index) {
     Scope *scope = &ctx->scopes.items[scope_index];
     if (scope->visible_ready) return &scope->visible;
-    int chain[64], depth = 0;
-    for (int s = scope_index; s >= 0 && depth < 64; s = s ? ctx->scopes.items[s].parent : -1) chain[depth++] = s;
+    int chain[256], depth = 0;
+    for (int s = scope_index; s >= 0 && depth < 256; s = s ? ctx->scopes.items[s].parent : -1) chain[depth++] = s;
     MemberVec merged = {0};
     for (int d = depth - 1; d >= 0; d--) {
         MemberVec *members = &ctx->scopes.items[chain[d]].members;
         for (size_t i = 0; i < members->len; i++) {
             size_t k = 0;
             for (; k < merged.len; k++)
-                if (merged.items[k].size == members->items[i].size &&
-                    memcmp(merged.items[k].utf8, members->items[i].utf8, members->items[i].size) == 0)
-                    break;
+                if (str_eq(merged.items[k].name, members->items[i].name)) break;
             if (k < merged.len) merged.items[k].lines = members->items[i].lines; /* dict.update keeps the slot */
             else if (PUSH(merged, members->items[i]) < 0) return VFREE(merged), nomem(ctx), NULL;
         }
     }
+    uint32_t capacity = 16;
+    while (capacity < merged.len * 2 + 2) capacity *= 2;
+    int32_t *table = malloc(capacity * sizeof(int32_t));
+    if (table == NULL) return VFREE(merged), nomem(ctx), NULL;
+    memset(table, 0xff, capacity * sizeof(int32_t));
+    for (size_t i = 0; i < merged.len; i++) {
+        uint32_t h = hash_bytes(merged.items[i].name.s, merged.items[i].name.len) & (capacity - 1);
+        while (table[h] >= 0) h = (h + 1) & (capacity - 1);
+        table[h] = (int32_t)i;
+    }
     scope = &ctx->scopes.items[scope_index];
     scope->visible = merged;
+    scope->visible_table = table;
+    scope->visible_capacity = capacity;
     scope->visible_ready = 1;
     return &scope->visible;
-}
-
-static int word_in(const unsigned char *scan, int n, const char *word, Py_ssize_t size) {
-    if (size == 0 || size > n) return 0;
-    const unsigned char *p = scan, *end = scan + n;
-    while ((p = memmem(p, end - p, word, size)) != NULL) {
-        int before = p > scan && is_word(p[-1]);
-        int after = p + size < end && is_word(p[size]);
-        if (!before && !after) return 1;
-        p++;
-    }
-    return 0;
 }
 
 static int by_range(const void *a, const void *b) {
@@ -1295,80 +1369,100 @@ static int by_range(const void *a, const void *b) {
     return x->end < y->end ? -1 : x->end > y->end;
 }
 
-static PyObject *context_text(Ctx *ctx, Piece *g, const unsigned char *scan, int n) {
-    RangeVec ranges = {0};
-    PyObject *own_name = g->kind == K_FUNCTION ? g->name : NULL;
-    const char *own_utf8 = NULL;
-    Py_ssize_t own_size = -1;
-    if (own_name != NULL && (own_utf8 = PyUnicode_AsUTF8AndSize(own_name, &own_size)) == NULL) return ctx->failed = 1, NULL;
+/* surrounding_context: header lines, enclosing class headers and the
+ * declarations of the members the chunk's code names (a member name occurs
+ * with no word character on either side: it is one of the scan's runs). */
+static PyObject *context_text(Ctx *ctx, Ex *ex, Piece *g) {
+    RangeVec *ranges = &ctx->ranges;
+    ranges->len = 0;
+    Str own_name = g->kind == K_FUNCTION ? g->name : (Str){NULL, 0};
     MemberVec *visible = visible_members(ctx, g->scope);
     if (visible == NULL) return NULL;
-    for (size_t i = 0; i < visible->len; i++) {
-        Member *m = &visible->items[i];
-        if (own_utf8 != NULL && m->size == own_size && memcmp(m->utf8, own_utf8, own_size) == 0) continue;
-        if (word_in(scan, n, m->utf8, m->size) && PUSH(ranges, m->lines) < 0) goto nomemory;
+    Scope *scope = &ctx->scopes.items[g->scope];
+    if (visible->len) {
+        uint32_t mask = scope->visible_capacity - 1;
+        for (size_t r = 0; r < ex->runs.len; r++) {
+            const char *word = (const char *)ex->scan + ex->runs.items[r].start;
+            size_t size = (size_t)(ex->runs.items[r].end - ex->runs.items[r].start);
+            for (uint32_t h = hash_bytes(word, size) & mask; scope->visible_table[h] >= 0; h = (h + 1) & mask) {
+                Member *m = &visible->items[scope->visible_table[h]];
+                if ((size_t)m->name.len != size || memcmp(m->name.s, word, size) != 0) continue;
+                if (m->used_by != ctx->chunk_serial && !(own_name.s != NULL && str_eq(own_name, m->name))) {
+                    m->used_by = ctx->chunk_serial;
+                    if (PUSH(*ranges, m->lines) < 0) return nomem(ctx), NULL;
+                }
+                break;
+            }
+        }
     }
     for (size_t i = 0; i < ctx->header_lines.len; i++)
-        if (PUSH(ranges, ctx->header_lines.items[i]) < 0) goto nomemory;
+        if (PUSH(*ranges, ctx->header_lines.items[i]) < 0) return nomem(ctx), NULL;
     for (int s = g->scope; s > 0; s = ctx->scopes.items[s].parent)
-        if (ctx->scopes.items[s].has_header && PUSH(ranges, ctx->scopes.items[s].header) < 0) goto nomemory;
+        if (ctx->scopes.items[s].has_header && PUSH(*ranges, ctx->scopes.items[s].header) < 0) return nomem(ctx), NULL;
     /* outside the chunk, unique, sorted */
     size_t kept = 0;
-    for (size_t i = 0; i < ranges.len; i++)
-        if (ranges.items[i].start < g->start_line || ranges.items[i].end > g->end_line) ranges.items[kept++] = ranges.items[i];
-    ranges.len = kept;
-    qsort(ranges.items, ranges.len, sizeof(LineRange), by_range);
-    size_t total = 0, unique = 0;
-    for (size_t i = 0; i < ranges.len; i++) {
-        if (unique && by_range(&ranges.items[unique - 1], &ranges.items[i]) == 0) continue;
-        ranges.items[unique++] = ranges.items[i];
-        total += ctx->ends[ranges.items[i].end] - line_start(ctx, ranges.items[i].start) + 1;
+    for (size_t i = 0; i < ranges->len; i++)
+        if (ranges->items[i].start < g->start_line || ranges->items[i].end > g->end_line)
+            ranges->items[kept++] = ranges->items[i];
+    if (kept > 1) qsort(ranges->items, kept, sizeof(LineRange), by_range);
+    size_t unique = 0;
+    for (size_t i = 0; i < kept; i++)
+        if (!unique || by_range(&ranges->items[unique - 1], &ranges->items[i]) != 0) ranges->items[unique++] = ranges->items[i];
+    ranges->len = unique;
+    if (unique == 0) return Py_NewRef(S.empty_str);
+    /* Chunks of one class usually share their context: reuse the string. */
+    for (size_t c = 0; c < ctx->contexts.len; c++) {
+        ContextEntry *entry = &ctx->contexts.items[c];
+        if (entry->count == unique && memcmp(entry->ranges, ranges->items, unique * sizeof(LineRange)) == 0)
+            return Py_NewRef(entry->text);
     }
-    ranges.len = unique;
-    if (unique == 0) {
-        VFREE(ranges);
-        return Py_NewRef(S.empty_str);
-    }
+    size_t total = 0;
+    for (size_t i = 0; i < unique; i++)
+        total += ctx->ends[ranges->items[i].end] - line_start(ctx, ranges->items[i].start) + 1;
     char *buf = malloc(total);
-    if (buf == NULL) goto nomemory;
+    if (buf == NULL) return nomem(ctx), NULL;
     size_t w = 0;
-    for (size_t i = 0; i < ranges.len; i++) {
-        uint32_t a = line_start(ctx, ranges.items[i].start), b = ctx->ends[ranges.items[i].end];
+    for (size_t i = 0; i < unique; i++) {
+        uint32_t a = line_start(ctx, ranges->items[i].start), b = ctx->ends[ranges->items[i].end];
         if (i) buf[w++] = '\n';
         if (b > a) {
             memcpy(buf + w, ctx->src + a, b - a);
             w += b - a;
         }
     }
-    VFREE(ranges);
-    PyObject *text = PyUnicode_DecodeUTF8(buf, w, "replace");
+    PyObject *text = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)w, "replace");
     free(buf);
-    if (text == NULL) ctx->failed = 1;
-    return text;
-nomemory:
-    VFREE(ranges);
-    nomem(ctx);
-    return NULL;
+    if (text == NULL) return ctx->failed = 1, NULL;
+    ContextEntry entry = {malloc(unique * sizeof(LineRange)), unique, text};
+    if (entry.ranges == NULL || PUSH(ctx->contexts, entry) < 0) {
+        free(entry.ranges);
+        Py_DECREF(text);
+        return nomem(ctx), NULL;
+    }
+    memcpy(entry.ranges, ranges->items, unique * sizeof(LineRange));
+    return Py_NewRef(text); /* one reference stays with the cache */
 }
 
 /* ------------------------------------------------------------- chunks */
 enum { F_MASK = 1, F_DOLLAR = 2 };
 
-static void flag_range(unsigned char *flags, uint32_t sb, uint32_t eb, uint32_t start, uint32_t end, unsigned char bit) {
+static int flag_range(unsigned char *flags, uint32_t sb, uint32_t eb, uint32_t start, uint32_t end, unsigned char bit) {
     if (start < sb) start = sb;
     if (end > eb) end = eb;
     for (uint32_t b = start; b < end; b++) flags[b - sb] |= bit;
+    return end > start;
 }
 
-static PyObject *make_object(PyObject *cls, PyObject **names, PyObject **values, int count) {
-    PyObject *obj = PyBaseObject_Type.tp_new((PyTypeObject *)cls, S.empty_tuple, NULL);
-    if (obj == NULL) return NULL;
-    /* What a frozen dataclass's __init__ does: object.__setattr__ per field. */
-    for (int i = 0; i < count; i++)
-        if (PyObject_GenericSetAttr(obj, names[i], values[i]) < 0) {
-            Py_DECREF(obj);
-            return NULL;
-        }
+/* A Chunk or Span without running __init__: the instance's slots are
+ * written directly, which is what the frozen dataclass's __init__ does
+ * through object.__setattr__.  Takes the references in `values`. */
+static PyObject *make_object(PyObject *cls, const Py_ssize_t *offsets, PyObject **values, int count) {
+    PyObject *obj = ((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 0);
+    if (obj == NULL) {
+        for (int i = 0; i < count; i++) Py_XDECREF(values[i]);
+        return NULL;
+    }
+    for (int i = 0; i < count; i++) *(PyObject **)((char *)obj + offsets[i]) = values[i];
     return obj;
 }
 
@@ -1396,7 +1490,7 @@ static int resource_paths(Ctx *ctx, Ex *ex, int pos, uint32_t cs, uint32_t ce) {
                     break;
                 e += len;
             }
-            if (cand(ex, &ex->refs, 0, pos, text_obj(ctx, p, e)) < 0) return -1;
+            if (add(ex, &ex->refs, 0, pos, (const char *)src + p, e - p) < 0) return -1;
             p = e;
             matched = 1;
         }
@@ -1405,43 +1499,49 @@ static int resource_paths(Ctx *ctx, Ex *ex, int pos, uint32_t cs, uint32_t ce) {
     return 0;
 }
 
-/* Facts of one chunk from its group and the captures that start in it. */
+/* Facts of one chunk from its group and the captures that start in it;
+ * returns whether any byte of the chunk is masked (-1 on error). */
 static int chunk_facts(Ctx *ctx, Ex *ex, Piece *g, CaptureVec *caps, size_t *ci, uint32_t sb, uint32_t eb,
                        const int *b2c, unsigned char *flags) {
 #define REL(byte) (b2c ? b2c[(byte) - sb] : (int)((byte) - sb))
+    int flagged = 0;
     for (size_t i = 0; i < g->symbols.len; i++)
-        if (cand(ex, &ex->symbols, 0, REL(g->symbols.items[i].pos), g->symbols.items[i].value) < 0) return -1;
+        if (add(ex, &ex->symbols, 0, REL(g->symbols.items[i].pos), g->symbols.items[i].value.s,
+                g->symbols.items[i].value.len) < 0)
+            return -1;
     for (size_t i = 0; i < g->refs.len; i++)
-        if (cand(ex, &ex->refs, 0, REL(g->refs.items[i].pos), g->refs.items[i].value) < 0) return -1;
+        if (add(ex, &ex->refs, 0, REL(g->refs.items[i].pos), g->refs.items[i].value.s, g->refs.items[i].value.len) < 0)
+            return -1;
     while (*ci < caps->len && caps->items[*ci].start < sb) (*ci)++;
     while (*ci < caps->len && caps->items[*ci].start < eb) {
         Capture c = caps->items[(*ci)++];
         uint32_t start = c.start, end = c.end > eb ? eb : c.end;
         int pos = REL(start);
         uint32_t cs, ce;
+        const char *text = (const char *)ctx->src + start;
         switch (c.kind) {
         case C_MASK:
-            flag_range(flags, sb, eb, start, end, F_MASK);
+            flagged |= flag_range(flags, sb, eb, start, end, F_MASK);
             break;
         case C_STRING:
         case C_LITERAL:
         case C_NODE_PATH:
             if (!string_content(ctx->src, ctx->len, start, end, &cs, &ce)) break;
-            if (cs < ce) flag_range(flags, sb, eb, cs, ce, F_MASK);
+            if (cs < ce) flagged |= flag_range(flags, sb, eb, cs, ce, F_MASK);
             if (c.kind == C_STRING && ce - cs >= 3 && memmem(ctx->src + cs, ce - cs, "://", 3) != NULL) {
                 if (resource_paths(ctx, ex, pos, cs, ce) < 0) return -1;
             } else if (c.kind == C_NODE_PATH) {
-                if (cand(ex, &ex->refs, 0, pos, text_obj(ctx, start, end)) < 0) return -1;
+                if (add(ex, &ex->refs, 0, pos, text, end - start) < 0) return -1;
             }
             break;
         case C_GET_NODE: {
-            if (cand(ex, &ex->refs, 0, pos, text_obj(ctx, start, end)) < 0) return -1;
-            flag_range(flags, sb, eb, start, end, F_DOLLAR);
-            if (end - start > 2 && (ctx->src[start + 1] == '"' || ctx->src[start + 1] == '\''))
-                flag_range(flags, sb, eb, start + 2, end - 1, F_MASK);
-            PyObject *node_class = node_path_class(ctx, ctx->src + start, end - start);
-            if (ctx->failed) return -1;
-            if (node_class != NULL && cand(ex, &ex->symbols, 0, pos, node_class) < 0) return -1;
+            if (add(ex, &ex->refs, 0, pos, text, end - start) < 0) return -1;
+            flagged |= flag_range(flags, sb, eb, start, end, F_DOLLAR);
+            if (end - start > 2 && (text[1] == '"' || text[1] == '\''))
+                flagged |= flag_range(flags, sb, eb, start + 2, end - 1, F_MASK);
+            size_t len;
+            const char *node_class = node_path_class(ctx->src + start, end - start, &len);
+            if (node_class != NULL && add(ex, &ex->symbols, 0, pos, node_class, len) < 0) return -1;
             break;
         }
         case C_BASE_CALL: {
@@ -1450,24 +1550,20 @@ static int chunk_facts(Ctx *ctx, Ex *ex, Piece *g, CaptureVec *caps, size_t *ci,
             while (b < end && ctx->src[b] != '(') b++;
             while (a < b && is_space(ctx->src[a])) a++;
             while (b > a && is_space(ctx->src[b - 1])) b--;
-            char stack_buf[256];
-            size_t n = b - a + 1;
-            char *buf = n <= sizeof stack_buf ? stack_buf : malloc(n);
-            if (buf == NULL) return nomem(ctx);
-            buf[0] = '.';
-            memcpy(buf + 1, ctx->src + a, b - a);
-            PyObject *value = str_obj(ctx, buf, (Py_ssize_t)n);
-            if (buf != stack_buf) free(buf);
-            if (cand(ex, &ex->apis, CAT_BARE_CALL, pos, value) < 0) return -1;
+            char *value = pool_alloc(ctx, b - a + 1);
+            if (value == NULL) return -1;
+            value[0] = '.';
+            memcpy(value + 1, ctx->src + a, b - a);
+            if (add(ex, &ex->apis, CAT_BARE_CALL, pos, value, b - a + 1) < 0) return -1;
             if (PUSH(ex->handled, pos) < 0) return nomem(ctx);
             break;
         }
         case C_AWAIT:
-            if (cand(ex, &ex->symbols, 0, pos, str_obj(ctx, "await", 5)) < 0) return -1;
+            if (add(ex, &ex->symbols, 0, pos, "await", 5) < 0) return -1;
             break;
         }
     }
-    return 0;
+    return flagged;
 #undef REL
 }
 
@@ -1496,11 +1592,63 @@ static size_t count_chars(const unsigned char *s, size_t n) {
     return chars;
 }
 
+static int is_ascii(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t word;
+        memcpy(&word, s + i, 8);
+        if (word & 0x8080808080808080ull) return 0;
+    }
+    for (; i < n; i++)
+        if (s[i] & 0x80) return 0;
+    return 1;
+}
+
+/* A growable byte buffer for ids and names. */
+typedef VEC(char) Bytes;
+static int bytes_add(Bytes *b, const char *s, size_t n) {
+    while (b->cap - b->len < n)
+        if (grow((void **)&b->items, &b->cap, 1) < 0) return -1;
+    memcpy(b->items + b->len, s, n);
+    b->len += n;
+    return 0;
+}
+static int bytes_add_obj(Bytes *b, PyObject *text) {
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(text, &n);
+    return s == NULL ? -1 : bytes_add(b, s, (size_t)n);
+}
+
+/* node_kind strings: one per distinct list of node types in the file. */
+static PyObject *node_kind_of(Ctx *ctx, TypeVec *types) {
+    if (types->len == 1)
+        for (size_t i = 0; i < ctx->kinds.len; i++)
+            if (ctx->kinds.items[i].type == types->items[0]) return Py_NewRef(ctx->kinds.items[i].text);
+    Bytes joined = {0};
+    for (size_t t = 0; t < types->len; t++)
+        if ((t && bytes_add(&joined, "+", 1) < 0) || bytes_add(&joined, types->items[t], strlen(types->items[t])) < 0) {
+            VFREE(joined);
+            return nomem(ctx), NULL;
+        }
+    PyObject *text = PyUnicode_FromStringAndSize(joined.items ? joined.items : "", (Py_ssize_t)joined.len);
+    VFREE(joined);
+    if (text == NULL) return ctx->failed = 1, NULL;
+    if (types->len == 1) {
+        KindEntry entry = {types->items[0], text};
+        if (PUSH(ctx->kinds, entry) < 0) {
+            Py_DECREF(text);
+            return nomem(ctx), NULL;
+        }
+        Py_INCREF(text); /* one reference stays with the cache */
+    }
+    return text;
+}
+
 static PyObject *build_chunks(Ctx *ctx, PieceVec *groups, CaptureVec *caps) {
     PyObject *result = PyTuple_New((Py_ssize_t)groups->len);
-    PyObject *used_ids = PyDict_New(), *ids = PySet_New(NULL), *dot = PyUnicode_FromString(".");
-    PyObject *plus = PyUnicode_FromString("+");
+    PyObject *used_ids = PyDict_New(), *ids = PySet_New(NULL);
     VEC(Ordinal) ordinals = {0};
+    Bytes id = {0};
     size_t ci = 0;
     uint32_t previous_end = ctx->body_start;
     Ex ex;
@@ -1508,30 +1656,32 @@ static PyObject *build_chunks(Ctx *ctx, PieceVec *groups, CaptureVec *caps) {
     ex.ctx = ctx;
     unsigned char *flags = NULL, *mask = NULL, *scan = NULL;
     int *b2c = NULL, *c2b = NULL;
-    if (result == NULL || used_ids == NULL || ids == NULL || dot == NULL || plus == NULL) goto fail;
+    if (result == NULL || used_ids == NULL || ids == NULL) goto fail;
     /* Scratch buffers for the largest possible chunk, reused by every chunk. */
     flags = malloc(ctx->len + 1);
     mask = malloc(ctx->len + 1);
     scan = malloc(ctx->len + 1);
-    if (flags == NULL || mask == NULL || scan == NULL) { nomem(ctx); goto fail; }
+    if (flags == NULL || mask == NULL || scan == NULL) {
+        nomem(ctx);
+        goto fail;
+    }
     for (size_t gi = 0; gi < groups->len; gi++) {
         Piece *g = &groups->items[gi];
+        ctx->chunk_serial = (int)gi + 1;
         uint32_t sb = line_start(ctx, g->start_line), eb = ctx->ends[g->end_line];
         uint32_t nb = eb > sb ? eb - sb : 0;
         const unsigned char *code = ctx->src + sb;
-        int ascii = 1;
-        for (uint32_t b = 0; b < nb; b++)
-            if (code[b] & 0x80) {
-                ascii = 0;
-                break;
-            }
+        int ascii = is_ascii(code, nb);
         memset(flags, 0, nb + 1);
         size_t nchars = nb;
         if (!ascii) {
             if (b2c == NULL) {
                 b2c = malloc((ctx->len + 1) * sizeof(int));
                 c2b = malloc((ctx->len + 1) * sizeof(int));
-                if (b2c == NULL || c2b == NULL) { nomem(ctx); goto fail; }
+                if (b2c == NULL || c2b == NULL) {
+                    nomem(ctx);
+                    goto fail;
+                }
             }
             int k = 0;
             for (uint32_t b = 0; b < nb;) {
@@ -1546,139 +1696,167 @@ static PyObject *build_chunks(Ctx *ctx, PieceVec *groups, CaptureVec *caps) {
         }
         ex.symbols.len = ex.refs.len = ex.apis.len = ex.handled.len = 0;
         ex.seq = 0;
-        if (chunk_facts(ctx, &ex, g, caps, &ci, sb, eb, ascii ? NULL : b2c, flags) < 0) goto fail;
-        /* code mask (UTF-8) and scan text (one ASCII byte per character) */
+        int flagged = chunk_facts(ctx, &ex, g, caps, &ci, sb, eb, ascii ? NULL : b2c, flags);
+        if (flagged < 0) goto fail;
+        /* Code mask (UTF-8) and scan text (one ASCII byte per character). */
         size_t mw = 0, sw = 0;
-        for (uint32_t b = 0; b < nb;) {
-            unsigned char c = code[b];
-            int l = utf8_len(c);
-            if (b + l > nb) l = (int)(nb - b);
-            if (c == '\n' || c == '\r') {
-                mask[mw++] = c;
-                scan[sw++] = c;
-            } else {
-                if (flags[b] & F_MASK) mask[mw++] = ' ';
-                else { memcpy(mask + mw, code + b, l); mw += l; }
-                if (flags[b] & F_DOLLAR) scan[sw++] = '$';
-                else if (flags[b] & F_MASK) scan[sw++] = ' ';
-                else if (l == 1) scan[sw++] = c;
-                else {
-                    ctx->bail = "code outside comments and strings is not ASCII";
-                    goto fail;
+        const unsigned char *scan_text = scan, *mask_text = mask;
+        if (ascii && !flagged) {
+            scan_text = mask_text = code;
+            mw = sw = nb;
+        } else {
+            for (uint32_t b = 0; b < nb;) {
+                unsigned char c = code[b];
+                int l = utf8_len(c);
+                if (b + l > nb) l = (int)(nb - b);
+                if (c == '\n' || c == '\r') {
+                    mask[mw++] = c;
+                    scan[sw++] = c;
+                } else {
+                    if (flags[b] & F_MASK) mask[mw++] = ' ';
+                    else {
+                        memcpy(mask + mw, code + b, l);
+                        mw += l;
+                    }
+                    if (flags[b] & F_DOLLAR) scan[sw++] = '$';
+                    else if (flags[b] & F_MASK) scan[sw++] = ' ';
+                    else if (l == 1) scan[sw++] = c;
+                    else {
+                        ctx->bail = "code outside comments and strings is not ASCII";
+                        goto fail;
+                    }
                 }
+                b += l;
             }
-            b += l;
         }
-        ex.scan = scan;
+        ex.scan = scan_text;
         ex.n = (int)sw;
         ex.code = code;
         ex.code_len = nb;
         ex.c2b = ascii ? NULL : c2b;
-        if (extract(&ex, ctx->local_types) < 0) goto fail;
-        PyObject *symbols = own(ctx, unique_values(ctx, &ex.symbols));
-        PyObject *apis = symbols ? own(ctx, unique_values(ctx, &ex.apis)) : NULL;
-        PyObject *refs = apis ? own(ctx, unique_values(ctx, &ex.refs)) : NULL;
-        if (refs == NULL) goto fail;
+        if (extract(&ex) < 0 || ctx->failed) goto fail;
 
         /* name and id */
         int kind = g->kind;
-        PyObject *base = g->name;
-        if (kind_ordinal(kind) || base == NULL) {
+        id.len = 0;
+        if (bytes_add_obj(&id, ctx->source_file) < 0) goto python_error;
+        if (bytes_add(&id, ":", 1) < 0 || bytes_add(&id, KIND_NAMES[kind], strlen(KIND_NAMES[kind])) < 0 ||
+            bytes_add(&id, ":", 1) < 0)
+            goto memory_error;
+        size_t name_start = id.len;
+        int depth = ctx->scopes.items[g->scope].depth;
+        for (int d = 1; d <= depth; d++) { /* outermost class first */
+            int s = g->scope;
+            for (int up = depth; up > d; up--) s = ctx->scopes.items[s].parent;
+            if (bytes_add(&id, ctx->scopes.items[s].name.s, ctx->scopes.items[s].name.len) < 0) goto memory_error;
+            if (bytes_add(&id, ".", 1) < 0) goto memory_error;
+        }
+        if (kind_ordinal(kind) || g->name.s == NULL) {
             size_t o = 0;
             for (; o < ordinals.len; o++)
                 if (ordinals.items[o].scope == g->scope && ordinals.items[o].kind == kind) break;
             if (o == ordinals.len) {
                 Ordinal fresh = {g->scope, kind, 0};
-                if (PUSH(ordinals, fresh) < 0) { nomem(ctx); goto fail; }
+                if (PUSH(ordinals, fresh) < 0) goto memory_error;
             }
-            base = own(ctx, PyUnicode_FromFormat("%d", ++ordinals.items[o].count));
-            if (base == NULL) goto fail;
+            char digits[16];
+            int w = snprintf(digits, sizeof digits, "%d", ++ordinals.items[o].count);
+            if (bytes_add(&id, digits, (size_t)w) < 0) goto memory_error;
+        } else if (bytes_add(&id, g->name.s, g->name.len) < 0) {
+            goto memory_error;
         }
-        PyObject *name = base;
-        if (g->scope) {
-            Scope *sc = &ctx->scopes.items[g->scope];
-            PyObject *parts = PyList_New(sc->depth + 1);
-            if (parts == NULL) { ctx->failed = 1; goto fail; }
-            int at = sc->depth;
-            Py_INCREF(base);
-            PyList_SET_ITEM(parts, at, base);
-            for (int s = g->scope; s > 0; s = ctx->scopes.items[s].parent) {
-                PyObject *part = ctx->scopes.items[s].name;
-                Py_INCREF(part);
-                PyList_SET_ITEM(parts, --at, part);
-            }
-            name = own(ctx, PyUnicode_Join(dot, parts));
-            Py_DECREF(parts);
-            if (name == NULL) goto fail;
-        }
-        PyObject *chunk_id = own(ctx, PyUnicode_FromFormat("%U:%s:%U", ctx->source_file, KIND_NAMES[kind], name));
-        if (chunk_id == NULL) goto fail;
+        size_t name_end = id.len;
+        PyObject *chunk_id = PyUnicode_DecodeUTF8(id.items, (Py_ssize_t)id.len, "strict");
+        if (chunk_id == NULL) goto python_error;
         PyObject *seen_obj = PyDict_GetItemWithError(used_ids, chunk_id);
-        if (seen_obj == NULL && PyErr_Occurred()) { ctx->failed = 1; goto fail; }
+        if (seen_obj == NULL && PyErr_Occurred()) {
+            Py_DECREF(chunk_id);
+            goto python_error;
+        }
         long seen = seen_obj ? PyLong_AsLong(seen_obj) + 1 : 1;
-        PyObject *seen_value = own(ctx, PyLong_FromLong(seen));
-        if (seen_value == NULL || PyDict_SetItem(used_ids, chunk_id, seen_value) < 0) { ctx->failed = 1; goto fail; }
+        PyObject *seen_value = PyLong_FromLong(seen);
+        if (seen_value == NULL || PyDict_SetItem(used_ids, chunk_id, seen_value) < 0) {
+            Py_XDECREF(seen_value);
+            Py_DECREF(chunk_id);
+            goto python_error;
+        }
+        Py_DECREF(seen_value);
         if (seen > 1) {
-            chunk_id = own(ctx, PyUnicode_FromFormat("%U#%ld", chunk_id, seen));
-            if (chunk_id == NULL) goto fail;
+            Py_SETREF(chunk_id, PyUnicode_FromFormat("%U#%ld", chunk_id, seen));
+            if (chunk_id == NULL) goto python_error;
         }
-
-        PyObject *types = PyList_New((Py_ssize_t)g->node_types.len);
-        if (types == NULL) { ctx->failed = 1; goto fail; }
-        for (size_t t = 0; t < g->node_types.len; t++) {
-            PyObject *type = PyUnicode_FromString(g->node_types.items[t]);
-            if (type == NULL) { Py_DECREF(types); ctx->failed = 1; goto fail; }
-            PyList_SET_ITEM(types, (Py_ssize_t)t, type);
-        }
-        PyObject *node_kind = own(ctx, PyUnicode_Join(plus, types));
-        Py_DECREF(types);
-        PyObject *code_text = node_kind ? own(ctx, PyUnicode_DecodeUTF8((const char *)code, nb, "replace")) : NULL;
-        PyObject *code_mask = code_text ? own(ctx, PyUnicode_DecodeUTF8((const char *)mask, mw, "replace")) : NULL;
-        PyObject *context = NULL;
-        if (code_mask != NULL)
-            context = kind_header(kind) ? Py_NewRef(S.empty_str) : context_text(ctx, g, scan, (int)sw);
-        if (own(ctx, context) == NULL) goto fail;
-
-        const char *problem = invariant_problem(ctx, sb, eb, previous_end, nchars, count_chars(mask, mw));
         int duplicate = PySet_Contains(ids, chunk_id);
-        if (duplicate < 0) { ctx->failed = 1; goto fail; }
+        if (duplicate < 0 || (!duplicate && PySet_Add(ids, chunk_id) < 0)) {
+            Py_DECREF(chunk_id);
+            goto python_error;
+        }
+
+        /* Every object below is a new reference handed to the chunk. */
+        PyObject *values[12] = {chunk_id};
+        values[1] = PyLong_FromSize_t(gi + 1);
+        values[2] = Py_NewRef(S.kind_str[kind]);
+        values[3] = node_kind_of(ctx, &g->node_types);
+        values[4] = PyUnicode_DecodeUTF8(id.items + name_start, (Py_ssize_t)(name_end - name_start), "strict");
+        PyObject *span_values[4] = {PyLong_FromLong(g->start_line + 1), PyLong_FromLong(g->end_line + 1),
+                                    PyLong_FromUnsignedLong(sb), PyLong_FromUnsignedLong(eb)};
+        values[5] = (span_values[0] && span_values[1] && span_values[2] && span_values[3])
+                        ? make_object(S.span_cls, S.span_offsets, span_values, 4)
+                        : NULL;
+        if (values[5] == NULL)
+            for (int i = 0; i < 4; i++) Py_XDECREF(span_values[i]);
+        values[6] = PyUnicode_DecodeUTF8((const char *)code, nb, "strict");
+        values[7] = unique_tuple(ctx, &ex.symbols);
+        values[8] = unique_tuple(ctx, &ex.apis);
+        values[9] = unique_tuple(ctx, &ex.refs);
+        values[10] = mask_text == code ? Py_XNewRef(values[6]) : PyUnicode_DecodeUTF8((const char *)mask, mw, "strict");
+        values[11] = kind_header(kind) ? Py_NewRef(S.empty_str) : context_text(ctx, &ex, g);
+        int complete = 1;
+        for (int i = 0; i < 12; i++)
+            if (values[i] == NULL) complete = 0;
+        if (!complete) {
+            for (int i = 0; i < 12; i++) Py_XDECREF(values[i]);
+            goto python_error;
+        }
+        PyObject *chunk = make_object(S.chunk_cls, S.chunk_offsets, values, 12);
+        if (chunk == NULL) goto python_error;
+        PyTuple_SET_ITEM(result, (Py_ssize_t)gi, chunk);
+
+        size_t mask_chars = mask_text == code ? nchars : count_chars(mask_text, mw);
+        const char *problem = invariant_problem(ctx, sb, eb, previous_end, nchars, mask_chars);
         if (problem == NULL && duplicate) problem = "duplicate chunk_id";
         if (problem != NULL) {
             PyErr_Format(PyExc_AssertionError, "%U chunk %U: %s", ctx->source_file, chunk_id, problem);
-            ctx->failed = 1;
-            goto fail;
+            goto python_error;
         }
-        if (PySet_Add(ids, chunk_id) < 0) { ctx->failed = 1; goto fail; }
         previous_end = eb;
-
-        PyObject *span_values[4] = {own(ctx, PyLong_FromLong(g->start_line + 1)), own(ctx, PyLong_FromLong(g->end_line + 1)),
-                                    own(ctx, PyLong_FromUnsignedLong(sb)), own(ctx, PyLong_FromUnsignedLong(eb))};
-        if (ctx->failed) goto fail;
-        PyObject *span = own(ctx, make_object(S.span_cls, S.span_fields, span_values, 4));
-        PyObject *order = own(ctx, PyLong_FromSize_t(gi + 1));
-        if (span == NULL || order == NULL) goto fail;
-        PyObject *values[12] = {chunk_id, order, S.kind_str[kind], node_kind, name, span, code_text,
-                                symbols, apis, refs, code_mask, context};
-        PyObject *chunk = make_object(S.chunk_cls, S.chunk_fields, values, 12);
-        if (chunk == NULL) { ctx->failed = 1; goto fail; }
-        PyTuple_SET_ITEM(result, (Py_ssize_t)gi, chunk);
     }
     if (!range_blank(ctx->src, previous_end, ctx->len)) {
         PyErr_Format(PyExc_AssertionError, "%U: non-blank text after the last chunk is in no chunk", ctx->source_file);
-        ctx->failed = 1;
-        goto fail;
+        goto python_error;
     }
     goto done;
+memory_error:
+    nomem(ctx);
+    goto fail;
+python_error:
+    ctx->failed = 1;
 fail:
     Py_CLEAR(result);
 done:
-    free(flags); free(mask); free(scan); free(b2c); free(c2b);
-    VFREE(ex.symbols); VFREE(ex.refs); VFREE(ex.apis); VFREE(ex.handled);
+    free(flags);
+    free(mask);
+    free(scan);
+    free(b2c);
+    free(c2b);
+    VFREE(ex.symbols);
+    VFREE(ex.refs);
+    VFREE(ex.apis);
+    VFREE(ex.handled);
+    VFREE(ex.runs);
     VFREE(ordinals);
+    VFREE(id);
     Py_XDECREF(used_ids);
     Py_XDECREF(ids);
-    Py_XDECREF(dot);
-    Py_XDECREF(plus);
     return result;
 }
 
@@ -1689,13 +1867,26 @@ static void ctx_free(Ctx *ctx) {
     for (size_t i = 0; i < ctx->scopes.len; i++) {
         VFREE(ctx->scopes.items[i].members);
         VFREE(ctx->scopes.items[i].visible);
+        free(ctx->scopes.items[i].visible_table);
     }
+    while (ctx->pool != NULL) {
+        struct Block *next = ctx->pool->next;
+        free(ctx->pool);
+        ctx->pool = next;
+    }
+    VFREE(ctx->ranges);
+    for (size_t i = 0; i < ctx->contexts.len; i++) {
+        free(ctx->contexts.items[i].ranges);
+        Py_DECREF(ctx->contexts.items[i].text);
+    }
+    VFREE(ctx->contexts);
+    for (size_t i = 0; i < ctx->kinds.len; i++) Py_DECREF(ctx->kinds.items[i].text);
+    VFREE(ctx->kinds);
     VFREE(ctx->scopes);
     VFREE(ctx->header_lines);
     free(ctx->starts);
     free(ctx->ends);
-    Py_XDECREF(ctx->local_types);
-    Py_XDECREF(ctx->arena);
+    VFREE(ctx->local_types);
 }
 static void pieces_free(PieceVec *v) {
     for (size_t i = 0; i < v->len; i++) piece_free(&v->items[i]);
@@ -1728,9 +1919,6 @@ static PyObject *gd_chunk(PyObject *self, PyObject *args) {
     int have_cursor = 0;
     PieceVec decls = {0}, groups = {0};
     CaptureVec captures = {0};
-    ctx.arena = PyList_New(0);
-    ctx.local_types = PySet_New(NULL);
-    if (ctx.arena == NULL || ctx.local_types == NULL) goto out;
 
     /* Line table as in _Chunker.__init__: starts has one entry past the end. */
     int newlines = 0;
@@ -1742,13 +1930,14 @@ static PyObject *gd_chunk(PyObject *self, PyObject *args) {
     {
         int line = 0;
         uint32_t start = 0;
-        for (uint32_t b = 0; b <= ctx.len; b++) {
-            if (b == ctx.len || ctx.src[b] == '\n') {
-                ctx.starts[line] = start;
-                ctx.ends[line] = (b > start && ctx.src[b - 1] == '\r') ? b - 1 : b;
-                line++;
-                start = b + 1;
-            }
+        for (;;) {
+            const unsigned char *nl = memchr(ctx.src + start, '\n', ctx.len - start);
+            uint32_t b = nl ? (uint32_t)(nl - ctx.src) : ctx.len;
+            ctx.starts[line] = start;
+            ctx.ends[line] = (b > start && ctx.src[b - 1] == '\r') ? b - 1 : b;
+            line++;
+            if (nl == NULL) break;
+            start = b + 1;
         }
         ctx.starts[ctx.line_count] = ctx.len + 1;
         if (ctx.ends[0] < ctx.body_start) ctx.ends[0] = ctx.body_start;
@@ -1836,6 +2025,28 @@ mismatch:
     return -1;
 }
 
+/* The instance offsets of a slots dataclass's fields, read from its member
+ * descriptors (what object.__setattr__ writes through). */
+static int slot_offsets(PyObject *cls, const char **names, int count, Py_ssize_t *offsets) {
+    for (int i = 0; i < count; i++) {
+        PyObject *descr = PyObject_GetAttrString(cls, names[i]);
+        if (descr == NULL) return -1;
+        int ok = Py_IS_TYPE(descr, &PyMemberDescr_Type);
+        if (ok) {
+            PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+            ok = member->type == T_OBJECT_EX && !(member->flags & READONLY);
+            offsets[i] = member->offset;
+        }
+        Py_DECREF(descr);
+        if (!ok) {
+            PyErr_Format(PyExc_RuntimeError, "%s.%s is not a slot: the model must be a slots dataclass",
+                         ((PyTypeObject *)cls)->tp_name, names[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static PyObject *gd_configure(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *capsule, *chunk_cls, *span_cls, *chunk_names, *span_names;
@@ -1849,7 +2060,9 @@ static PyObject *gd_configure(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "chunk and span classes expected");
         return NULL;
     }
-    if (check_fields(chunk_names, CHUNK_FIELDS, 12, "Chunk") < 0 || check_fields(span_names, SPAN_FIELDS, 4, "Span") < 0)
+    Py_ssize_t chunk_offsets[12], span_offsets[4];
+    if (check_fields(chunk_names, CHUNK_FIELDS, 12, "Chunk") < 0 || check_fields(span_names, SPAN_FIELDS, 4, "Span") < 0 ||
+        slot_offsets(chunk_cls, CHUNK_FIELDS, 12, chunk_offsets) < 0 || slot_offsets(span_cls, SPAN_FIELDS, 4, span_offsets) < 0)
         return NULL;
     for (int i = 0; i < 7; i++)
         if (!PyFrozenSet_Check(sets[i])) {
@@ -1861,6 +2074,14 @@ static PyObject *gd_configure(PyObject *self, PyObject *args) {
         if (parser) ts_parser_delete(parser);
         PyErr_SetString(PyExc_RuntimeError, "the GDScript grammar is incompatible with the vendored tree-sitter runtime");
         return NULL;
+    }
+    for (int f = 0; f < FIELD_COUNT; f++) {
+        FIELD_IDS[f] = ts_language_field_id_for_name(language, FIELD_NAMES[f], (uint32_t)strlen(FIELD_NAMES[f]));
+        if (FIELD_IDS[f] == 0) {
+            ts_parser_delete(parser);
+            PyErr_Format(PyExc_RuntimeError, "the GDScript grammar has no field %s", FIELD_NAMES[f]);
+            return NULL;
+        }
     }
     uint32_t count = ts_language_symbol_count(language);
     int8_t *table = malloc(count ? count : 1);
@@ -1883,6 +2104,8 @@ static PyObject *gd_configure(PyObject *self, PyObject *args) {
     S.language = language;
     S.capture_of_symbol = table;
     S.symbol_count = count;
+    memcpy(S.chunk_offsets, chunk_offsets, sizeof chunk_offsets);
+    memcpy(S.span_offsets, span_offsets, sizeof span_offsets);
     Py_XSETREF(S.chunk_cls, Py_NewRef(chunk_cls));
     Py_XSETREF(S.span_cls, Py_NewRef(span_cls));
     WordSet *targets[7] = {&S.singletons, &S.caps_types, &S.stop_methods, &S.known_calls,
@@ -1911,10 +2134,6 @@ PyMODINIT_FUNC PyInit__gdchunk(void) {
         S.kind_str[k] = PyUnicode_InternFromString(KIND_NAMES[k]);
         if (S.kind_str[k] == NULL) return NULL;
     }
-    for (int i = 0; i < 12; i++)
-        if ((S.chunk_fields[i] = PyUnicode_InternFromString(CHUNK_FIELDS[i])) == NULL) return NULL;
-    for (int i = 0; i < 4; i++)
-        if ((S.span_fields[i] = PyUnicode_InternFromString(SPAN_FIELDS[i])) == NULL) return NULL;
     ts_set_allocator(PyMem_Malloc, PyMem_Calloc, PyMem_Realloc, PyMem_Free);
     S.empty_tuple = PyTuple_New(0);
     S.empty_str = PyUnicode_FromString("");

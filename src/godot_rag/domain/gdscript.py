@@ -350,14 +350,8 @@ def parse_gdscript(
     if native:
         native_chunks = native_chunker.chunk(source_file, source_bytes, body_start)
         if native_chunks is not None:
-            return ChunkingResult(
-                source_file=source_file,
-                source_kind=SOURCE_KIND,
-                source_sha256=sha,
-                status=PARSE_OK,
-                chunks=native_chunks,
-                producer_version=PARSER_VERSION,
-            )
+            # Positional: this runs for every file (field order of ChunkingResult).
+            return ChunkingResult(source_file, SOURCE_KIND, sha, PARSE_OK, native_chunks, (), PARSER_VERSION)
     # The decoded text (without the BOM) is reused for every chunk's text.
     body_text = decoded[1:] if body_start else decoded
     chunks, errors = _Chunker(source_file, source_bytes, body_start, body_text).run()

@@ -17,7 +17,9 @@ PARSE_EMPTY = "empty"  # no non-blank line
 PARSE_FAILED = "failed"  # nothing usable (invalid UTF-8, NUL bytes, over the size limit)
 
 
-@dataclass(frozen=True)
+# Span and Chunk are slots classes: the native chunker (native/gdchunk.c)
+# fills their slots directly, and a file can have thousands of chunks.
+@dataclass(frozen=True, slots=True)
 class Span:
     """1-based inclusive line range plus the UTF-8 byte range of the chunk.
 
@@ -30,7 +32,7 @@ class Span:
     end_byte: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Chunk:
     """One traceable piece of a file: an AST chunk (.gd) or a direct chunk."""
 
@@ -62,7 +64,7 @@ class SourceError:
     message: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ChunkingResult:
     """Output of the parser (ast_parse_output) or direct chunker (direct_chunk_output)."""
 

@@ -58,8 +58,11 @@ def available() -> bool:
 
 def chunk(source_file: str, source_bytes: bytes, body_start: int) -> tuple[Chunk, ...] | None:
     """The file's chunks, or None when the Python implementation must handle it."""
-    outcome = chunk_or_reason(source_file, source_bytes, body_start)
-    return outcome if isinstance(outcome, tuple) else None
+    module = _module()
+    if module is None:
+        return None
+    outcome = module.chunk(source_file, source_bytes, body_start)
+    return outcome if type(outcome) is tuple else None
 
 
 def chunk_or_reason(source_file: str, source_bytes: bytes, body_start: int) -> tuple[Chunk, ...] | str:
