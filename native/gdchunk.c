@@ -89,7 +89,8 @@ enum { C_NONE = -1, C_AWAIT, C_BASE_CALL, C_GET_NODE, C_LITERAL, C_MASK, C_NODE_
 typedef struct {
     char **keys;
     uint32_t *lengths;
-    uint32_t mask; /* capacity - 1, capacity a power of two */
+    uint32_t mask;          /* capacity - 1, capacity a power of two */
+    uint64_t length_bits;   /* bit n: some word has n bytes (n >= 63: bit 63) */
 } WordSet;
 
 static uint32_t hash_bytes(const char *s, size_t n) {
@@ -98,7 +99,7 @@ static uint32_t hash_bytes(const char *s, size_t n) {
     return h;
 }
 static int wordset_has(const WordSet *set, const char *s, size_t n) {
-    if (set->keys == NULL) return 0;
+    if (!(set->length_bits & (1ull << (n < 63 ? n : 63)))) return 0;
     for (uint32_t i = hash_bytes(s, n) & set->mask;; i = (i + 1) & set->mask) {
         if (set->keys[i] == NULL) return 0;
         if (set->lengths[i] == n && memcmp(set->keys[i], s, n) == 0) return 1;
@@ -115,7 +116,7 @@ static int wordset_from(WordSet *set, PyObject *frozenset) {
     Py_ssize_t count = PySet_GET_SIZE(frozenset);
     uint32_t capacity = 8;
     while (capacity < (uint32_t)count * 2 + 2) capacity *= 2;
-    WordSet fresh = {PyMem_Calloc(capacity, sizeof(char *)), PyMem_Calloc(capacity, sizeof(uint32_t)), capacity - 1};
+    WordSet fresh = {PyMem_Calloc(capacity, sizeof(char *)), PyMem_Calloc(capacity, sizeof(uint32_t)), capacity - 1, 0};
     if (fresh.keys == NULL || fresh.lengths == NULL) {
         wordset_free(&fresh);
         PyErr_NoMemory();
@@ -145,6 +146,7 @@ static int wordset_from(WordSet *set, PyObject *frozenset) {
         }
         memcpy(fresh.keys[i], text, n + 1);
         fresh.lengths[i] = (uint32_t)n;
+        fresh.length_bits |= 1ull << (n < 63 ? n : 63);
         Py_DECREF(item);
     }
     Py_DECREF(iterator);
@@ -163,25 +165,33 @@ typedef struct {
     PyObject *chunk_cls, *span_cls;
     WordSet singletons, caps_types, stop_methods, known_calls, reference_calls, node_path_calls, node_classes;
     PyObject *kind_str[K_COUNT];
-    Py_ssize_t chunk_offsets[12], span_offsets[4];
+    Py_ssize_t chunk_offsets[12], span_offsets[4], result_offsets[7];
+    PyObject *result_cls, *source_kind, *status_ok, *producer_version;
     PyObject *empty_tuple, *empty_str;
 } State;
 
 static State S;
 
 /* ---------------------------------------------------- char classes */
-static int is_word(unsigned char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+/* Character classes of ASCII bytes, filled in PyInit: \w, identifier start,
+ * Python's str \s (which includes \x1c-\x1f) and bytes.strip()'s whitespace. */
+enum { CC_WORD = 1, CC_IDSTART = 2, CC_SPACE = 4, CC_BSPACE = 8 };
+static unsigned char CHAR_CLASS[256];
+static void init_char_classes(void) {
+    for (int c = 0; c < 128; c++) {
+        int lower = c >= 'a' && c <= 'z', upper = c >= 'A' && c <= 'Z', digit = c >= '0' && c <= '9';
+        unsigned char cls = 0;
+        if (lower || upper || digit || c == '_') cls |= CC_WORD;
+        if (lower || upper || c == '_') cls |= CC_IDSTART;
+        if (c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f)) cls |= CC_SPACE;
+        if (c == ' ' || (c >= '\t' && c <= '\r')) cls |= CC_BSPACE;
+        CHAR_CLASS[c] = cls;
+    }
 }
-static int is_ident_start(unsigned char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
-/* Python's str \s restricted to ASCII (the scan text is ASCII). */
-static int is_space(unsigned char c) {
-    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
-}
-/* bytes.strip()'s whitespace. */
-static int is_bspace(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+static inline int is_word(unsigned char c) { return CHAR_CLASS[c] & CC_WORD; }
+static inline int is_ident_start(unsigned char c) { return CHAR_CLASS[c] & CC_IDSTART; }
+static inline int is_space(unsigned char c) { return CHAR_CLASS[c] & CC_SPACE; }
+static inline int is_bspace(unsigned char c) { return CHAR_CLASS[c] & CC_BSPACE; }
 static int is_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
 static int is_lower(unsigned char c) { return c >= 'a' && c <= 'z'; }
 
@@ -258,6 +268,7 @@ typedef struct {
     int visible_ready;
     MemberVec visible;       /* outer scopes first, inner ones override */
     int32_t *visible_table;  /* name hash -> index into visible, -1 empty */
+    uint64_t visible_lengths; /* bit n: a visible name has n characters (n >= 63: bit 63) */
     uint32_t visible_capacity;
 } Scope;
 typedef VEC(Scope) ScopeVec;
@@ -872,10 +883,30 @@ typedef struct {
     const TSSymbol *aliases;
 } Frame;
 
+static const unsigned char TRIGGER[256] = {['#'] = 1, ['"'] = 1, ['\''] = 1, ['$'] = 1, ['%'] = 1, ['.'] = 1, ['a'] = 1};
+
 static int collect_captures(Ctx *ctx, const TSTree *tree, CaptureVec *out) {
     const TSLanguage *language = tree->language;
     Subtree root = tree->root;
     VEC(Frame) stack = {0};
+    /* Every captured node starts with one of these bytes (`#` comments and
+     * regions, quotes of strings, StringName and NodePath literals, `$`/`%`
+     * node paths, the `.` of a base call, the `a` of `await`), so a subtree
+     * whose bytes hold none of them holds no capture: it is not walked.
+     * The walk meets subtrees in increasing start order, so one cursor
+     * into the sorted trigger positions serves the whole walk. */
+    VEC(uint32_t) triggers = {0};
+    {
+        const unsigned char *src = ctx->src;
+        for (uint32_t i = 0; i < ctx->len; i++) {
+            unsigned char c = src[i];
+            if (TRIGGER[c] && (c != 'a' || (i + 5 <= ctx->len && memcmp(src + i, "await", 5) == 0)) &&
+                PUSH(triggers, i) < 0)
+                return nomem(ctx);
+        }
+        if (PUSH(triggers, UINT32_MAX) < 0) return VFREE(triggers), nomem(ctx);
+    }
+    size_t next_trigger = 0;
     if (ts_subtree_child_count(root) > 0) {
         Frame top = {root, 0, 0, ts_subtree_padding(root).bytes,
                      ts_language_alias_sequence(language, ts_subtree_production_id(root))};
@@ -903,14 +934,17 @@ static int collect_captures(Ctx *ctx, const TSTree *tree, CaptureVec *out) {
         int kind = symbol < S.symbol_count ? S.capture_of_symbol[symbol] : C_NONE;
         if (kind != C_NONE) {
             Capture c = {start, end, kind};
-            if (PUSH(*out, c) < 0) return VFREE(stack), nomem(ctx);
+            if (PUSH(*out, c) < 0) return VFREE(stack), VFREE(triggers), nomem(ctx);
         }
         if (ts_subtree_child_count(child) > 0) {
+            while (triggers.items[next_trigger] < start) next_trigger++;
+            if (triggers.items[next_trigger] >= end) continue;
             Frame next = {child, 0, 0, start, ts_language_alias_sequence(language, ts_subtree_production_id(child))};
-            if (PUSH(stack, next) < 0) return VFREE(stack), nomem(ctx);
+            if (PUSH(stack, next) < 0) return VFREE(stack), VFREE(triggers), nomem(ctx);
         }
     }
     VFREE(stack);
+    VFREE(triggers);
     /* Pre-order is sorted by start already, except that a parent comes before
      * a child starting at the same byte: an insertion sort is linear here. */
     Capture *items = out->items;
@@ -985,12 +1019,16 @@ static int int_in(IntVec *v, int x) {
         if (v->items[i] == x) return 1;
     return 0;
 }
-static int skip_space(Ex *ex, int k) {
-    while (k < ex->n && is_space(ex->scan[k])) k++;
+static inline int skip_space(const Ex *ex, int k) {
+    const unsigned char *scan = ex->scan;
+    const int n = ex->n;
+    while (k < n && is_space(scan[k])) k++;
     return k;
 }
-static int ident_end(Ex *ex, int k) {
-    while (k < ex->n && is_word(ex->scan[k])) k++;
+static inline int ident_end(const Ex *ex, int k) {
+    const unsigned char *scan = ex->scan;
+    const int n = ex->n;
+    while (k < n && is_word(scan[k])) k++;
     return k;
 }
 static int sigil_before(Ex *ex, int i) {
@@ -1086,14 +1124,27 @@ static int extract(Ex *ex) {
     const unsigned char *scan = ex->scan;
     int n = ex->n;
     ex->runs.len = 0;
-    for (int i = 0; i < n;) {
-        if (!is_word(scan[i])) {
-            i++;
-            continue;
+    if (ex->runs.cap < (size_t)n / 2 + 1) {
+        /* At most one run per two characters: no growth inside the loop. */
+        Run *grown = realloc(ex->runs.items, ((size_t)n / 2 + 1) * sizeof(Run));
+        if (grown == NULL) return nomem(ex->ctx);
+        ex->runs.items = grown;
+        ex->runs.cap = (size_t)n / 2 + 1;
+    }
+    {
+        Run *out = ex->runs.items;
+        size_t count = 0;
+        int i = 0;
+        while (i < n) {
+            while (i < n && !is_word(scan[i])) i++;
+            if (i >= n) break;
+            int start = i;
+            while (i < n && is_word(scan[i])) i++;
+            out[count].start = start;
+            out[count].end = i;
+            count++;
         }
-        Run run = {i, ident_end(ex, i)};
-        if (PUSH(ex->runs, run) < 0) return nomem(ex->ctx);
-        i = run.end;
+        ex->runs.len = count;
     }
     Run *runs = ex->runs.items;
     size_t run_count = ex->runs.len;
@@ -1350,14 +1401,18 @@ static MemberVec *visible_members(Ctx *ctx, int scope_index) {
     int32_t *table = malloc(capacity * sizeof(int32_t));
     if (table == NULL) return VFREE(merged), nomem(ctx), NULL;
     memset(table, 0xff, capacity * sizeof(int32_t));
+    uint64_t lengths = 0;
     for (size_t i = 0; i < merged.len; i++) {
         uint32_t h = hash_bytes(merged.items[i].name.s, merged.items[i].name.len) & (capacity - 1);
         while (table[h] >= 0) h = (h + 1) & (capacity - 1);
         table[h] = (int32_t)i;
+        uint32_t len = merged.items[i].name.len;
+        lengths |= 1ull << (len < 63 ? len : 63);
     }
     scope = &ctx->scopes.items[scope_index];
     scope->visible = merged;
     scope->visible_table = table;
+    scope->visible_lengths = lengths;
     scope->visible_capacity = capacity;
     scope->visible_ready = 1;
     return &scope->visible;
@@ -1384,6 +1439,7 @@ static PyObject *context_text(Ctx *ctx, Ex *ex, Piece *g) {
         for (size_t r = 0; r < ex->runs.len; r++) {
             const char *word = (const char *)ex->scan + ex->runs.items[r].start;
             size_t size = (size_t)(ex->runs.items[r].end - ex->runs.items[r].start);
+            if (!(scope->visible_lengths & (1ull << (size < 63 ? size : 63)))) continue;
             for (uint32_t h = hash_bytes(word, size) & mask; scope->visible_table[h] >= 0; h = (h + 1) & mask) {
                 Member *m = &visible->items[scope->visible_table[h]];
                 if ((size_t)m->name.len != size || memcmp(m->name.s, word, size) != 0) continue;
@@ -1704,6 +1760,17 @@ static PyObject *build_chunks(Ctx *ctx, PieceVec *groups, CaptureVec *caps) {
         if (ascii && !flagged) {
             scan_text = mask_text = code;
             mw = sw = nb;
+        } else if (ascii) {
+            for (uint32_t b = 0; b < nb; b++) {
+                unsigned char c = code[b], f = flags[b];
+                if (f == 0 || c == '\n' || c == '\r') {
+                    mask[b] = scan[b] = c;
+                } else {
+                    mask[b] = (f & F_MASK) ? ' ' : c;
+                    scan[b] = (f & F_DOLLAR) ? '$' : (f & F_MASK) ? ' ' : c;
+                }
+            }
+            mw = sw = nb;
         } else {
             for (uint32_t b = 0; b < nb;) {
                 unsigned char c = code[b];
@@ -1893,26 +1960,18 @@ static void pieces_free(PieceVec *v) {
     VFREE(*v);
 }
 
-static PyObject *gd_chunk(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *source_file;
-    Py_buffer buffer;
-    Py_ssize_t body_start;
-    if (S.parser == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "godot_rag._gdchunk.configure() was not called");
-        return NULL;
-    }
-    if (!PyArg_ParseTuple(args, "Uy*n:chunk", &source_file, &buffer, &body_start)) return NULL;
-    if (buffer.len > (Py_ssize_t)UINT32_MAX / 2 || body_start < 0 || body_start > buffer.len) {
-        PyBuffer_Release(&buffer);
+/* The chunks of one file (tuple), why it is left to Python (str), or NULL
+ * with an exception set. */
+static PyObject *chunk_source(PyObject *source_file, const unsigned char *src, Py_ssize_t len, Py_ssize_t body_start) {
+    if (len > (Py_ssize_t)UINT32_MAX / 2 || body_start < 0 || body_start > len) {
         PyErr_SetString(PyExc_ValueError, "source too large or body_start out of range");
         return NULL;
     }
     Ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.source_file = source_file;
-    ctx.src = buffer.buf;
-    ctx.len = (uint32_t)buffer.len;
+    ctx.src = src;
+    ctx.len = (uint32_t)len;
     ctx.body_start = (uint32_t)body_start;
     PyObject *result = NULL;
     TSTree *tree = NULL;
@@ -1980,9 +2039,96 @@ out:
     pieces_free(&groups);
     VFREE(captures);
     ctx_free(&ctx);
-    PyBuffer_Release(&buffer);
     if (result == NULL && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "native chunker failed");
     return result;
+}
+
+static PyObject *gd_chunk(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *source_file;
+    Py_buffer buffer;
+    Py_ssize_t body_start;
+    if (S.parser == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "godot_rag._gdchunk.configure() was not called");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "Uy*n:chunk", &source_file, &buffer, &body_start)) return NULL;
+    PyObject *result = chunk_source(source_file, buffer.buf, buffer.len, body_start);
+    PyBuffer_Release(&buffer);
+    return result;
+}
+
+/* Whether `s` is well-formed UTF-8 exactly as Python's strict decoder
+ * accepts it (Unicode table 3-7: no overlongs, surrogates or code points
+ * past U+10FFFF). */
+static int valid_utf8(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t word;
+            memcpy(&word, s + i, 8);
+            if (!(word & 0x8080808080808080ull)) {
+                i += 8;
+                continue;
+            }
+        }
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+        } else if (c >= 0xc2 && c <= 0xdf) {
+            if (i + 1 >= n || (s[i + 1] & 0xc0) != 0x80) return 0;
+            i += 2;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            if (i + 2 >= n) return 0;
+            unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+            if (s[i + 1] < lo || s[i + 1] > hi || (s[i + 2] & 0xc0) != 0x80) return 0;
+            i += 3;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            if (i + 3 >= n) return 0;
+            unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+            if (s[i + 1] < lo || s[i + 1] > hi || (s[i + 2] & 0xc0) != 0x80 || (s[i + 3] & 0xc0) != 0x80) return 0;
+            i += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* parse(source_file, source_bytes, sha256) -> ChunkingResult | None.
+ * The whole fast path of parse_gdscript for a file within the size limit:
+ * None whenever Python must decide (NUL bytes, invalid UTF-8, a blank file,
+ * or a file the chunker leaves to Python), so that every status and error
+ * message comes from one place. */
+static PyObject *gd_parse(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *source_file, *sha;
+    Py_buffer buffer;
+    if (S.parser == NULL || S.result_cls == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "godot_rag._gdchunk.configure() was not called");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "Uy*U:parse", &source_file, &buffer, &sha)) return NULL;
+    const unsigned char *src = buffer.buf;
+    size_t len = (size_t)buffer.len;
+    PyObject *chunks = NULL;
+    if (memchr(src, 0, len) == NULL && valid_utf8(src, len)) {
+        size_t body_start = len >= 3 && memcmp(src, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+        if (!range_blank(src, (uint32_t)body_start, (uint32_t)len))
+            chunks = chunk_source(source_file, src, buffer.len, (Py_ssize_t)body_start);
+    }
+    PyBuffer_Release(&buffer);
+    if (chunks == NULL) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    if (!PyTuple_Check(chunks)) {
+        Py_DECREF(chunks);
+        Py_RETURN_NONE;
+    }
+    PyObject *values[7] = {Py_NewRef(source_file), Py_NewRef(S.source_kind), Py_NewRef(sha), Py_NewRef(S.status_ok),
+                           chunks, Py_NewRef(S.empty_tuple), Py_NewRef(S.producer_version)};
+    return make_object(S.result_cls, S.result_offsets, values, 7);
 }
 
 /* The bare parse through this module's runtime, for the benchmark. */
@@ -2047,22 +2193,31 @@ static int slot_offsets(PyObject *cls, const char **names, int count, Py_ssize_t
     return 0;
 }
 
+static const char *RESULT_FIELDS[7] = {"source_file", "source_kind", "source_sha256", "status", "chunks", "errors",
+                                       "producer_version"};
+
+/* configure(language, (Chunk, Span, ChunkingResult), (their field names),
+ *           (source_kind, ok status, producer version), (7 word lists)) */
 static PyObject *gd_configure(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *capsule, *chunk_cls, *span_cls, *chunk_names, *span_names;
+    PyObject *capsule, *chunk_cls, *span_cls, *result_cls, *chunk_names, *span_names, *result_names;
+    PyObject *source_kind, *status_ok, *producer_version;
     PyObject *sets[7];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOO:configure", &capsule, &chunk_cls, &span_cls, &chunk_names, &span_names,
+    if (!PyArg_ParseTuple(args, "O(OOO)(OOO)(UUU)(OOOOOOO):configure", &capsule, &chunk_cls, &span_cls, &result_cls,
+                          &chunk_names, &span_names, &result_names, &source_kind, &status_ok, &producer_version,
                           &sets[0], &sets[1], &sets[2], &sets[3], &sets[4], &sets[5], &sets[6]))
         return NULL;
     const TSLanguage *language = PyCapsule_GetPointer(capsule, "tree_sitter.Language");
     if (language == NULL) return NULL;
-    if (!PyType_Check(chunk_cls) || !PyType_Check(span_cls)) {
-        PyErr_SetString(PyExc_TypeError, "chunk and span classes expected");
+    if (!PyType_Check(chunk_cls) || !PyType_Check(span_cls) || !PyType_Check(result_cls)) {
+        PyErr_SetString(PyExc_TypeError, "model classes expected");
         return NULL;
     }
-    Py_ssize_t chunk_offsets[12], span_offsets[4];
+    Py_ssize_t chunk_offsets[12], span_offsets[4], result_offsets[7];
     if (check_fields(chunk_names, CHUNK_FIELDS, 12, "Chunk") < 0 || check_fields(span_names, SPAN_FIELDS, 4, "Span") < 0 ||
-        slot_offsets(chunk_cls, CHUNK_FIELDS, 12, chunk_offsets) < 0 || slot_offsets(span_cls, SPAN_FIELDS, 4, span_offsets) < 0)
+        check_fields(result_names, RESULT_FIELDS, 7, "ChunkingResult") < 0 ||
+        slot_offsets(chunk_cls, CHUNK_FIELDS, 12, chunk_offsets) < 0 || slot_offsets(span_cls, SPAN_FIELDS, 4, span_offsets) < 0 ||
+        slot_offsets(result_cls, RESULT_FIELDS, 7, result_offsets) < 0)
         return NULL;
     for (int i = 0; i < 7; i++)
         if (!PyFrozenSet_Check(sets[i])) {
@@ -2098,6 +2253,14 @@ static PyObject *gd_configure(PyObject *self, PyObject *args) {
         for (int k = 0; k < 7; k++)
             if (strcmp(name, CAPTURE_TYPES[k]) == 0) table[symbol] = (int8_t)k;
     }
+    WordSet *targets[7] = {&S.singletons, &S.caps_types, &S.stop_methods, &S.known_calls,
+                           &S.reference_calls, &S.node_path_calls, &S.node_classes};
+    for (int i = 0; i < 7; i++)
+        if (wordset_from(targets[i], sets[i]) < 0) {
+            ts_parser_delete(parser);
+            free(table);
+            return NULL;
+        }
     if (S.parser) ts_parser_delete(S.parser);
     free(S.capture_of_symbol);
     S.parser = parser;
@@ -2106,21 +2269,25 @@ static PyObject *gd_configure(PyObject *self, PyObject *args) {
     S.symbol_count = count;
     memcpy(S.chunk_offsets, chunk_offsets, sizeof chunk_offsets);
     memcpy(S.span_offsets, span_offsets, sizeof span_offsets);
+    memcpy(S.result_offsets, result_offsets, sizeof result_offsets);
     Py_XSETREF(S.chunk_cls, Py_NewRef(chunk_cls));
     Py_XSETREF(S.span_cls, Py_NewRef(span_cls));
-    WordSet *targets[7] = {&S.singletons, &S.caps_types, &S.stop_methods, &S.known_calls,
-                           &S.reference_calls, &S.node_path_calls, &S.node_classes};
-    for (int i = 0; i < 7; i++)
-        if (wordset_from(targets[i], sets[i]) < 0) return NULL;
+    Py_XSETREF(S.result_cls, Py_NewRef(result_cls));
+    Py_XSETREF(S.source_kind, Py_NewRef(source_kind));
+    Py_XSETREF(S.status_ok, Py_NewRef(status_ok));
+    Py_XSETREF(S.producer_version, Py_NewRef(producer_version));
     Py_RETURN_NONE;
 }
 
 static PyMethodDef METHODS[] = {
     {"configure", gd_configure, METH_VARARGS,
-     "configure(language, Chunk, Span, chunk_fields, span_fields, singletons, caps_types, stop_methods, "
-     "known_calls, reference_calls, node_path_calls, node_classes)"},
+     "configure(language, (Chunk, Span, ChunkingResult), (their field names), (source_kind, ok status, "
+     "producer version), (singletons, caps_types, stop_methods, known_calls, reference_calls, node_path_calls, "
+     "node_classes))"},
     {"chunk", gd_chunk, METH_VARARGS,
      "chunk(source_file, source_bytes, body_start) -> tuple[Chunk, ...] | str (why the file is left to Python)"},
+    {"parse", gd_parse, METH_VARARGS,
+     "parse(source_file, source_bytes, sha256) -> ChunkingResult | None (None: Python decides)"},
     {"parse_only", gd_parse_only, METH_VARARGS, "parse_only(source_bytes) -> bool (whether the tree has errors)"},
     {NULL, NULL, 0, NULL},
 };
@@ -2135,6 +2302,7 @@ PyMODINIT_FUNC PyInit__gdchunk(void) {
         if (S.kind_str[k] == NULL) return NULL;
     }
     ts_set_allocator(PyMem_Malloc, PyMem_Calloc, PyMem_Realloc, PyMem_Free);
+    init_char_classes();
     S.empty_tuple = PyTuple_New(0);
     S.empty_str = PyUnicode_FromString("");
     if (S.empty_tuple == NULL || S.empty_str == NULL) return NULL;

@@ -322,6 +322,10 @@ def parse_gdscript(
     """
     sha = hashlib.sha256(source_bytes).hexdigest()
     size = len(source_bytes)
+    if native and size <= max_bytes and (expected_sha256 is None or expected_sha256.lower() == sha):
+        fast = native_chunker.parse(source_file, source_bytes, sha)
+        if fast is not None:
+            return fast
     if size > max_bytes:
         return _failed(source_file, sha, f"file is {size} bytes, over the limit of {max_bytes}")
     if expected_sha256 is not None and expected_sha256.lower() != sha:
@@ -347,11 +351,6 @@ def parse_gdscript(
             chunks=(),
             producer_version=PARSER_VERSION,
         )
-    if native:
-        native_chunks = native_chunker.chunk(source_file, source_bytes, body_start)
-        if native_chunks is not None:
-            # Positional: this runs for every file (field order of ChunkingResult).
-            return ChunkingResult(source_file, SOURCE_KIND, sha, PARSE_OK, native_chunks, (), PARSER_VERSION)
     # The decoded text (without the BOM) is reused for every chunk's text.
     body_text = decoded[1:] if body_start else decoded
     chunks, errors = _Chunker(source_file, source_bytes, body_start, body_text).run()

@@ -24,7 +24,7 @@ from types import ModuleType
 import tree_sitter_gdscript
 
 from godot_rag.domain import gdscript_candidates as cand
-from godot_rag.domain.models import Chunk, Span
+from godot_rag.domain.models import PARSE_OK, Chunk, ChunkingResult, Span
 
 
 @lru_cache(maxsize=1)
@@ -35,19 +35,24 @@ def _module() -> ModuleType | None:
         from godot_rag import _gdchunk
     except ImportError:
         return None
+    # gdscript imports this module: read its constants once both are loaded.
+    from godot_rag.domain.gdscript import PARSER_VERSION, SOURCE_KIND
+
+    models = (Chunk, Span, ChunkingResult)
     _gdchunk.configure(
         tree_sitter_gdscript.language(),
-        Chunk,
-        Span,
-        tuple(f.name for f in dataclasses.fields(Chunk)),
-        tuple(f.name for f in dataclasses.fields(Span)),
-        cand.SINGLETONS,
-        cand.CAPS_TYPES,
-        cand.STOP_METHODS,
-        cand.KNOWN_CALLS,
-        cand.REFERENCE_CALLS,
-        cand.NODE_PATH_CALLS,
-        cand.KNOWN_NODE_CLASSES,
+        models,
+        tuple(tuple(f.name for f in dataclasses.fields(model)) for model in models),
+        (SOURCE_KIND, PARSE_OK, PARSER_VERSION),
+        (
+            cand.SINGLETONS,
+            cand.CAPS_TYPES,
+            cand.STOP_METHODS,
+            cand.KNOWN_CALLS,
+            cand.REFERENCE_CALLS,
+            cand.NODE_PATH_CALLS,
+            cand.KNOWN_NODE_CLASSES,
+        ),
     )
     return _gdchunk
 
@@ -56,13 +61,14 @@ def available() -> bool:
     return _module() is not None
 
 
-def chunk(source_file: str, source_bytes: bytes, body_start: int) -> tuple[Chunk, ...] | None:
-    """The file's chunks, or None when the Python implementation must handle it."""
+def parse(source_file: str, source_bytes: bytes, sha256: str) -> ChunkingResult | None:
+    """The ``ok`` result of a file within the size limit, or None when Python decides.
+
+    None covers the native extension being absent, NUL bytes, invalid UTF-8,
+    a blank file and every file ``chunk_or_reason`` leaves to Python.
+    """
     module = _module()
-    if module is None:
-        return None
-    outcome = module.chunk(source_file, source_bytes, body_start)
-    return outcome if type(outcome) is tuple else None
+    return None if module is None else module.parse(source_file, source_bytes, sha256)
 
 
 def chunk_or_reason(source_file: str, source_bytes: bytes, body_start: int) -> tuple[Chunk, ...] | str:
