@@ -175,7 +175,7 @@ static State S;
 /* ---------------------------------------------------- char classes */
 /* Character classes of ASCII bytes, filled in PyInit: \w, identifier start,
  * Python's str \s (which includes \x1c-\x1f) and bytes.strip()'s whitespace. */
-enum { CC_WORD = 1, CC_IDSTART = 2, CC_SPACE = 4, CC_BSPACE = 8 };
+enum { CC_WORD = 1, CC_IDSTART = 2, CC_SPACE = 4, CC_BSPACE = 8, CC_TRIGGER = 16 };
 static unsigned char CHAR_CLASS[256];
 static void init_char_classes(void) {
     for (int c = 0; c < 128; c++) {
@@ -185,6 +185,7 @@ static void init_char_classes(void) {
         if (lower || upper || c == '_') cls |= CC_IDSTART;
         if (c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f)) cls |= CC_SPACE;
         if (c == ' ' || (c >= '\t' && c <= '\r')) cls |= CC_BSPACE;
+        if (c == '#' || c == '"' || c == '\'' || c == '$' || c == '%' || c == '.' || c == 'a') cls |= CC_TRIGGER;
         CHAR_CLASS[c] = cls;
     }
 }
@@ -192,6 +193,15 @@ static inline int is_word(unsigned char c) { return CHAR_CLASS[c] & CC_WORD; }
 static inline int is_ident_start(unsigned char c) { return CHAR_CLASS[c] & CC_IDSTART; }
 static inline int is_space(unsigned char c) { return CHAR_CLASS[c] & CC_SPACE; }
 static inline int is_bspace(unsigned char c) { return CHAR_CLASS[c] & CC_BSPACE; }
+
+/* Bit i set when p[i] is of class `cls`, for up to 64 bytes, without a
+ * branch per byte: text scans then visit only the interesting positions
+ * (a data-dependent branch per byte mispredicts at every word boundary). */
+static inline uint64_t class_bits(const unsigned char *p, size_t n, unsigned char cls) {
+    uint64_t bits = 0;
+    for (size_t i = 0; i < n; i++) bits |= (uint64_t)((CHAR_CLASS[p[i]] & cls) != 0) << i;
+    return bits;
+}
 static int is_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
 static int is_lower(unsigned char c) { return c >= 'a' && c <= 'z'; }
 
@@ -883,26 +893,54 @@ typedef struct {
     const TSSymbol *aliases;
 } Frame;
 
+/* Words after which a `.` may still begin an expression (and so a base
+ * call): GDScript keywords that precede an expression. */
+static const char *EXPRESSION_KEYWORDS[] = {"return", "and", "or", "not", "in", "is", "as", "await", "yield", "if",
+                                            "elif", "else", "while", "for", "match", "assert", "when", NULL};
+
+static int dot_may_start_base_call(const unsigned char *src, uint32_t dot) {
+    unsigned char before = src[dot - 1];
+    if (before == ')' || before == ']' || before == '}' || before == '"' || before == '\'') return 0;
+    if (!is_word(before)) return 1;
+    uint32_t start = dot - 1;
+    while (start > 0 && is_word(src[start - 1])) start--;
+    size_t n = dot - start;
+    for (const char **word = EXPRESSION_KEYWORDS; *word != NULL; word++)
+        if (strlen(*word) == n && memcmp(*word, src + start, n) == 0) return 1;
+    /* A multi-byte character before the word: not an ASCII identifier, keep. */
+    return start > 0 && (src[start - 1] & 0x80);
+}
+
 static const unsigned char TRIGGER[256] = {['#'] = 1, ['"'] = 1, ['\''] = 1, ['$'] = 1, ['%'] = 1, ['.'] = 1, ['a'] = 1};
 
 static int collect_captures(Ctx *ctx, const TSTree *tree, CaptureVec *out) {
     const TSLanguage *language = tree->language;
     Subtree root = tree->root;
     VEC(Frame) stack = {0};
-    /* Every captured node starts with one of these bytes (`#` comments and
-     * regions, quotes of strings, StringName and NodePath literals, `$`/`%`
-     * node paths, the `.` of a base call, the `a` of `await`), so a subtree
-     * whose bytes hold none of them holds no capture: it is not walked.
-     * The walk meets subtrees in increasing start order, so one cursor
-     * into the sorted trigger positions serves the whole walk. */
+    /* Every captured node starts with a trigger byte: `#` (comments and
+     * regions), a quote (strings, StringName and NodePath literals), `$` or
+     * `%` (node paths), the `a` of `await`, or the `.` of a base call, so a
+     * subtree whose bytes hold no trigger holds no capture and is not walked.
+     * A base call's `.` begins an expression: a `.` right after a word
+     * character, a closing bracket or a quote is an attribute access (or a
+     * decimal point), unless the word is a keyword; every other `.` counts
+     * as a trigger.  The walk meets subtrees in increasing start order, so
+     * one cursor into the sorted trigger positions serves the whole walk. */
     VEC(uint32_t) triggers = {0};
     {
         const unsigned char *src = ctx->src;
-        for (uint32_t i = 0; i < ctx->len; i++) {
-            unsigned char c = src[i];
-            if (TRIGGER[c] && (c != 'a' || (i + 5 <= ctx->len && memcmp(src + i, "await", 5) == 0)) &&
-                PUSH(triggers, i) < 0)
-                return nomem(ctx);
+        const uint32_t len = ctx->len;
+        for (uint32_t base = 0; base < len; base += 64) {
+            size_t block = len - base < 64 ? len - base : 64;
+            for (uint64_t bits = class_bits(src + base, block, CC_TRIGGER); bits; bits &= bits - 1) {
+                uint32_t i = base + (uint32_t)__builtin_ctzll(bits);
+                unsigned char c = src[i];
+                if (c == 'a' && !(i + 5 <= len && src[i + 1] == 'w' && src[i + 2] == 'a' && src[i + 3] == 'i' &&
+                                  src[i + 4] == 't'))
+                    continue;
+                if (c == '.' && i > 0 && !dot_may_start_base_call(src, i)) continue;
+                if (PUSH(triggers, i) < 0) return VFREE(triggers), nomem(ctx);
+            }
         }
         if (PUSH(triggers, UINT32_MAX) < 0) return VFREE(triggers), nomem(ctx);
     }
@@ -1132,19 +1170,25 @@ static int extract(Ex *ex) {
         ex->runs.cap = (size_t)n / 2 + 1;
     }
     {
+        /* Run starts and ends are the edges of the word-character bit mask. */
         Run *out = ex->runs.items;
-        size_t count = 0;
-        int i = 0;
-        while (i < n) {
-            while (i < n && !is_word(scan[i])) i++;
-            if (i >= n) break;
-            int start = i;
-            while (i < n && is_word(scan[i])) i++;
-            out[count].start = start;
-            out[count].end = i;
-            count++;
+        size_t starts = 0, ends = 0;
+        uint64_t carry = 0; /* whether the byte before the block is a word byte */
+        for (int base = 0; base < n; base += 64) {
+            size_t block = n - base < 64 ? (size_t)(n - base) : 64;
+            uint64_t word = class_bits(scan + base, block, CC_WORD);
+            uint64_t before = (word << 1) | carry;
+            uint64_t edges = word ^ before; /* a start where word, an end where not */
+            if (block < 64) edges &= (1ull << block) - 1;
+            for (; edges; edges &= edges - 1) {
+                int bit = __builtin_ctzll(edges);
+                if (word >> bit & 1) out[starts++].start = base + bit;
+                else out[ends++].end = base + bit;
+            }
+            carry = block == 64 ? word >> 63 : 0;
         }
-        ex->runs.len = count;
+        if (ends < starts) out[ends++].end = n;
+        ex->runs.len = starts;
     }
     Run *runs = ex->runs.items;
     size_t run_count = ex->runs.len;
@@ -1328,6 +1372,43 @@ static int by_rank_pos_seq(const void *a, const void *b) {
     return x->seq - y->seq;
 }
 
+/* Candidate values repeat across chunks and files (Vector2, @export,
+ * Input.is_action_pressed...): one shared str per value, from a bounded
+ * table that is emptied when full.  Values are immutable, so sharing them
+ * changes nothing but allocations. */
+#define SHARED_CAPACITY 8192 /* slots; emptied at half full */
+static struct {
+    uint32_t hash;
+    PyObject *text; /* NULL: empty slot */
+} SHARED[SHARED_CAPACITY];
+static uint32_t shared_used;
+
+static PyObject *shared_str(const char *s, size_t n) {
+    if (n > 64) return PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "replace");
+    uint32_t hash = hash_bytes(s, n);
+    for (uint32_t h = hash & (SHARED_CAPACITY - 1);; h = (h + 1) & (SHARED_CAPACITY - 1)) {
+        PyObject *text = SHARED[h].text;
+        if (text == NULL) break;
+        if (SHARED[h].hash == hash) {
+            Py_ssize_t len;
+            const char *utf8 = PyUnicode_AsUTF8AndSize(text, &len);
+            if (utf8 != NULL && (size_t)len == n && memcmp(utf8, s, n) == 0) return Py_NewRef(text);
+        }
+    }
+    PyObject *text = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "replace");
+    if (text == NULL) return NULL;
+    if (shared_used >= SHARED_CAPACITY / 2) {
+        for (uint32_t i = 0; i < SHARED_CAPACITY; i++) Py_CLEAR(SHARED[i].text);
+        shared_used = 0;
+    }
+    uint32_t h = hash & (SHARED_CAPACITY - 1);
+    while (SHARED[h].text != NULL) h = (h + 1) & (SHARED_CAPACITY - 1);
+    SHARED[h].hash = hash;
+    SHARED[h].text = Py_NewRef(text);
+    shared_used++;
+    return text;
+}
+
 /* Values in (rank, position, arrival) order, first occurrence kept. */
 static PyObject *unique_tuple(Ctx *ctx, CandVec *vec) {
     size_t n = vec->len;
@@ -1366,8 +1447,7 @@ static PyObject *unique_tuple(Ctx *ctx, CandVec *vec) {
     PyObject *tuple = PyTuple_New((Py_ssize_t)kept);
     if (tuple == NULL) return ctx->failed = 1, NULL;
     for (size_t i = 0; i < kept; i++) {
-        PyObject *value = items[i].obj ? Py_NewRef(items[i].obj)
-                                       : PyUnicode_DecodeUTF8(items[i].s, (Py_ssize_t)items[i].len, "replace");
+        PyObject *value = items[i].obj ? Py_NewRef(items[i].obj) : shared_str(items[i].s, items[i].len);
         if (value == NULL) {
             Py_DECREF(tuple);
             return ctx->failed = 1, NULL;
@@ -1520,6 +1600,13 @@ static PyObject *make_object(PyObject *cls, const Py_ssize_t *offsets, PyObject 
     }
     for (int i = 0; i < count; i++) *(PyObject **)((char *)obj + offsets[i]) = values[i];
     return obj;
+}
+
+/* Chunks and spans hold only strings, ints, tuples of strings and a span:
+ * they cannot be part of a reference cycle, so the cyclic GC need not
+ * track them (CPython untracks such tuples the same way). */
+static void untrack(PyObject *obj) {
+    if (PyObject_IS_GC(obj) && PyObject_GC_IsTracked(obj)) PyObject_GC_UnTrack(obj);
 }
 
 typedef struct {
@@ -1675,6 +1762,57 @@ static int bytes_add_obj(Bytes *b, PyObject *text) {
     return s == NULL ? -1 : bytes_add(b, s, (size_t)n);
 }
 
+/* Occurrence counts of byte strings (chunk ids), without Python objects. */
+typedef struct {
+    uint32_t hash, offset, len;
+    int count; /* 0: empty slot */
+} IdSlot;
+typedef struct {
+    IdSlot *slots;
+    uint32_t capacity, used;
+    Bytes keys;
+} IdTable;
+
+static void idtable_free(IdTable *t) {
+    free(t->slots);
+    VFREE(t->keys);
+    memset(t, 0, sizeof *t);
+}
+static int idtable_grow(IdTable *t) {
+    uint32_t capacity = t->capacity ? t->capacity * 2 : 64;
+    IdSlot *slots = calloc(capacity, sizeof(IdSlot));
+    if (slots == NULL) return -1;
+    for (uint32_t i = 0; i < t->capacity; i++) {
+        if (!t->slots[i].count) continue;
+        uint32_t h = t->slots[i].hash & (capacity - 1);
+        while (slots[h].count) h = (h + 1) & (capacity - 1);
+        slots[h] = t->slots[i];
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->capacity = capacity;
+    return 0;
+}
+/* Counts one more occurrence of s; returns the count so far (-1: no memory). */
+static int idtable_bump(IdTable *t, const char *s, size_t n) {
+    if ((t->used + 1) * 2 > t->capacity && idtable_grow(t) < 0) return -1;
+    uint32_t hash = hash_bytes(s, n), mask = t->capacity - 1;
+    for (uint32_t h = hash & mask;; h = (h + 1) & mask) {
+        IdSlot *slot = &t->slots[h];
+        if (!slot->count) {
+            slot->hash = hash;
+            slot->offset = (uint32_t)t->keys.len;
+            slot->len = (uint32_t)n;
+            if (bytes_add(&t->keys, s, n) < 0) return -1;
+            slot->count = 1;
+            t->used++;
+            return 1;
+        }
+        if (slot->hash == hash && slot->len == n && memcmp(t->keys.items + slot->offset, s, n) == 0)
+            return ++slot->count;
+    }
+}
+
 /* node_kind strings: one per distinct list of node types in the file. */
 static PyObject *node_kind_of(Ctx *ctx, TypeVec *types) {
     if (types->len == 1)
@@ -1702,7 +1840,7 @@ static PyObject *node_kind_of(Ctx *ctx, TypeVec *types) {
 
 static PyObject *build_chunks(Ctx *ctx, PieceVec *groups, CaptureVec *caps) {
     PyObject *result = PyTuple_New((Py_ssize_t)groups->len);
-    PyObject *used_ids = PyDict_New(), *ids = PySet_New(NULL);
+    IdTable base_ids = {0}, final_ids = {0};
     VEC(Ordinal) ordinals = {0};
     Bytes id = {0};
     size_t ci = 0;
@@ -1712,7 +1850,7 @@ static PyObject *build_chunks(Ctx *ctx, PieceVec *groups, CaptureVec *caps) {
     ex.ctx = ctx;
     unsigned char *flags = NULL, *mask = NULL, *scan = NULL;
     int *b2c = NULL, *c2b = NULL;
-    if (result == NULL || used_ids == NULL || ids == NULL) goto fail;
+    if (result == NULL) goto fail;
     /* Scratch buffers for the largest possible chunk, reused by every chunk. */
     flags = malloc(ctx->len + 1);
     mask = malloc(ctx->len + 1);
@@ -1833,30 +1971,19 @@ static PyObject *build_chunks(Ctx *ctx, PieceVec *groups, CaptureVec *caps) {
             goto memory_error;
         }
         size_t name_end = id.len;
+        /* A repeated id gets #2, #3... in file order. */
+        int seen = idtable_bump(&base_ids, id.items, id.len);
+        if (seen < 0) goto memory_error;
+        if (seen > 1) {
+            char suffix[16];
+            int w = snprintf(suffix, sizeof suffix, "#%d", seen);
+            if (bytes_add(&id, suffix, (size_t)w) < 0) goto memory_error;
+        }
+        int occurrences = idtable_bump(&final_ids, id.items, id.len);
+        if (occurrences < 0) goto memory_error;
+        int duplicate = occurrences > 1;
         PyObject *chunk_id = PyUnicode_DecodeUTF8(id.items, (Py_ssize_t)id.len, "strict");
         if (chunk_id == NULL) goto python_error;
-        PyObject *seen_obj = PyDict_GetItemWithError(used_ids, chunk_id);
-        if (seen_obj == NULL && PyErr_Occurred()) {
-            Py_DECREF(chunk_id);
-            goto python_error;
-        }
-        long seen = seen_obj ? PyLong_AsLong(seen_obj) + 1 : 1;
-        PyObject *seen_value = PyLong_FromLong(seen);
-        if (seen_value == NULL || PyDict_SetItem(used_ids, chunk_id, seen_value) < 0) {
-            Py_XDECREF(seen_value);
-            Py_DECREF(chunk_id);
-            goto python_error;
-        }
-        Py_DECREF(seen_value);
-        if (seen > 1) {
-            Py_SETREF(chunk_id, PyUnicode_FromFormat("%U#%ld", chunk_id, seen));
-            if (chunk_id == NULL) goto python_error;
-        }
-        int duplicate = PySet_Contains(ids, chunk_id);
-        if (duplicate < 0 || (!duplicate && PySet_Add(ids, chunk_id) < 0)) {
-            Py_DECREF(chunk_id);
-            goto python_error;
-        }
 
         /* Every object below is a new reference handed to the chunk. */
         PyObject *values[12] = {chunk_id};
@@ -1884,8 +2011,10 @@ static PyObject *build_chunks(Ctx *ctx, PieceVec *groups, CaptureVec *caps) {
             for (int i = 0; i < 12; i++) Py_XDECREF(values[i]);
             goto python_error;
         }
+        for (int i = 5; i <= 9; i++) untrack(values[i]);
         PyObject *chunk = make_object(S.chunk_cls, S.chunk_offsets, values, 12);
         if (chunk == NULL) goto python_error;
+        untrack(chunk);
         PyTuple_SET_ITEM(result, (Py_ssize_t)gi, chunk);
 
         size_t mask_chars = mask_text == code ? nchars : count_chars(mask_text, mw);
@@ -1922,8 +2051,8 @@ done:
     VFREE(ex.runs);
     VFREE(ordinals);
     VFREE(id);
-    Py_XDECREF(used_ids);
-    Py_XDECREF(ids);
+    idtable_free(&base_ids);
+    idtable_free(&final_ids);
     return result;
 }
 
@@ -2027,6 +2156,11 @@ static PyObject *chunk_source(PyObject *source_file, const unsigned char *src, P
     if (attach(&ctx, &decls) < 0 || ctx.failed) goto out;
     if (group(&ctx, &decls, &groups) < 0 || ctx.failed) goto out;
     if (collect_captures(&ctx, tree, &captures) < 0) goto out;
+    /* Nothing below reads the tree: free it while it is still in cache. */
+    ts_tree_cursor_delete(&ctx.cursor);
+    have_cursor = 0;
+    ts_tree_delete(tree);
+    tree = NULL;
     result = build_chunks(&ctx, &groups, &captures);
 out:
     if (ctx.bail != NULL && !PyErr_Occurred()) {
