@@ -34,6 +34,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "tree_sitter/api.h"
 /* Internal runtime headers (vendored, same release): the capture walk reads
@@ -93,6 +96,16 @@ typedef struct {
     uint64_t length_bits;   /* bit n: some word has n bytes (n >= 63: bit 63) */
 } WordSet;
 
+/* Identifier-sized keys (word lists, member names): length and three bytes
+ * spread enough for these small tables; FNV below for anything longer. */
+static inline uint32_t hash_word(const char *s, size_t n) {
+    if (n == 0) return 0;
+    uint32_t h = (uint32_t)n * 0x9E3779B1u;
+    h ^= (uint32_t)(unsigned char)s[0] * 0x85EBCA77u;
+    h ^= (uint32_t)(unsigned char)s[n - 1] * 0xC2B2AE3Du;
+    h ^= (uint32_t)(unsigned char)s[n >> 1] * 0x27D4EB2Fu;
+    return h ^ (h >> 15);
+}
 static uint32_t hash_bytes(const char *s, size_t n) {
     uint32_t h = 2166136261u;
     for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
@@ -100,7 +113,7 @@ static uint32_t hash_bytes(const char *s, size_t n) {
 }
 static int wordset_has(const WordSet *set, const char *s, size_t n) {
     if (!(set->length_bits & (1ull << (n < 63 ? n : 63)))) return 0;
-    for (uint32_t i = hash_bytes(s, n) & set->mask;; i = (i + 1) & set->mask) {
+    for (uint32_t i = hash_word(s, n) & set->mask;; i = (i + 1) & set->mask) {
         if (set->keys[i] == NULL) return 0;
         if (set->lengths[i] == n && memcmp(set->keys[i], s, n) == 0) return 1;
     }
@@ -134,7 +147,7 @@ static int wordset_from(WordSet *set, PyObject *frozenset) {
             wordset_free(&fresh);
             return -1;
         }
-        uint32_t i = hash_bytes(text, n) & fresh.mask;
+        uint32_t i = hash_word(text, n) & fresh.mask;
         while (fresh.keys[i] != NULL) i = (i + 1) & fresh.mask;
         fresh.keys[i] = PyMem_Malloc(n + 1);
         if (fresh.keys[i] == NULL) {
@@ -197,11 +210,41 @@ static inline int is_bspace(unsigned char c) { return CHAR_CLASS[c] & CC_BSPACE;
 /* Bit i set when p[i] is of class `cls`, for up to 64 bytes, without a
  * branch per byte: text scans then visit only the interesting positions
  * (a data-dependent branch per byte mispredicts at every word boundary). */
-static inline uint64_t class_bits(const unsigned char *p, size_t n, unsigned char cls) {
+static inline uint64_t class_bits_scalar(const unsigned char *p, size_t n, unsigned char cls) {
     uint64_t bits = 0;
     for (size_t i = 0; i < n; i++) bits |= (uint64_t)((CHAR_CLASS[p[i]] & cls) != 0) << i;
     return bits;
 }
+#ifdef __SSE2__
+/* 16 bytes at a time for the two classes the scans use (every x86-64 CPU
+ * has SSE2); bytes >= 0x80 are negative as signed bytes: in neither class. */
+static inline __m128i in_range(__m128i v, char lo, char hi) {
+    return _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8((char)(lo - 1))), _mm_cmplt_epi8(v, _mm_set1_epi8((char)(hi + 1))));
+}
+static inline uint64_t class_bits(const unsigned char *p, size_t n, unsigned char cls) {
+    if (cls != CC_WORD && cls != CC_TRIGGER) return class_bits_scalar(p, n, cls);
+    uint64_t bits = 0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i)), hit;
+        if (cls == CC_WORD) {
+            hit = _mm_or_si128(_mm_or_si128(in_range(v, 'a', 'z'), in_range(v, 'A', 'Z')),
+                               _mm_or_si128(in_range(v, '0', '9'), _mm_cmpeq_epi8(v, _mm_set1_epi8('_'))));
+        } else {
+            hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('#')), _mm_cmpeq_epi8(v, _mm_set1_epi8('"'))),
+                               _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\'')), _mm_cmpeq_epi8(v, _mm_set1_epi8('$'))));
+            hit = _mm_or_si128(hit, _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('%')),
+                                                              _mm_cmpeq_epi8(v, _mm_set1_epi8('.'))),
+                                                 _mm_cmpeq_epi8(v, _mm_set1_epi8('a'))));
+        }
+        bits |= (uint64_t)(uint32_t)_mm_movemask_epi8(hit) << i;
+    }
+    if (i < n) bits |= class_bits_scalar(p + i, n - i, cls) << i;
+    return bits;
+}
+#else
+#define class_bits class_bits_scalar
+#endif
 static int is_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
 static int is_lower(unsigned char c) { return c >= 'a' && c <= 'z'; }
 
@@ -1303,8 +1346,15 @@ static int extract(Ex *ex) {
         }
     }
     if (!has_dot) return 0;
-    /* R_RECV_CALL: f(args).method( */
-    if (memchr(scan, ')', n) != NULL) {
+    /* R_RECV_CALL: f(args).method(; it needs `)` then `.` (R_CLOSE_DOT). */
+    int close_dot = 0;
+    for (const unsigned char *close = memchr(scan, ')', n); close != NULL && !close_dot;
+         close = memchr(close + 1, ')', n - (close - scan) - 1)) {
+        int k = skip_space(ex, (int)(close - scan) + 1);
+        close_dot = k < n && scan[k] == '.';
+        if (close - scan + 1 >= n) break;
+    }
+    if (close_dot) {
         resume = 0;
         for (size_t r = 0; r < run_count; r++) {
             int i = runs[r].start, j = runs[r].end;
@@ -1413,8 +1463,20 @@ static PyObject *shared_str(const char *s, size_t n) {
 static PyObject *unique_tuple(Ctx *ctx, CandVec *vec) {
     size_t n = vec->len;
     if (n == 0) return Py_NewRef(S.empty_tuple);
-    if (n > 1) qsort(vec->items, n, sizeof(Cand), by_rank_pos_seq);
     Cand *items = vec->items;
+    if (n > 16) {
+        qsort(items, n, sizeof(Cand), by_rank_pos_seq);
+    } else {
+        for (size_t i = 1; i < n; i++) { /* insertion sort: few, nearly sorted */
+            Cand moving = items[i];
+            size_t j = i;
+            while (j > 0 && by_rank_pos_seq(&items[j - 1], &moving) > 0) {
+                items[j] = items[j - 1];
+                j--;
+            }
+            items[j] = moving;
+        }
+    }
     size_t kept = 0;
     if (n <= 24) {
         for (size_t i = 0; i < n; i++) {
@@ -1483,7 +1545,7 @@ static MemberVec *visible_members(Ctx *ctx, int scope_index) {
     memset(table, 0xff, capacity * sizeof(int32_t));
     uint64_t lengths = 0;
     for (size_t i = 0; i < merged.len; i++) {
-        uint32_t h = hash_bytes(merged.items[i].name.s, merged.items[i].name.len) & (capacity - 1);
+        uint32_t h = hash_word(merged.items[i].name.s, merged.items[i].name.len) & (capacity - 1);
         while (table[h] >= 0) h = (h + 1) & (capacity - 1);
         table[h] = (int32_t)i;
         uint32_t len = merged.items[i].name.len;
@@ -1520,7 +1582,7 @@ static PyObject *context_text(Ctx *ctx, Ex *ex, Piece *g) {
             const char *word = (const char *)ex->scan + ex->runs.items[r].start;
             size_t size = (size_t)(ex->runs.items[r].end - ex->runs.items[r].start);
             if (!(scope->visible_lengths & (1ull << (size < 63 ? size : 63)))) continue;
-            for (uint32_t h = hash_bytes(word, size) & mask; scope->visible_table[h] >= 0; h = (h + 1) & mask) {
+            for (uint32_t h = hash_word(word, size) & mask; scope->visible_table[h] >= 0; h = (h + 1) & mask) {
                 Member *m = &visible->items[scope->visible_table[h]];
                 if ((size_t)m->name.len != size || memcmp(m->name.s, word, size) != 0) continue;
                 if (m->used_by != ctx->chunk_serial && !(own_name.s != NULL && str_eq(own_name, m->name))) {
