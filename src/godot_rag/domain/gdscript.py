@@ -140,6 +140,15 @@ Invariants (checked on every call; a violation raises AssertionError because
 it is a parser bug, not bad input): code_text equals the span's bytes;
 every non-blank line is in exactly one chunk; chunk_order strictly
 increasing; chunk ids unique; code_mask as long as code_text.
+
+Two implementations
+-------------------
+This module is the reference implementation.  ``native/gdchunk.c``
+(``godot_rag._gdchunk``, see ``native_chunker``) implements the same rules in
+C for every file that parses without errors and whose code (outside comments
+and string bodies) is ASCII, builds the same ``Chunk`` objects and checks the
+same invariants; ``parse_gdscript`` uses it first and falls back to this code.
+``tests/unit/test_native_chunker.py`` holds the two to identical output.
 """
 
 from __future__ import annotations
