@@ -242,8 +242,23 @@ static inline uint64_t class_bits(const unsigned char *p, size_t n, unsigned cha
     if (i < n) bits |= class_bits_scalar(p + i, n - i, cls) << i;
     return bits;
 }
+static inline uint64_t newline_bits(const unsigned char *p, size_t n) {
+    uint64_t bits = 0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        bits |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n'))) << i;
+    }
+    for (; i < n; i++) bits |= (uint64_t)(p[i] == '\n') << i;
+    return bits;
+}
 #else
 #define class_bits class_bits_scalar
+static inline uint64_t newline_bits(const unsigned char *p, size_t n) {
+    uint64_t bits = 0;
+    for (size_t i = 0; i < n; i++) bits |= (uint64_t)(p[i] == '\n') << i;
+    return bits;
+}
 #endif
 static int is_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
 static int is_lower(unsigned char c) { return c >= 'a' && c <= 'z'; }
@@ -948,8 +963,9 @@ static int dot_may_start_base_call(const unsigned char *src, uint32_t dot) {
     uint32_t start = dot - 1;
     while (start > 0 && is_word(src[start - 1])) start--;
     size_t n = dot - start;
-    for (const char **word = EXPRESSION_KEYWORDS; *word != NULL; word++)
-        if (strlen(*word) == n && memcmp(*word, src + start, n) == 0) return 1;
+    if (n >= 2 && n <= 6) /* the keywords' lengths */
+        for (const char **word = EXPRESSION_KEYWORDS; *word != NULL; word++)
+            if ((*word)[0] == src[start] && strlen(*word) == n && memcmp(*word, src + start, n) == 0) return 1;
     /* A multi-byte character before the word: not an ASCII identifier, keep. */
     return start > 0 && (src[start - 1] & 0x80);
 }
@@ -1428,8 +1444,9 @@ static int by_rank_pos_seq(const void *a, const void *b) {
  * changes nothing but allocations. */
 #define SHARED_CAPACITY 8192 /* slots; emptied at half full */
 static struct {
-    uint32_t hash;
-    PyObject *text; /* NULL: empty slot */
+    uint32_t hash, len;
+    const char *utf8; /* the str's own UTF-8 buffer (ASCII: its data) */
+    PyObject *text;   /* NULL: empty slot */
 } SHARED[SHARED_CAPACITY];
 static uint32_t shared_used;
 
@@ -1439,11 +1456,8 @@ static PyObject *shared_str(const char *s, size_t n) {
     for (uint32_t h = hash & (SHARED_CAPACITY - 1);; h = (h + 1) & (SHARED_CAPACITY - 1)) {
         PyObject *text = SHARED[h].text;
         if (text == NULL) break;
-        if (SHARED[h].hash == hash) {
-            Py_ssize_t len;
-            const char *utf8 = PyUnicode_AsUTF8AndSize(text, &len);
-            if (utf8 != NULL && (size_t)len == n && memcmp(utf8, s, n) == 0) return Py_NewRef(text);
-        }
+        if (SHARED[h].hash == hash && SHARED[h].len == n && memcmp(SHARED[h].utf8, s, n) == 0)
+            return Py_NewRef(text);
     }
     PyObject *text = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "replace");
     if (text == NULL) return NULL;
@@ -1451,9 +1465,17 @@ static PyObject *shared_str(const char *s, size_t n) {
         for (uint32_t i = 0; i < SHARED_CAPACITY; i++) Py_CLEAR(SHARED[i].text);
         shared_used = 0;
     }
+    Py_ssize_t len;
+    const char *utf8 = PyUnicode_AsUTF8AndSize(text, &len);
+    if (utf8 == NULL) {
+        Py_DECREF(text);
+        return NULL;
+    }
     uint32_t h = hash & (SHARED_CAPACITY - 1);
     while (SHARED[h].text != NULL) h = (h + 1) & (SHARED_CAPACITY - 1);
     SHARED[h].hash = hash;
+    SHARED[h].len = (uint32_t)len;
+    SHARED[h].utf8 = utf8;
     SHARED[h].text = Py_NewRef(text);
     shared_used++;
     return text;
@@ -2170,25 +2192,44 @@ static PyObject *chunk_source(PyObject *source_file, const unsigned char *src, P
     PieceVec decls = {0}, groups = {0};
     CaptureVec captures = {0};
 
-    /* Line table as in _Chunker.__init__: starts has one entry past the end. */
-    int newlines = 0;
-    for (const unsigned char *p = ctx.src, *end = ctx.src + ctx.len; (p = memchr(p, '\n', end - p)) != NULL; p++) newlines++;
-    ctx.line_count = newlines + 1;
-    ctx.starts = malloc(sizeof(uint32_t) * (ctx.line_count + 1));
-    ctx.ends = malloc(sizeof(uint32_t) * ctx.line_count);
-    if (ctx.starts == NULL || ctx.ends == NULL) { PyErr_NoMemory(); goto out; }
+    /* Line table as in _Chunker.__init__: starts has one entry past the end.
+     * Sized for one line per 32 bytes, grown when a file has shorter lines. */
     {
-        int line = 0;
+        size_t capacity = ctx.len / 32 + 16;
+        ctx.starts = malloc(sizeof(uint32_t) * (capacity + 1));
+        ctx.ends = malloc(sizeof(uint32_t) * capacity);
+        if (ctx.starts == NULL || ctx.ends == NULL) { PyErr_NoMemory(); goto out; }
+        size_t line = 0;
         uint32_t start = 0;
-        for (;;) {
-            const unsigned char *nl = memchr(ctx.src + start, '\n', ctx.len - start);
-            uint32_t b = nl ? (uint32_t)(nl - ctx.src) : ctx.len;
-            ctx.starts[line] = start;
-            ctx.ends[line] = (b > start && ctx.src[b - 1] == '\r') ? b - 1 : b;
-            line++;
-            if (nl == NULL) break;
-            start = b + 1;
+        for (uint32_t base = 0;; base += 64) {
+            uint64_t bits = 0;
+            if (base < ctx.len) {
+                size_t block = ctx.len - base < 64 ? ctx.len - base : 64;
+                bits = newline_bits(ctx.src + base, block);
+            }
+            for (;;) {
+                int at_end = base >= ctx.len && bits == 0;
+                if (!bits && !at_end) break;
+                uint32_t b = at_end ? ctx.len : base + (uint32_t)__builtin_ctzll(bits);
+                if (line + 1 >= capacity) {
+                    capacity *= 2;
+                    uint32_t *starts = realloc(ctx.starts, sizeof(uint32_t) * (capacity + 1));
+                    if (starts == NULL) { PyErr_NoMemory(); goto out; }
+                    ctx.starts = starts;
+                    uint32_t *ends = realloc(ctx.ends, sizeof(uint32_t) * capacity);
+                    if (ends == NULL) { PyErr_NoMemory(); goto out; }
+                    ctx.ends = ends;
+                }
+                ctx.starts[line] = start;
+                ctx.ends[line] = (b > start && ctx.src[b - 1] == '\r') ? b - 1 : b;
+                line++;
+                if (at_end) break;
+                start = b + 1;
+                bits &= bits - 1;
+            }
+            if (base >= ctx.len) break;
         }
+        ctx.line_count = (int)line;
         ctx.starts[ctx.line_count] = ctx.len + 1;
         if (ctx.ends[0] < ctx.body_start) ctx.ends[0] = ctx.body_start;
     }
