@@ -960,14 +960,17 @@ static int dot_may_start_base_call(const unsigned char *src, uint32_t dot) {
     unsigned char before = src[dot - 1];
     if (before == ')' || before == ']' || before == '}' || before == '"' || before == '\'') return 0;
     if (!is_word(before)) return 1;
+    /* The last letters of the keywords below: anything else is an attribute. */
+    if (!strchr("ndrtsfeh", before)) return 0;
     uint32_t start = dot - 1;
     while (start > 0 && is_word(src[start - 1])) start--;
     size_t n = dot - start;
     if (n >= 2 && n <= 6) /* the keywords' lengths */
         for (const char **word = EXPRESSION_KEYWORDS; *word != NULL; word++)
             if ((*word)[0] == src[start] && strlen(*word) == n && memcmp(*word, src + start, n) == 0) return 1;
-    /* A multi-byte character before the word: not an ASCII identifier, keep. */
-    return start > 0 && (src[start - 1] & 0x80);
+    /* A word after a multi-byte character is a non-ASCII identifier: such a
+     * file is left to Python anyway (its code is not ASCII). */
+    return 0;
 }
 
 static const unsigned char TRIGGER[256] = {['#'] = 1, ['"'] = 1, ['\''] = 1, ['$'] = 1, ['%'] = 1, ['.'] = 1, ['a'] = 1};
