@@ -378,7 +378,6 @@ typedef struct {
     VEC(Str) local_types;  /* enums, inner classes, constants of the file */
     const char *bail;      /* why the file goes to the Python implementation */
     int failed;            /* a Python exception is set */
-    TSTreeCursor cursor;
     struct Block *pool;    /* candidate strings */
     RangeVec ranges;       /* scratch of context_text */
     VEC(ContextEntry) contexts;
@@ -432,14 +431,42 @@ static const char *type_of(TSNode node) { return ts_node_type(node); }
 static int type_is(TSNode node, const char *name) { return strcmp(ts_node_type(node), name) == 0; }
 
 typedef VEC(TSNode) NodeVec;
+/* The visible children of a subtree, as TSTreeCursor's first-child /
+ * next-sibling walk yields them (invisible children are flattened into
+ * their own visible children), read from the subtrees directly: the cursor
+ * costs several times more per child. */
+static int visible_children(Ctx *ctx, const TSTree *tree, Subtree parent, Length position, NodeVec *out, int depth) {
+    uint32_t count = ts_subtree_child_count(parent);
+    if (count == 0) return 0;
+    if (depth > 64) { /* invisible nesting this deep does not occur in the grammar */
+        ctx->bail = "unexpected tree shape";
+        return 0;
+    }
+    const TSSymbol *aliases = ts_language_alias_sequence(tree->language, ts_subtree_production_id(parent));
+    const Subtree *children = ts_subtree_children(parent);
+    uint32_t structural = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        const Subtree *child = &children[i];
+        TSSymbol alias = 0;
+        if (!ts_subtree_extra(*child)) {
+            if (aliases) alias = aliases[structural];
+            structural++;
+        }
+        if (i > 0) position = length_add(position, ts_subtree_padding(*child));
+        if (ts_subtree_visible(*child) || alias) {
+            if (PUSH(*out, ts_node_new(tree, child, position, alias)) < 0) return nomem(ctx);
+        } else if (visible_children(ctx, tree, *child, position, out, depth + 1) < 0) {
+            return -1;
+        }
+        position = length_add(position, ts_subtree_size(*child));
+    }
+    return 0;
+}
+
 static int children_of(Ctx *ctx, TSNode node, NodeVec *out) {
     out->len = 0;
-    ts_tree_cursor_reset(&ctx->cursor, node);
-    if (!ts_tree_cursor_goto_first_child(&ctx->cursor)) return 0;
-    do {
-        if (PUSH(*out, ts_tree_cursor_current_node(&ctx->cursor)) < 0) return nomem(ctx);
-    } while (ts_tree_cursor_goto_next_sibling(&ctx->cursor));
-    return 0;
+    Length position = {ts_node_start_byte(node), ts_node_start_point(node)};
+    return visible_children(ctx, node.tree, *(const Subtree *)node.id, position, out, 0);
 }
 /* Field ids are looked up once, in configure(): by name the runtime scans
  * every field name of the grammar. */
@@ -1445,7 +1472,7 @@ static int by_rank_pos_seq(const void *a, const void *b) {
  * Input.is_action_pressed...): one shared str per value, from a bounded
  * table that is emptied when full.  Values are immutable, so sharing them
  * changes nothing but allocations. */
-#define SHARED_CAPACITY 8192 /* slots; emptied at half full */
+#define SHARED_CAPACITY 1024 /* slots (24 KB: stays in cache); emptied at half full */
 static struct {
     uint32_t hash, len;
     const char *utf8; /* the str's own UTF-8 buffer (ASCII: its data) */
@@ -2191,7 +2218,6 @@ static PyObject *chunk_source(PyObject *source_file, const unsigned char *src, P
     ctx.body_start = (uint32_t)body_start;
     PyObject *result = NULL;
     TSTree *tree = NULL;
-    int have_cursor = 0;
     PieceVec decls = {0}, groups = {0};
     CaptureVec captures = {0};
 
@@ -2247,8 +2273,6 @@ static PyObject *chunk_source(PyObject *source_file, const unsigned char *src, P
         ctx.bail = "syntax errors";
         goto out;
     }
-    ctx.cursor = ts_tree_cursor_new(root);
-    have_cursor = 1;
     Scope top;
     memset(&top, 0, sizeof top);
     top.parent = -1;
@@ -2263,8 +2287,6 @@ static PyObject *chunk_source(PyObject *source_file, const unsigned char *src, P
     if (group(&ctx, &decls, &groups) < 0 || ctx.failed) goto out;
     if (collect_captures(&ctx, tree, &captures) < 0) goto out;
     /* Nothing below reads the tree: free it while it is still in cache. */
-    ts_tree_cursor_delete(&ctx.cursor);
-    have_cursor = 0;
     ts_tree_delete(tree);
     tree = NULL;
     result = build_chunks(&ctx, &groups, &captures);
@@ -2273,7 +2295,6 @@ out:
         Py_CLEAR(result);
         result = PyUnicode_FromString(ctx.bail);
     }
-    if (have_cursor) ts_tree_cursor_delete(&ctx.cursor);
     if (tree != NULL) ts_tree_delete(tree);
     pieces_free(&decls);
     pieces_free(&groups);
