@@ -1247,6 +1247,105 @@ static int add_joined(Ex *ex, CandVec *vec, int rank, int pos, int a0, int a1, c
     return add(ex, vec, rank, pos, out, n);
 }
 
+/* R_TYPED_COLLECTION at the run [i, j): `Array` or `Dictionary` then `\s*[`
+ * is always a whole run of word characters, not preceded by a word
+ * character or `.`; the symbol is written as in Python, whitespace
+ * normalised: f"{name}[{', '.join(part.strip() for part in inner.split(','))}]". */
+static int typed_at(Ex *ex, int i, int j) {
+    const unsigned char *scan = ex->scan;
+    const int n = ex->n;
+    int name_len = j - i;
+    if (!((name_len == 5 && memcmp(scan + i, "Array", 5) == 0) ||
+          (name_len == 10 && memcmp(scan + i, "Dictionary", 10) == 0)) ||
+        (i > 0 && scan[i - 1] == '.'))
+        return 0;
+    int k = skip_space(ex, i + name_len);
+    if (k >= n || scan[k] != '[') return 0;
+    int inner = k + 1, e = inner;
+    while (e < n && scan[e] != '[' && scan[e] != ']' && scan[e] != '\n') e++;
+    if (e - inner > 200 || e >= n || scan[e] != ']') return 0;
+    /* f"{name}[{', '.join(part.strip() for part in inner.split(','))}]" */
+    char *buf = pool_alloc(ex->ctx, (size_t)name_len + 2 + 2 * (size_t)(e - inner) + 2);
+    if (buf == NULL) return -1;
+    int w = name_len;
+    memcpy(buf, scan + i, name_len);
+    buf[w++] = '[';
+    int part = inner;
+    for (int c = inner; c <= e; c++) {
+        if (c < e && scan[c] != ',') continue;
+        int a = part, b = c;
+        while (a < b && is_space(scan[a])) a++;
+        while (b > a && is_space(scan[b - 1])) b--;
+        if (part != inner) {
+            buf[w++] = ',';
+            buf[w++] = ' ';
+        }
+        memcpy(buf + w, scan + a, b - a);
+        w += b - a;
+        part = c + 1;
+    }
+    buf[w++] = ']';
+    if (add(ex, &ex->symbols, 0, i, buf, (size_t)w) < 0) return -1;
+    return 0;
+}
+
+/* R_HEAD at the run [i, j): a chain head followed by `.member` and/or `(`
+ * (dotted accesses and bare calls in one pattern); a match moves *resume
+ * to its end, where the next head may start. */
+static int head_at(Ex *ex, int i, int j, int *resume) {
+    const unsigned char *scan = ex->scan;
+    const int n = ex->n;
+    const int has_func = 1; /* see extract() */
+    if (!is_ident_start(scan[i]) || sigil_before(ex, i)) return 0;
+    int k = skip_space(ex, j);
+    if (k >= n || (scan[k] != '.' && scan[k] != '(')) return 0;
+    int member = -1, member_end = -1, paren = 0, match_end = j;
+    if (scan[k] == '.') {
+        int m = skip_space(ex, k + 1);
+        if (m < n && is_ident_start(scan[m])) {
+            member = m;
+            member_end = ident_end(ex, m);
+            match_end = member_end;
+        }
+    }
+    int p = skip_space(ex, match_end);
+    if (p < n && scan[p] == '(') {
+        paren = 1;
+        match_end = p + 1;
+    }
+    *resume = match_end;
+    const char *head = (const char *)scan + i;
+    if (member < 0) {
+        if (!paren) return 0;
+        if (wordset_has(&S.known_calls, head, j - i)) {
+            if (!(has_func && after_func(ex, i)) && add(ex, &ex->apis, CAT_BARE_CALL, i, SCAN(ex, i, j)) < 0)
+                return -1;
+        } else if (wordset_has(&S.reference_calls, head, j - i) &&
+                   reference_call(ex, i, match_end, wordset_has(&S.node_path_calls, head, j - i)) < 0) {
+            return -1;
+        }
+        return 0;
+    }
+    if (PUSH(ex->handled, member) < 0) return nomem(ex->ctx);
+    int upper = is_upper(scan[i]);
+    int local = upper && is_local_type(ex->ctx, head, (size_t)(j - i));
+    const char *member_name = (const char *)scan + member;
+    if (upper && !local) {
+        if (add_joined(ex, &ex->apis, paren ? CAT_CLASS_CALL : CAT_CLASS_ACCESS, i, i, j, ".", member, member_end) < 0)
+            return -1;
+    } else if (paren) {
+        if ((j - i == 4 && memcmp(head, "self", 4) == 0) || upper) {
+            if (wordset_has(&S.known_calls, member_name, member_end - member) &&
+                add(ex, &ex->apis, CAT_BARE_CALL, member, SCAN(ex, member, member_end)) < 0)
+                return -1;
+        } else if (!wordset_has(&S.stop_methods, member_name, member_end - member) &&
+                   add_joined(ex, &ex->apis, CAT_METHOD_CALL, i, i, j, ".", member, member_end) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int extract(Ex *ex) {
     const unsigned char *scan = ex->scan;
     int n = ex->n;
@@ -1284,13 +1383,6 @@ static int extract(Ex *ex) {
     /* Python gates after_func on `"func" in scan`; after_func finds no
      * `func` without one, so the gate changes nothing and is left out. */
     const int has_func = 1;
-    /* R_PASCAL: type names */
-    for (size_t r = 0; r < run_count; r++) {
-        int i = runs[r].start, j = runs[r].end;
-        if (is_upper(scan[i]) && !sigil_before(ex, i) && is_type_name(ex, i, j) && !(has_func && after_func(ex, i)) &&
-            add(ex, &ex->symbols, 0, i, SCAN(ex, i, j)) < 0)
-            return -1;
-    }
     /* R_ANNOTATION */
     for (const unsigned char *at = memchr(scan, '@', n); at != NULL;
          at = (at - scan + 1 < n) ? memchr(at + 1, '@', n - (at - scan) - 1) : NULL) {
@@ -1299,97 +1391,22 @@ static int extract(Ex *ex) {
         int j = ident_end(ex, i + 1);
         if (add(ex, &ex->symbols, 0, i, SCAN(ex, i, j)) < 0) return -1;
     }
-    /* R_TYPED_COLLECTION: `Array` or `Dictionary` then `\s*[` is always a
-     * whole run of word characters, not preceded by a word character or `.` */
-    for (size_t r = 0; r < run_count; r++) {
-        {
-            int i = runs[r].start, name_len = runs[r].end - runs[r].start;
-            if (!((name_len == 5 && memcmp(scan + i, "Array", 5) == 0) ||
-                  (name_len == 10 && memcmp(scan + i, "Dictionary", 10) == 0)) ||
-                (i > 0 && scan[i - 1] == '.'))
-                continue;
-            int k = skip_space(ex, i + name_len);
-            if (k >= n || scan[k] != '[') continue;
-            int inner = k + 1, e = inner;
-            while (e < n && scan[e] != '[' && scan[e] != ']' && scan[e] != '\n') e++;
-            if (e - inner > 200 || e >= n || scan[e] != ']') continue;
-            /* f"{name}[{', '.join(part.strip() for part in inner.split(','))}]" */
-            char *buf = pool_alloc(ex->ctx, (size_t)name_len + 2 + 2 * (size_t)(e - inner) + 2);
-            if (buf == NULL) return -1;
-            int w = name_len;
-            memcpy(buf, scan + i, name_len);
-            buf[w++] = '[';
-            int part = inner;
-            for (int c = inner; c <= e; c++) {
-                if (c < e && scan[c] != ',') continue;
-                int a = part, b = c;
-                while (a < b && is_space(scan[a])) a++;
-                while (b > a && is_space(scan[b - 1])) b--;
-                if (part != inner) {
-                    buf[w++] = ',';
-                    buf[w++] = ' ';
-                }
-                memcpy(buf + w, scan + a, b - a);
-                w += b - a;
-                part = c + 1;
-            }
-            buf[w++] = ']';
-            if (add(ex, &ex->symbols, 0, i, buf, (size_t)w) < 0) return -1;
-        }
-    }
     int has_dot = memchr(scan, '.', n) != NULL;
-    if (!has_dot && memchr(scan, '(', n) == NULL) return 0;
-    /* R_HEAD: chains and bare calls; a match resumes the scan at its end */
+    const int heads = has_dot || memchr(scan, '(', n) != NULL; /* R_HEAD needs `.` or `(` */
     int resume = 0;
+    /* One pass over the runs for R_PASCAL, R_TYPED_COLLECTION and R_HEAD.
+     * Candidates sort by position, arrival breaking ties; at one position
+     * the type name comes before the typed collection as in Python, and no
+     * other pattern of this pass starts where those do. */
     for (size_t r = 0; r < run_count; r++) {
         int i = runs[r].start, j = runs[r].end;
-        if (i < resume || !is_ident_start(scan[i]) || sigil_before(ex, i)) continue;
-        int k = skip_space(ex, j);
-        if (k >= n || (scan[k] != '.' && scan[k] != '(')) continue;
-        int member = -1, member_end = -1, paren = 0, match_end = j;
-        if (scan[k] == '.') {
-            int m = skip_space(ex, k + 1);
-            if (m < n && is_ident_start(scan[m])) {
-                member = m;
-                member_end = ident_end(ex, m);
-                match_end = member_end;
-            }
-        }
-        int p = skip_space(ex, match_end);
-        if (p < n && scan[p] == '(') {
-            paren = 1;
-            match_end = p + 1;
-        }
-        resume = match_end;
-        const char *head = (const char *)scan + i;
-        if (member < 0) {
-            if (!paren) continue;
-            if (wordset_has(&S.known_calls, head, j - i)) {
-                if (!(has_func && after_func(ex, i)) && add(ex, &ex->apis, CAT_BARE_CALL, i, SCAN(ex, i, j)) < 0)
-                    return -1;
-            } else if (wordset_has(&S.reference_calls, head, j - i) &&
-                       reference_call(ex, i, match_end, wordset_has(&S.node_path_calls, head, j - i)) < 0) {
-                return -1;
-            }
-            continue;
-        }
-        if (PUSH(ex->handled, member) < 0) return nomem(ex->ctx);
-        int upper = is_upper(scan[i]);
-        int local = upper && is_local_type(ex->ctx, head, (size_t)(j - i));
-        const char *member_name = (const char *)scan + member;
-        if (upper && !local) {
-            if (add_joined(ex, &ex->apis, paren ? CAT_CLASS_CALL : CAT_CLASS_ACCESS, i, i, j, ".", member, member_end) < 0)
-                return -1;
-        } else if (paren) {
-            if ((j - i == 4 && memcmp(head, "self", 4) == 0) || upper) {
-                if (wordset_has(&S.known_calls, member_name, member_end - member) &&
-                    add(ex, &ex->apis, CAT_BARE_CALL, member, SCAN(ex, member, member_end)) < 0)
-                    return -1;
-            } else if (!wordset_has(&S.stop_methods, member_name, member_end - member) &&
-                       add_joined(ex, &ex->apis, CAT_METHOD_CALL, i, i, j, ".", member, member_end) < 0) {
-                return -1;
-            }
-        }
+        /* R_PASCAL: type names */
+        if (is_upper(scan[i]) && !sigil_before(ex, i) && is_type_name(ex, i, j) && !(has_func && after_func(ex, i)) &&
+            add(ex, &ex->symbols, 0, i, SCAN(ex, i, j)) < 0)
+            return -1;
+        /* R_TYPED_COLLECTION */
+        if (typed_at(ex, i, j) < 0) return -1;
+        if (heads && i >= resume && head_at(ex, i, j, &resume) < 0) return -1;
     }
     if (!has_dot) return 0;
     /* R_RECV_CALL: f(args).method(; it needs `)` then `.` (R_CLOSE_DOT). */
