@@ -588,11 +588,17 @@ static int extends_target(Ctx *ctx, TSNode node) {
     return 0;
 }
 
+/* Whether a variable's text holds `remote`, `master`, `puppet` or `setget`
+ * (Python's _VARIABLE_KEYWORDS): only then are its children read. */
 static int contains_variable_keyword(const unsigned char *src, uint32_t start, uint32_t end) {
-    static const char *words[] = {"remote", "master", "puppet", "setget"};
-    for (int w = 0; w < 4; w++) {
-        size_t n = strlen(words[w]);
-        if (end - start >= n && memmem(src + start, end - start, words[w], n) != NULL) return 1;
+    for (uint32_t i = start; i + 6 <= end; i++) {
+        switch (src[i]) {
+        case 'r': if (memcmp(src + i, "remote", 6) == 0) return 1; break;
+        case 'm': if (memcmp(src + i, "master", 6) == 0) return 1; break;
+        case 'p': if (memcmp(src + i, "puppet", 6) == 0) return 1; break;
+        case 's': if (memcmp(src + i, "setget", 6) == 0) return 1; break;
+        default: break;
+        }
     }
     return 0;
 }
@@ -2296,10 +2302,21 @@ static PyObject *chunk_source(PyObject *source_file, const unsigned char *src, P
     if (PUSH(ctx.scopes, top) < 0) { nomem(&ctx); goto out; }
     NodeVec children = {0};
     if (children_of(&ctx, root, &children) < 0) { VFREE(children); goto out; }
+    /* Pieces are large: size the vector once for the usual count. */
+    if (children.len + 16 > ctx.pieces.cap) {
+        Piece *items = realloc(ctx.pieces.items, (children.len + 16) * sizeof(Piece));
+        if (items == NULL) { VFREE(children); nomem(&ctx); goto out; }
+        ctx.pieces.items = items;
+        ctx.pieces.cap = children.len + 16;
+    }
     int rc = build(&ctx, children.items, children.len, 0);
     VFREE(children);
     if (rc < 0 || ctx.failed) goto out;
     if (normalise(&ctx) < 0 || ctx.failed || ctx.bail) goto out;
+    decls.items = malloc((ctx.pieces.len + 1) * sizeof(Piece));
+    groups.items = malloc((ctx.pieces.len + 1) * sizeof(Piece));
+    if (decls.items == NULL || groups.items == NULL) { nomem(&ctx); goto out; }
+    decls.cap = groups.cap = ctx.pieces.len + 1; /* both only shrink the piece count */
     if (attach(&ctx, &decls) < 0 || ctx.failed) goto out;
     if (group(&ctx, &decls, &groups) < 0 || ctx.failed) goto out;
     if (collect_captures(&ctx, tree, &captures) < 0) goto out;
