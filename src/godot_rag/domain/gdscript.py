@@ -332,7 +332,7 @@ def parse_gdscript(
     sha = hashlib.sha256(source_bytes).hexdigest()
     size = len(source_bytes)
     if native and size <= max_bytes and (expected_sha256 is None or expected_sha256.lower() == sha):
-        fast = native_chunker.parse(source_file, source_bytes, sha)
+        fast = native_chunker.parser()(source_file, source_bytes, sha)
         if fast is not None:
             return fast
     if size > max_bytes:

@@ -18,6 +18,7 @@ and a test fails when an installed tree lacks it.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from functools import lru_cache
 from types import ModuleType
 
@@ -67,8 +68,19 @@ def parse(source_file: str, source_bytes: bytes, sha256: str) -> ChunkingResult 
     None covers the native extension being absent, NUL bytes, invalid UTF-8,
     a blank file and every file ``chunk_or_reason`` leaves to Python.
     """
+    return parser()(source_file, source_bytes, sha256)
+
+
+def _absent(source_file: str, source_bytes: bytes, sha256: str) -> None:
+    return None
+
+
+@lru_cache(maxsize=1)
+def parser() -> Callable[[str, bytes, str], ChunkingResult | None]:
+    """``parse`` as one callable (the C function itself when built): the
+    parser calls it once per file, so it resolves the module only once."""
     module = _module()
-    return None if module is None else module.parse(source_file, source_bytes, sha256)
+    return _absent if module is None else module.parse
 
 
 def chunk_or_reason(source_file: str, source_bytes: bytes, body_start: int) -> tuple[Chunk, ...] | str:
