@@ -1,22 +1,26 @@
 /*
  * godot_rag._gdchunk: the native fast path of godot_rag.domain.gdscript.
  *
- * chunk(source_file, source_bytes, body_start) parses one GDScript file with
- * tree-sitter and returns the tuple of Chunk objects that the Python
- * reference implementation (_Chunker in gdscript.py) returns for it, or a str
- * naming why this file is left to the reference implementation:
+ * parse(source_file, source_bytes, sha256) is parse_gdscript's fast path: it
+ * validates the bytes, parses them with tree-sitter and returns the same
+ * ChunkingResult as the Python reference implementation (_Chunker in
+ * gdscript.py), or None when Python must decide.  chunk(source_file,
+ * source_bytes, body_start) returns the chunks alone, or a str naming why
+ * the file is left to the reference implementation:
  *
  *   - the tree has syntax errors (error regions are cut and re-parsed piece
  *     by piece in Python; rare, and correctness matters more than speed);
  *   - code outside comments and string bodies is not ASCII (the candidate
  *     rules use Python's Unicode identifier and whitespace classes);
  *   - a non-blank line is outside every class-level node (never seen; the
- *     Python safety net turns such lines into statement chunks).
+ *     Python safety net turns such lines into statement chunks);
+ *   - a tree shape the chunker does not expect (never seen either).
  *
  * The rules are documented once, in gdscript.py's module docstring; this file
  * follows _Chunker step by step (pieces, attachment, grouping, captures,
  * candidates, surrounding context, invariants) and the unit tests compare
- * both implementations chunk by chunk on every corpus file.  Word lists come
+ * both implementations chunk by chunk on the corpus, the samples and seeded
+ * mutations of them (tests/unit/test_native_chunker.py).  Word lists come
  * from gdscript_candidates.py through configure(): one source of truth.
  *
  * Offsets: the tree speaks bytes; the Python rules speak characters relative
@@ -395,7 +399,6 @@ static int nomem(Ctx *ctx) {
     ctx->failed = 1;
     return -1;
 }
-static int in_set(const WordSet *set, const char *s, Py_ssize_t n) { return wordset_has(set, s, (size_t)n); }
 
 static int line_of(Ctx *ctx, uint32_t offset) {
     /* bisect_right(starts, offset) - 1 */
@@ -1006,7 +1009,6 @@ static int dot_may_start_base_call(const unsigned char *src, uint32_t dot) {
     return 0;
 }
 
-static const unsigned char TRIGGER[256] = {['#'] = 1, ['"'] = 1, ['\''] = 1, ['$'] = 1, ['%'] = 1, ['.'] = 1, ['a'] = 1};
 
 static int collect_captures(Ctx *ctx, const TSTree *tree, CaptureVec *out) {
     const TSLanguage *language = tree->language;
