@@ -508,6 +508,12 @@ static int scope_child(Ctx *ctx, int parent, Str name) {
     scope.parent = parent;
     scope.name = name;
     scope.depth = ctx->scopes.items[parent].depth + 1;
+    if (scope.depth > 200) {
+        /* Bounds the C recursion of build() and the scope chains below;
+         * such a file is left to Python. */
+        ctx->bail = "inner classes nested more than 200 deep";
+        return -1;
+    }
     if (PUSH(ctx->scopes, scope) < 0) return nomem(ctx);
     return (int)ctx->scopes.len - 1;
 }
@@ -1109,7 +1115,10 @@ typedef struct Block {
 static char *pool_alloc(Ctx *ctx, size_t n) {
     Block *head = ctx->pool;
     if (head == NULL || head->size - head->used < n) {
-        size_t size = n > 4000 ? n : 4000;
+        /* The first block fits Python's small-object allocator (<= 512 bytes
+         * with its header); later ones grow. */
+        size_t size = head == NULL ? 480 - sizeof(Block) : head->size * 4;
+        if (size < n) size = n;
         Block *block = malloc(sizeof(Block) + size);
         if (block == NULL) return nomem(ctx), NULL;
         block->next = head;
@@ -1918,7 +1927,7 @@ static void idtable_free(IdTable *t) {
     memset(t, 0, sizeof *t);
 }
 static int idtable_grow(IdTable *t) {
-    uint32_t capacity = t->capacity ? t->capacity * 2 : 64;
+    uint32_t capacity = t->capacity ? t->capacity * 2 : 16;
     IdSlot *slots = calloc(capacity, sizeof(IdSlot));
     if (slots == NULL) return -1;
     for (uint32_t i = 0; i < t->capacity; i++) {
@@ -1991,9 +2000,9 @@ static PyObject *build_chunks(Ctx *ctx, PieceVec *groups, CaptureVec *caps) {
     int *b2c = NULL, *c2b = NULL;
     if (result == NULL) goto fail;
     /* Scratch buffers for the largest possible chunk, reused by every chunk. */
-    flags = malloc(ctx->len + 1);
-    mask = malloc(ctx->len + 1);
-    scan = malloc(ctx->len + 1);
+    flags = malloc(3 * ((size_t)ctx->len + 1)); /* one block for flags, mask and scan */
+    mask = flags ? flags + ctx->len + 1 : NULL;
+    scan = flags ? mask + ctx->len + 1 : NULL;
     if (flags == NULL || mask == NULL || scan == NULL) {
         nomem(ctx);
         goto fail;
@@ -2178,9 +2187,7 @@ python_error:
 fail:
     Py_CLEAR(result);
 done:
-    free(flags);
-    free(mask);
-    free(scan);
+    free(flags); /* mask and scan share its block */
     free(b2c);
     free(c2b);
     VFREE(ex.symbols);
