@@ -58,8 +58,13 @@
 #define realloc PyMem_Realloc
 #define free PyMem_Free
 
+/* `cold`: rare paths (errors, growth, typed collections, reference calls,
+ * inner classes) stay out of line, so the per-chunk path is compact in the
+ * instruction cache (measured: about 1.5 points less chunking overhead
+ * when many different files run back to back). */
+
 /* ------------------------------------------------------------ vectors */
-static int grow(void **items, size_t *cap, size_t elem) {
+__attribute__((noinline, cold)) static int grow(void **items, size_t *cap, size_t elem) {
     size_t new_cap = *cap ? *cap * 2 : 8;
     void *moved = realloc(*items, new_cap * elem);
     if (moved == NULL) return -1;
@@ -394,7 +399,7 @@ static Str src_str(Ctx *ctx, uint32_t start, uint32_t end) {
     Str out = {(const char *)ctx->src + start, end > start ? end - start : 0};
     return out;
 }
-static int nomem(Ctx *ctx) {
+__attribute__((noinline, cold)) static int nomem(Ctx *ctx) {
     if (!ctx->failed) PyErr_NoMemory();
     ctx->failed = 1;
     return -1;
@@ -438,7 +443,7 @@ typedef VEC(TSNode) NodeVec;
  * next-sibling walk yields them (invisible children are flattened into
  * their own visible children), read from the subtrees directly: the cursor
  * costs several times more per child. */
-static int visible_children(Ctx *ctx, const TSTree *tree, Subtree parent, Length position, NodeVec *out, int depth) {
+__attribute__((noinline, cold)) static int visible_children(Ctx *ctx, const TSTree *tree, Subtree parent, Length position, NodeVec *out, int depth) {
     uint32_t count = ts_subtree_child_count(parent);
     if (count == 0) return 0;
     if (depth > 64) { /* invisible nesting this deep does not occur in the grammar */
@@ -657,7 +662,7 @@ static int build_function(Ctx *ctx, TSNode node, int scope) {
     return 0;
 }
 
-static int build_enum(Ctx *ctx, TSNode node, int scope) {
+__attribute__((noinline, cold)) static int build_enum(Ctx *ctx, TSNode node, int scope) {
     if (node_piece(ctx, node, K_ENUM, scope, A_DECL) == NULL) return -1;
     CHECK(declare(ctx, node, scope, 1));
     Piece *piece = LAST_PIECE(ctx);
@@ -682,7 +687,7 @@ static int build_enum(Ctx *ctx, TSNode node, int scope) {
     return 0;
 }
 
-static int build_class(Ctx *ctx, TSNode node, int scope) {
+__attribute__((noinline, cold)) static int build_class(Ctx *ctx, TSNode node, int scope) {
     TSNode name_node = field(node, FIELD_NAME);
     TSNode body = field(node, FIELD_BODY);
     int start, end;
@@ -1204,7 +1209,7 @@ static int is_type_name(Ex *ex, int start, int end) {
 
 /* path.lstrip("$%^").strip("\"'").rsplit("/", 1)[-1].lstrip("%") when it
  * names a node class; NULL otherwise. */
-static const char *node_path_class(const unsigned char *s, size_t n, size_t *out_len) {
+__attribute__((noinline, cold)) static const char *node_path_class(const unsigned char *s, size_t n, size_t *out_len) {
     size_t a = 0, b = n;
     while (a < b && (s[a] == '$' || s[a] == '%' || s[a] == '^')) a++;
     while (a < b && (s[a] == '"' || s[a] == '\'')) a++;
@@ -1219,7 +1224,7 @@ static const char *node_path_class(const unsigned char *s, size_t n, size_t *out
 }
 
 /* _reference_call: the first string argument of preload/load/get_node... */
-static int reference_call(Ex *ex, int start, int paren_end, int node_call) {
+__attribute__((noinline, cold)) static int reference_call(Ex *ex, int start, int paren_end, int node_call) {
     uint32_t p = ex->c2b ? (uint32_t)ex->c2b[paren_end] : (uint32_t)paren_end;
     const unsigned char *code = ex->code, *end = ex->code + ex->code_len;
     uint32_t cp;
@@ -1268,7 +1273,7 @@ static int add_joined(Ex *ex, CandVec *vec, int rank, int pos, int a0, int a1, c
  * is always a whole run of word characters, not preceded by a word
  * character or `.`; the symbol is written as in Python, whitespace
  * normalised: f"{name}[{', '.join(part.strip() for part in inner.split(','))}]". */
-static int typed_at(Ex *ex, int i, int j) {
+__attribute__((noinline, cold)) static int typed_at(Ex *ex, int i, int j) {
     const unsigned char *scan = ex->scan;
     const int n = ex->n;
     int name_len = j - i;
@@ -1608,7 +1613,7 @@ static PyObject *unique_tuple(Ctx *ctx, CandVec *vec) {
 /* ------------------------------------------------------------- context */
 /* Members a chunk of `scope` can name (outer scopes first, an inner class's
  * member shadows an outer one, as dict.update), hashed by name. */
-static MemberVec *visible_members(Ctx *ctx, int scope_index) {
+__attribute__((noinline, cold)) static MemberVec *visible_members(Ctx *ctx, int scope_index) {
     Scope *scope = &ctx->scopes.items[scope_index];
     if (scope->visible_ready) return &scope->visible;
     int chain[256], depth = 0;
@@ -1761,7 +1766,7 @@ typedef struct {
     int scope, kind, count;
 } Ordinal;
 
-static int resource_paths(Ctx *ctx, Ex *ex, int pos, uint32_t cs, uint32_t ce) {
+__attribute__((noinline, cold)) static int resource_paths(Ctx *ctx, Ex *ex, int pos, uint32_t cs, uint32_t ce) {
     /* R_RESOURCE_PATH = (?:res|user|uid)://[^\s"'()\[\]{},;]* */
     static const char *schemes[] = {"res://", "user://", "uid://"};
     const unsigned char *src = ctx->src;
@@ -1926,7 +1931,7 @@ static void idtable_free(IdTable *t) {
     VFREE(t->keys);
     memset(t, 0, sizeof *t);
 }
-static int idtable_grow(IdTable *t) {
+__attribute__((noinline, cold)) static int idtable_grow(IdTable *t) {
     uint32_t capacity = t->capacity ? t->capacity * 2 : 16;
     IdSlot *slots = calloc(capacity, sizeof(IdSlot));
     if (slots == NULL) return -1;
