@@ -180,7 +180,6 @@ static int wordset_from(WordSet *set, PyObject *frozenset) {
 
 /* ------------------------------------------------------ module state */
 typedef struct {
-    const TSLanguage *language;
     TSParser *parser;
     int8_t *capture_of_symbol; /* indexed by TSSymbol */
     uint32_t symbol_count;
@@ -1186,7 +1185,9 @@ static int sigil_before(Ex *ex, int i) {
     return is_word(c) || c == '.' || c == '$' || c == '%' || c == '@' || c == '&' || c == '^';
 }
 
-/* Whether the identifier at `start` is the name in `func name(` (R_AFTER_FUNC). */
+/* Whether the identifier at `start` is the name in `func name(` (R_AFTER_FUNC).
+ * Python gates this on `"func" in scan`; without a `func` this finds none,
+ * so the gate changes nothing and is left out. */
 static int after_func(Ex *ex, int start) {
     int window = start > 16 ? start - 16 : 0;
     int q = start - 1;
@@ -1317,7 +1318,6 @@ __attribute__((noinline, cold)) static int typed_at(Ex *ex, int i, int j) {
 static int head_at(Ex *ex, int i, int j, int *resume) {
     const unsigned char *scan = ex->scan;
     const int n = ex->n;
-    const int has_func = 1; /* see extract() */
     if (!is_ident_start(scan[i]) || sigil_before(ex, i)) return 0;
     int k = skip_space(ex, j);
     if (k >= n || (scan[k] != '.' && scan[k] != '(')) return 0;
@@ -1340,7 +1340,7 @@ static int head_at(Ex *ex, int i, int j, int *resume) {
     if (member < 0) {
         if (!paren) return 0;
         if (wordset_has(&S.known_calls, head, j - i)) {
-            if (!(has_func && after_func(ex, i)) && add(ex, &ex->apis, CAT_BARE_CALL, i, SCAN(ex, i, j)) < 0)
+            if (!after_func(ex, i) && add(ex, &ex->apis, CAT_BARE_CALL, i, SCAN(ex, i, j)) < 0)
                 return -1;
         } else if (wordset_has(&S.reference_calls, head, j - i) &&
                    reference_call(ex, i, match_end, wordset_has(&S.node_path_calls, head, j - i)) < 0) {
@@ -1402,9 +1402,6 @@ static int extract(Ex *ex) {
     }
     Run *runs = ex->runs.items;
     size_t run_count = ex->runs.len;
-    /* Python gates after_func on `"func" in scan`; after_func finds no
-     * `func` without one, so the gate changes nothing and is left out. */
-    const int has_func = 1;
     /* R_ANNOTATION */
     for (const unsigned char *at = memchr(scan, '@', n); at != NULL;
          at = (at - scan + 1 < n) ? memchr(at + 1, '@', n - (at - scan) - 1) : NULL) {
@@ -1423,7 +1420,7 @@ static int extract(Ex *ex) {
     for (size_t r = 0; r < run_count; r++) {
         int i = runs[r].start, j = runs[r].end;
         /* R_PASCAL: type names */
-        if (is_upper(scan[i]) && !sigil_before(ex, i) && is_type_name(ex, i, j) && !(has_func && after_func(ex, i)) &&
+        if (is_upper(scan[i]) && !sigil_before(ex, i) && is_type_name(ex, i, j) && !after_func(ex, i) &&
             add(ex, &ex->symbols, 0, i, SCAN(ex, i, j)) < 0)
             return -1;
         /* R_TYPED_COLLECTION */
@@ -1909,11 +1906,6 @@ static int bytes_add(Bytes *b, const char *s, size_t n) {
     b->len += n;
     return 0;
 }
-static int bytes_add_obj(Bytes *b, PyObject *text) {
-    Py_ssize_t n;
-    const char *s = PyUnicode_AsUTF8AndSize(text, &n);
-    return s == NULL ? -1 : bytes_add(b, s, (size_t)n);
-}
 
 /* Occurrence counts of byte strings (chunk ids), without Python objects. */
 typedef struct {
@@ -2004,6 +1996,9 @@ static PyObject *build_chunks(Ctx *ctx, PieceVec *groups, CaptureVec *caps) {
     unsigned char *flags = NULL, *mask = NULL, *scan = NULL;
     int *b2c = NULL, *c2b = NULL;
     if (result == NULL) goto fail;
+    Py_ssize_t source_len;
+    const char *source_utf8 = PyUnicode_AsUTF8AndSize(ctx->source_file, &source_len); /* every id starts with it */
+    if (source_utf8 == NULL) goto python_error;
     /* Scratch buffers for the largest possible chunk, reused by every chunk. */
     flags = malloc(3 * ((size_t)ctx->len + 1)); /* one block for flags, mask and scan */
     mask = flags ? flags + ctx->len + 1 : NULL;
@@ -2097,8 +2092,7 @@ static PyObject *build_chunks(Ctx *ctx, PieceVec *groups, CaptureVec *caps) {
         /* name and id */
         int kind = g->kind;
         id.len = 0;
-        if (bytes_add_obj(&id, ctx->source_file) < 0) goto python_error;
-        if (bytes_add(&id, ":", 1) < 0 || bytes_add(&id, KIND_NAMES[kind], strlen(KIND_NAMES[kind])) < 0 ||
+        if (bytes_add(&id, source_utf8, (size_t)source_len) < 0 || bytes_add(&id, ":", 1) < 0 || bytes_add(&id, KIND_NAMES[kind], strlen(KIND_NAMES[kind])) < 0 ||
             bytes_add(&id, ":", 1) < 0)
             goto memory_error;
         size_t name_start = id.len;
@@ -2573,7 +2567,6 @@ static PyObject *gd_configure(PyObject *self, PyObject *args) {
     if (S.parser) ts_parser_delete(S.parser);
     free(S.capture_of_symbol);
     S.parser = parser;
-    S.language = language;
     S.capture_of_symbol = table;
     S.symbol_count = count;
     memcpy(S.chunk_offsets, chunk_offsets, sizeof chunk_offsets);

@@ -12,6 +12,7 @@ leaves to Python.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import pickle
 import random
 from pathlib import Path
@@ -194,8 +195,6 @@ def test_parse_gdscript_results_are_identical_both_ways() -> None:
     ],
 )
 def test_fast_path_leaves_bad_input_to_python(data: bytes, status: str) -> None:
-    import hashlib
-
     assert native_chunker.parse("bad.gd", data, hashlib.sha256(data).hexdigest()) is None
     result = parse_gdscript("bad.gd", data)
     assert result.status == status
@@ -203,8 +202,6 @@ def test_fast_path_leaves_bad_input_to_python(data: bytes, status: str) -> None:
 
 
 def test_utf8_validation_agrees_with_python_on_random_bytes() -> None:
-    import hashlib
-
     rng = random.Random(7)
     alphabet = [b"a", b"\n", b"#", b'"', b"\xc3\xa9", b"\xe4\xb8\x96", b"\xf0\x9f\x98\x80"]
     for _ in range(3000):
