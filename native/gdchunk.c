@@ -115,10 +115,20 @@ static inline uint32_t hash_word(const char *s, size_t n) {
     h ^= (uint32_t)(unsigned char)s[n >> 1] * 0x27D4EB2Fu;
     return h ^ (h >> 15);
 }
+/* Chunk ids and candidate values: eight bytes per multiply (a byte-at-a-time
+ * FNV loop was the chunker's single most expensive line). */
 static uint32_t hash_bytes(const char *s, size_t n) {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h;
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    for (; n >= 8; s += 8, n -= 8) {
+        uint64_t word;
+        memcpy(&word, s, 8);
+        h = (h ^ word) * 0xFF51AFD7ED558CCDull;
+        h ^= h >> 32;
+    }
+    uint64_t tail = 0;
+    for (size_t i = 0; i < n; i++) tail |= (uint64_t)(unsigned char)s[i] << (8 * i);
+    h = (h ^ tail) * 0xC4CEB9FE1A85EC53ull;
+    return (uint32_t)(h ^ (h >> 29));
 }
 static int wordset_has(const WordSet *set, const char *s, size_t n) {
     if (!(set->length_bits & (1ull << (n < 63 ? n : 63)))) return 0;
@@ -233,7 +243,11 @@ static inline uint64_t class_bits(const unsigned char *p, size_t n, unsigned cha
     if (cls != CC_WORD && cls != CC_TRIGGER) return class_bits_scalar(p, n, cls);
     uint64_t bits = 0;
     size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
+    /* CC_TRIGGER reads one byte ahead (the `w` after an `a`), so its vector
+     * loop stops a byte earlier; the scalar tail takes every `a`, a superset
+     * the caller narrows to `await` anyway. */
+    const size_t ahead = cls == CC_TRIGGER;
+    for (; i + 16 + ahead <= n; i += 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(p + i)), hit;
         if (cls == CC_WORD) {
             hit = _mm_or_si128(_mm_or_si128(in_range(v, 'a', 'z'), in_range(v, 'A', 'Z')),
@@ -243,12 +257,33 @@ static inline uint64_t class_bits(const unsigned char *p, size_t n, unsigned cha
                                _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\'')), _mm_cmpeq_epi8(v, _mm_set1_epi8('$'))));
             hit = _mm_or_si128(hit, _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('%')),
                                                               _mm_cmpeq_epi8(v, _mm_set1_epi8('.'))),
-                                                 _mm_cmpeq_epi8(v, _mm_set1_epi8('a'))));
+                                                 _mm_and_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('a')),
+                                                               _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + i + 1)),
+                                                                              _mm_set1_epi8('w')))));
         }
         bits |= (uint64_t)(uint32_t)_mm_movemask_epi8(hit) << i;
     }
     if (i < n) bits |= class_bits_scalar(p + i, n - i, cls) << i;
     return bits;
+}
+/* Which of `@`, `.`, `(` and `)` occur in p[0:n] (bits 1, 2, 4, 8): one
+ * pass instead of a library call per character for every chunk. */
+enum { P_AT = 1, P_DOT = 2, P_OPEN = 4, P_CLOSE = 8 };
+static inline unsigned punct_present(const unsigned char *p, size_t n) {
+    __m128i at = _mm_setzero_si128(), dot = at, open = at, close = at;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        at = _mm_or_si128(at, _mm_cmpeq_epi8(v, _mm_set1_epi8('@')));
+        dot = _mm_or_si128(dot, _mm_cmpeq_epi8(v, _mm_set1_epi8('.')));
+        open = _mm_or_si128(open, _mm_cmpeq_epi8(v, _mm_set1_epi8('(')));
+        close = _mm_or_si128(close, _mm_cmpeq_epi8(v, _mm_set1_epi8(')')));
+    }
+    unsigned found = (_mm_movemask_epi8(at) ? P_AT : 0) | (_mm_movemask_epi8(dot) ? P_DOT : 0) |
+                     (_mm_movemask_epi8(open) ? P_OPEN : 0) | (_mm_movemask_epi8(close) ? P_CLOSE : 0);
+    for (; i < n; i++)
+        found |= p[i] == '@' ? P_AT : p[i] == '.' ? P_DOT : p[i] == '(' ? P_OPEN : p[i] == ')' ? P_CLOSE : 0;
+    return found;
 }
 static inline uint64_t newline_bits(const unsigned char *p, size_t n) {
     uint64_t bits = 0;
@@ -266,6 +301,13 @@ static inline uint64_t newline_bits(const unsigned char *p, size_t n) {
     uint64_t bits = 0;
     for (size_t i = 0; i < n; i++) bits |= (uint64_t)(p[i] == '\n') << i;
     return bits;
+}
+enum { P_AT = 1, P_DOT = 2, P_OPEN = 4, P_CLOSE = 8 };
+static inline unsigned punct_present(const unsigned char *p, size_t n) {
+    unsigned found = 0;
+    for (size_t i = 0; i < n; i++)
+        found |= p[i] == '@' ? P_AT : p[i] == '.' ? P_DOT : p[i] == '(' ? P_OPEN : p[i] == ')' ? P_CLOSE : 0;
+    return found;
 }
 #endif
 static int is_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
@@ -394,6 +436,29 @@ typedef struct {
 } Ctx;
 
 /* ------------------------------------------------------------ helpers */
+static int is_ascii(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t word;
+        memcpy(&word, s + i, 8);
+        if (word & 0x8080808080808080ull) return 0;
+    }
+    for (; i < n; i++)
+        if (s[i] & 0x80) return 0;
+    return 1;
+}
+/* A str of known-ASCII bytes: the same object PyUnicode_DecodeUTF8 makes,
+ * without its decoding pass. */
+static PyObject *ascii_str(const char *s, size_t n) {
+    PyObject *text = PyUnicode_New((Py_ssize_t)n, 127);
+    if (text != NULL && n) memcpy(PyUnicode_DATA(text), s, n);
+    return text;
+}
+/* UTF-8 bytes as a str, checked for ASCII first (almost always). */
+static PyObject *utf8_str(const char *s, size_t n, const char *errors) {
+    if (is_ascii((const unsigned char *)s, n)) return ascii_str(s, n);
+    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, errors);
+}
 static Str src_str(Ctx *ctx, uint32_t start, uint32_t end) {
     Str out = {(const char *)ctx->src + start, end > start ? end - start : 0};
     return out;
@@ -404,16 +469,6 @@ __attribute__((noinline, cold)) static int nomem(Ctx *ctx) {
     return -1;
 }
 
-static int line_of(Ctx *ctx, uint32_t offset) {
-    /* bisect_right(starts, offset) - 1 */
-    int lo = 0, hi = ctx->line_count + 1;
-    while (lo < hi) {
-        int mid = (lo + hi) / 2;
-        if (offset < ctx->starts[mid]) hi = mid;
-        else lo = mid + 1;
-    }
-    return lo - 1;
-}
 static uint32_t line_start(Ctx *ctx, int line) { return line ? ctx->starts[line] : ctx->body_start; }
 static int range_blank(const unsigned char *src, uint32_t start, uint32_t end) {
     for (uint32_t i = start; i < end; i++)
@@ -422,10 +477,14 @@ static int range_blank(const unsigned char *src, uint32_t start, uint32_t end) {
 }
 static int is_blank(Ctx *ctx, int line) { return range_blank(ctx->src, line_start(ctx, line), ctx->ends[line]); }
 
+/* Lines of a node's first and last byte.  tree-sitter counts rows at '\n'
+ * exactly as the line table does, so rows replace two binary searches: the
+ * last byte's row is the end row, less one when that byte is the '\n'. */
 static void node_lines(Ctx *ctx, TSNode node, int *out_start, int *out_end) {
     uint32_t first = ts_node_start_byte(node), end_byte = ts_node_end_byte(node);
     uint32_t last = end_byte > first ? end_byte - 1 : first;
-    int start = line_of(ctx, first), end = line_of(ctx, last);
+    int start = (int)ts_node_start_point(node).row;
+    int end = end_byte > first ? (int)ts_node_end_point(node).row - (ctx->src[last] == '\n') : start;
     if (first < ctx->len && is_bspace(ctx->src[first]))
         while (start < end && is_blank(ctx, start)) start++;
     if (last < ctx->len && is_bspace(ctx->src[last]))
@@ -714,7 +773,7 @@ __attribute__((noinline, cold)) static int build_class(Ctx *ctx, TSNode node, in
             }
         VFREE(all);
     }
-    int body_line = members.len ? line_of(ctx, ts_node_start_byte(members.items[0])) : start;
+    int body_line = members.len ? (int)ts_node_start_point(members.items[0]).row : start;
     int recurse = body_line > start;
     Piece *piece = LAST_PIECE(ctx);
     if (recurse) {
@@ -999,21 +1058,31 @@ typedef struct {
 
 /* Words after which a `.` may still begin an expression (and so a base
  * call): GDScript keywords that precede an expression. */
-static const char *EXPRESSION_KEYWORDS[] = {"return", "and", "or", "not", "in", "is", "as", "await", "yield", "if",
-                                            "elif", "else", "while", "for", "match", "assert", "when", NULL};
+static const struct {
+    const char *text;
+    uint32_t len;
+} EXPRESSION_KEYWORDS[] = {{"return", 6}, {"and", 3}, {"or", 2},    {"not", 3},    {"in", 2},     {"is", 2},
+                           {"as", 2},     {"await", 5}, {"yield", 5}, {"if", 2},   {"elif", 4},   {"else", 4},
+                           {"while", 5},  {"for", 3}, {"match", 5},  {"assert", 6}, {"when", 4},   {NULL, 0}};
 
 static int dot_may_start_base_call(const unsigned char *src, uint32_t dot) {
     unsigned char before = src[dot - 1];
     if (before == ')' || before == ']' || before == '}' || before == '"' || before == '\'') return 0;
     if (!is_word(before)) return 1;
-    /* The last letters of the keywords below: anything else is an attribute. */
-    if (!strchr("ndrtsfeh", before)) return 0;
-    uint32_t start = dot - 1;
-    while (start > 0 && is_word(src[start - 1])) start--;
-    size_t n = dot - start;
-    if (n >= 2 && n <= 6) /* the keywords' lengths */
-        for (const char **word = EXPRESSION_KEYWORDS; *word != NULL; word++)
-            if ((*word)[0] == src[start] && strlen(*word) == n && memcmp(*word, src + start, n) == 0) return 1;
+    switch (before) { /* the last letters of the keywords: anything else is an attribute */
+    case 'n': case 'd': case 'r': case 't': case 's': case 'f': case 'e': case 'h': break;
+    default: return 0;
+    }
+    /* The word ending at the dot, when it has 2 to 6 characters (the
+     * keywords' lengths); longer words are attributes. */
+    uint32_t n = 1;
+    while (n <= 6 && n < dot && is_word(src[dot - 1 - n])) n++;
+    if (n < 2 || n > 6) return 0;
+    const unsigned char *word = src + dot - n;
+    for (int k = 0; EXPRESSION_KEYWORDS[k].text != NULL; k++)
+        if (EXPRESSION_KEYWORDS[k].len == n && (unsigned char)EXPRESSION_KEYWORDS[k].text[0] == word[0] &&
+            memcmp(EXPRESSION_KEYWORDS[k].text, word, n) == 0)
+            return 1;
     /* A word after a multi-byte character is a non-ASCII identifier: such a
      * file is left to Python anyway (its code is not ASCII). */
     return 0;
@@ -1402,16 +1471,17 @@ static int extract(Ex *ex) {
     }
     Run *runs = ex->runs.items;
     size_t run_count = ex->runs.len;
+    const unsigned punct = punct_present(scan, (size_t)n);
     /* R_ANNOTATION */
-    for (const unsigned char *at = memchr(scan, '@', n); at != NULL;
+    for (const unsigned char *at = (punct & P_AT) ? memchr(scan, '@', n) : NULL; at != NULL;
          at = (at - scan + 1 < n) ? memchr(at + 1, '@', n - (at - scan) - 1) : NULL) {
         int i = (int)(at - scan);
         if (i + 1 >= n || !is_ident_start(scan[i + 1])) continue;
         int j = ident_end(ex, i + 1);
         if (add(ex, &ex->symbols, 0, i, SCAN(ex, i, j)) < 0) return -1;
     }
-    int has_dot = memchr(scan, '.', n) != NULL;
-    const int heads = has_dot || memchr(scan, '(', n) != NULL; /* R_HEAD needs `.` or `(` */
+    const int has_dot = (punct & P_DOT) != 0;
+    const int heads = (punct & (P_DOT | P_OPEN)) != 0; /* R_HEAD needs `.` or `(` */
     int resume = 0;
     /* One pass over the runs for R_PASCAL, R_TYPED_COLLECTION and R_HEAD.
      * Candidates sort by position, arrival breaking ties; at one position
@@ -1424,13 +1494,13 @@ static int extract(Ex *ex) {
             add(ex, &ex->symbols, 0, i, SCAN(ex, i, j)) < 0)
             return -1;
         /* R_TYPED_COLLECTION */
-        if (typed_at(ex, i, j) < 0) return -1;
+        if (((j - i == 5 && scan[i] == 'A') || (j - i == 10 && scan[i] == 'D')) && typed_at(ex, i, j) < 0) return -1;
         if (heads && i >= resume && head_at(ex, i, j, &resume) < 0) return -1;
     }
     if (!has_dot) return 0;
     /* R_RECV_CALL: f(args).method(; it needs `)` then `.` (R_CLOSE_DOT). */
     int close_dot = 0;
-    for (const unsigned char *close = memchr(scan, ')', n); close != NULL && !close_dot;
+    for (const unsigned char *close = (punct & P_CLOSE) ? memchr(scan, ')', n) : NULL; close != NULL && !close_dot;
          close = memchr(close + 1, ')', n - (close - scan) - 1)) {
         int k = skip_space(ex, (int)(close - scan) + 1);
         close_dot = k < n && scan[k] == '.';
@@ -1517,7 +1587,7 @@ static struct {
 static uint32_t shared_used;
 
 static PyObject *shared_str(const char *s, size_t n) {
-    if (n > 64) return PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "replace");
+    if (n > 64) return utf8_str(s, n, "replace");
     uint32_t hash = hash_bytes(s, n);
     for (uint32_t h = hash & (SHARED_CAPACITY - 1);; h = (h + 1) & (SHARED_CAPACITY - 1)) {
         PyObject *text = SHARED[h].text;
@@ -1525,7 +1595,7 @@ static PyObject *shared_str(const char *s, size_t n) {
         if (SHARED[h].hash == hash && SHARED[h].len == n && memcmp(SHARED[h].utf8, s, n) == 0)
             return Py_NewRef(text);
     }
-    PyObject *text = PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "replace");
+    PyObject *text = utf8_str(s, n, "replace");
     if (text == NULL) return NULL;
     if (shared_used >= SHARED_CAPACITY / 2) {
         for (uint32_t i = 0; i < SHARED_CAPACITY; i++) Py_CLEAR(SHARED[i].text);
@@ -1690,7 +1760,19 @@ static PyObject *context_text(Ctx *ctx, Ex *ex, Piece *g) {
     for (size_t i = 0; i < ranges->len; i++)
         if (ranges->items[i].start < g->start_line || ranges->items[i].end > g->end_line)
             ranges->items[kept++] = ranges->items[i];
-    if (kept > 1) qsort(ranges->items, kept, sizeof(LineRange), by_range);
+    if (kept > 16) {
+        qsort(ranges->items, kept, sizeof(LineRange), by_range);
+    } else {
+        for (size_t i = 1; i < kept; i++) { /* insertion sort: a handful of ranges */
+            LineRange moving = ranges->items[i];
+            size_t j = i;
+            while (j > 0 && by_range(&ranges->items[j - 1], &moving) > 0) {
+                ranges->items[j] = ranges->items[j - 1];
+                j--;
+            }
+            ranges->items[j] = moving;
+        }
+    }
     size_t unique = 0;
     for (size_t i = 0; i < kept; i++)
         if (!unique || by_range(&ranges->items[unique - 1], &ranges->items[i]) != 0) ranges->items[unique++] = ranges->items[i];
@@ -1716,7 +1798,7 @@ static PyObject *context_text(Ctx *ctx, Ex *ex, Piece *g) {
             w += b - a;
         }
     }
-    PyObject *text = PyUnicode_DecodeUTF8(buf, (Py_ssize_t)w, "replace");
+    PyObject *text = utf8_str(buf, w, "replace");
     free(buf);
     if (text == NULL) return ctx->failed = 1, NULL;
     ContextEntry entry = {malloc(unique * sizeof(LineRange)), unique, text};
@@ -1885,16 +1967,19 @@ static size_t count_chars(const unsigned char *s, size_t n) {
     return chars;
 }
 
-static int is_ascii(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t word;
-        memcpy(&word, s + i, 8);
-        if (word & 0x8080808080808080ull) return 0;
-    }
-    for (; i < n; i++)
-        if (s[i] & 0x80) return 0;
-    return 1;
+
+/* The decimal digits of a positive int, as "%d" writes them (no
+ * terminator); returns their count. */
+static size_t decimal(char *out, int value) {
+    char reversed[12];
+    size_t n = 0;
+    unsigned v = (unsigned)value;
+    do {
+        reversed[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++) out[i] = reversed[n - 1 - i];
+    return n;
 }
 
 /* A growable byte buffer for ids and names. */
@@ -2112,8 +2197,8 @@ static PyObject *build_chunks(Ctx *ctx, PieceVec *groups, CaptureVec *caps) {
                 if (PUSH(ordinals, fresh) < 0) goto memory_error;
             }
             char digits[16];
-            int w = snprintf(digits, sizeof digits, "%d", ++ordinals.items[o].count);
-            if (bytes_add(&id, digits, (size_t)w) < 0) goto memory_error;
+            size_t w = decimal(digits, ++ordinals.items[o].count);
+            if (bytes_add(&id, digits, w) < 0) goto memory_error;
         } else if (bytes_add(&id, g->name.s, g->name.len) < 0) {
             goto memory_error;
         }
@@ -2123,13 +2208,14 @@ static PyObject *build_chunks(Ctx *ctx, PieceVec *groups, CaptureVec *caps) {
         if (seen < 0) goto memory_error;
         if (seen > 1) {
             char suffix[16];
-            int w = snprintf(suffix, sizeof suffix, "#%d", seen);
-            if (bytes_add(&id, suffix, (size_t)w) < 0) goto memory_error;
+            suffix[0] = '#';
+            size_t w = 1 + decimal(suffix + 1, seen);
+            if (bytes_add(&id, suffix, w) < 0) goto memory_error;
         }
         int occurrences = idtable_bump(&final_ids, id.items, id.len);
         if (occurrences < 0) goto memory_error;
         int duplicate = occurrences > 1;
-        PyObject *chunk_id = PyUnicode_DecodeUTF8(id.items, (Py_ssize_t)id.len, "strict");
+        PyObject *chunk_id = utf8_str(id.items, id.len, "strict");
         if (chunk_id == NULL) goto python_error;
 
         /* Every object below is a new reference handed to the chunk. */
@@ -2137,7 +2223,7 @@ static PyObject *build_chunks(Ctx *ctx, PieceVec *groups, CaptureVec *caps) {
         values[1] = PyLong_FromSize_t(gi + 1);
         values[2] = Py_NewRef(S.kind_str[kind]);
         values[3] = node_kind_of(ctx, &g->node_types);
-        values[4] = PyUnicode_DecodeUTF8(id.items + name_start, (Py_ssize_t)(name_end - name_start), "strict");
+        values[4] = utf8_str(id.items + name_start, name_end - name_start, "strict");
         PyObject *span_values[4] = {PyLong_FromLong(g->start_line + 1), PyLong_FromLong(g->end_line + 1),
                                     PyLong_FromUnsignedLong(sb), PyLong_FromUnsignedLong(eb)};
         values[5] = (span_values[0] && span_values[1] && span_values[2] && span_values[3])
@@ -2145,11 +2231,13 @@ static PyObject *build_chunks(Ctx *ctx, PieceVec *groups, CaptureVec *caps) {
                         : NULL;
         if (values[5] == NULL)
             for (int i = 0; i < 4; i++) Py_XDECREF(span_values[i]);
-        values[6] = PyUnicode_DecodeUTF8((const char *)code, nb, "strict");
+        values[6] = ascii ? ascii_str((const char *)code, nb) : PyUnicode_DecodeUTF8((const char *)code, nb, "strict");
         values[7] = unique_tuple(ctx, &ex.symbols);
         values[8] = unique_tuple(ctx, &ex.apis);
         values[9] = unique_tuple(ctx, &ex.refs);
-        values[10] = mask_text == code ? Py_XNewRef(values[6]) : PyUnicode_DecodeUTF8((const char *)mask, mw, "strict");
+        values[10] = mask_text == code ? Py_XNewRef(values[6])
+                     : ascii           ? ascii_str((const char *)mask, mw)
+                                       : PyUnicode_DecodeUTF8((const char *)mask, mw, "strict");
         values[11] = kind_header(kind) ? Py_NewRef(S.empty_str) : context_text(ctx, &ex, g);
         int complete = 1;
         for (int i = 0; i < 12; i++)
@@ -2164,7 +2252,8 @@ static PyObject *build_chunks(Ctx *ctx, PieceVec *groups, CaptureVec *caps) {
         untrack(chunk);
         PyTuple_SET_ITEM(result, (Py_ssize_t)gi, chunk);
 
-        size_t mask_chars = mask_text == code ? nchars : count_chars(mask_text, mw);
+        /* ASCII code gets an ASCII mask of one byte per byte: mw counts it. */
+        size_t mask_chars = mask_text == code ? nchars : ascii ? mw : count_chars(mask_text, mw);
         const char *problem = invariant_problem(ctx, sb, eb, previous_end, nchars, mask_chars);
         if (problem == NULL && duplicate) problem = "duplicate chunk_id";
         if (problem != NULL) {
