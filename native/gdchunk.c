@@ -239,15 +239,14 @@ static inline uint64_t class_bits_scalar(const unsigned char *p, size_t n, unsig
 static inline __m128i in_range(__m128i v, char lo, char hi) {
     return _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8((char)(lo - 1))), _mm_cmplt_epi8(v, _mm_set1_epi8((char)(hi + 1))));
 }
-static inline uint64_t class_bits(const unsigned char *p, size_t n, unsigned char cls) {
+static inline uint64_t class_bits_in(const unsigned char *p, size_t n, size_t avail, unsigned char cls) {
     if (cls != CC_WORD && cls != CC_TRIGGER) return class_bits_scalar(p, n, cls);
     uint64_t bits = 0;
     size_t i = 0;
-    /* CC_TRIGGER reads one byte ahead (the `w` after an `a`), so its vector
-     * loop stops a byte earlier; the scalar tail takes every `a`, a superset
-     * the caller narrows to `await` anyway. */
-    const size_t ahead = cls == CC_TRIGGER;
-    for (; i + 16 + ahead <= n; i += 16) {
+    /* CC_TRIGGER reads one byte ahead (the `w` after an `a`): its vector loop
+     * needs that byte inside the buffer (`avail` bytes from p); the scalar
+     * tail takes every `a`, a superset the caller narrows to `await`. */
+    for (; i + 16 <= n && (cls != CC_TRIGGER || i + 16 < avail); i += 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(p + i)), hit;
         if (cls == CC_WORD) {
             hit = _mm_or_si128(_mm_or_si128(in_range(v, 'a', 'z'), in_range(v, 'A', 'Z')),
@@ -266,6 +265,7 @@ static inline uint64_t class_bits(const unsigned char *p, size_t n, unsigned cha
     if (i < n) bits |= class_bits_scalar(p + i, n - i, cls) << i;
     return bits;
 }
+#define class_bits(p, n, cls) class_bits_in((p), (n), (n), (cls))
 /* Which of `@`, `.`, `(` and `)` occur in p[0:n] (bits 1, 2, 4, 8): one
  * pass instead of a library call per character for every chunk. */
 enum { P_AT = 1, P_DOT = 2, P_OPEN = 4, P_CLOSE = 8 };
@@ -297,6 +297,7 @@ static inline uint64_t newline_bits(const unsigned char *p, size_t n) {
 }
 #else
 #define class_bits class_bits_scalar
+#define class_bits_in(p, n, avail, cls) class_bits_scalar((p), (n), (cls))
 static inline uint64_t newline_bits(const unsigned char *p, size_t n) {
     uint64_t bits = 0;
     for (size_t i = 0; i < n; i++) bits |= (uint64_t)(p[i] == '\n') << i;
@@ -1052,7 +1053,7 @@ static int by_capture(const void *a, const void *b) {
  * count of non-extra children before it. */
 typedef struct {
     Subtree parent;
-    uint32_t index, structural, position;
+    uint32_t index, structural, position, end;
     const TSSymbol *aliases;
 } Frame;
 
@@ -1093,10 +1094,11 @@ static int collect_captures(Ctx *ctx, const TSTree *tree, CaptureVec *out) {
     const TSLanguage *language = tree->language;
     Subtree root = tree->root;
     VEC(Frame) stack = {0};
-    /* Every captured node starts with a trigger byte: `#` (comments and
-     * regions), a quote (strings, StringName and NodePath literals), `$` or
-     * `%` (node paths), the `a` of `await`, or the `.` of a base call, so a
-     * subtree whose bytes hold no trigger holds no capture and is not walked.
+    /* Every captured node holds a trigger byte: `#` (comments and regions),
+     * a quote (strings, StringName and NodePath literals), `$` or `%` (node
+     * paths), the `aw` of `await`, or the `.` of a base call, so a subtree
+     * whose bytes hold no trigger holds no capture and is not walked, and a
+     * parent is left as soon as no trigger remains before its end.
      * A base call's `.` begins an expression: a `.` right after a word
      * character, a closing bracket or a quote is an attribute access (or a
      * decimal point), unless the word is a keyword; every other `.` counts
@@ -1108,7 +1110,7 @@ static int collect_captures(Ctx *ctx, const TSTree *tree, CaptureVec *out) {
         const uint32_t len = ctx->len;
         for (uint32_t base = 0; base < len; base += 64) {
             size_t block = len - base < 64 ? len - base : 64;
-            for (uint64_t bits = class_bits(src + base, block, CC_TRIGGER); bits; bits &= bits - 1) {
+            for (uint64_t bits = class_bits_in(src + base, block, len - base, CC_TRIGGER); bits; bits &= bits - 1) {
                 uint32_t i = base + (uint32_t)__builtin_ctzll(bits);
                 unsigned char c = src[i];
                 if (c == 'a' && !(i + 5 <= len && src[i + 1] == 'w' && src[i + 2] == 'a' && src[i + 3] == 'i' &&
@@ -1122,7 +1124,8 @@ static int collect_captures(Ctx *ctx, const TSTree *tree, CaptureVec *out) {
     }
     size_t next_trigger = 0;
     if (ts_subtree_child_count(root) > 0) {
-        Frame top = {root, 0, 0, ts_subtree_padding(root).bytes,
+        uint32_t padding = ts_subtree_padding(root).bytes;
+        Frame top = {root, 0, 0, padding, padding + ts_subtree_size(root).bytes,
                      ts_language_alias_sequence(language, ts_subtree_production_id(root))};
         if (PUSH(stack, top) < 0) return nomem(ctx);
     }
@@ -1136,6 +1139,12 @@ static int collect_captures(Ctx *ctx, const TSTree *tree, CaptureVec *out) {
         const Subtree *children = ts_subtree_children(frame->parent);
         Subtree child = children[frame->index];
         uint32_t start = frame->position, end = start + ts_subtree_size(child).bytes;
+        while (triggers.items[next_trigger] < start) next_trigger++;
+        const uint32_t next = triggers.items[next_trigger];
+        if (next >= frame->end) { /* no trigger left in the parent: neither are captures */
+            stack.len--;
+            continue;
+        }
         TSSymbol alias = 0;
         if (!ts_subtree_extra(child)) {
             if (frame->aliases) alias = frame->aliases[frame->structural];
@@ -1144,17 +1153,16 @@ static int collect_captures(Ctx *ctx, const TSTree *tree, CaptureVec *out) {
         frame->index++;
         frame->position = end;
         if (frame->index < count) frame->position += ts_subtree_padding(children[frame->index]).bytes;
+        if (next >= end && end > start) continue; /* holds no trigger: is no capture and holds none */
         TSSymbol symbol = alias ? alias : ts_subtree_symbol(child);
         int kind = symbol < S.symbol_count ? S.capture_of_symbol[symbol] : C_NONE;
         if (kind != C_NONE) {
             Capture c = {start, end, kind};
             if (PUSH(*out, c) < 0) return VFREE(stack), VFREE(triggers), nomem(ctx);
         }
-        if (ts_subtree_child_count(child) > 0) {
-            while (triggers.items[next_trigger] < start) next_trigger++;
-            if (triggers.items[next_trigger] >= end) continue;
-            Frame next = {child, 0, 0, start, ts_language_alias_sequence(language, ts_subtree_production_id(child))};
-            if (PUSH(stack, next) < 0) return VFREE(stack), VFREE(triggers), nomem(ctx);
+        if (ts_subtree_child_count(child) > 0 && next < end) {
+            Frame inner = {child, 0, 0, start, end, ts_language_alias_sequence(language, ts_subtree_production_id(child))};
+            if (PUSH(stack, inner) < 0) return VFREE(stack), VFREE(triggers), nomem(ctx);
         }
     }
     VFREE(stack);
