@@ -77,6 +77,20 @@ __attribute__((noinline, cold)) static int grow(void **items, size_t *cap, size_
     (((v).len < (v).cap || grow((void **)&(v).items, &(v).cap, sizeof(*(v).items)) == 0) \
          ? ((v).items[(v).len++] = (x), 0) : -1)
 #define VFREE(v) (free((v).items), (v).items = NULL, (v).len = (v).cap = 0)
+/* Scratch vectors live on from call to call (no allocation and growth per
+ * file).  A call borrows one (the stored copy is emptied, so a nested call,
+ * should the GC run Python code that parses, starts from nothing) and gives
+ * it back at the end; a vector grown past SCRATCH_LIMIT bytes (a huge file)
+ * is freed instead of kept. */
+#define SCRATCH_LIMIT ((size_t)1 << 20)
+#define BORROW(v, stored) ((v) = (stored), memset(&(stored), 0, sizeof(stored)), (v).len = 0)
+#define GIVE_BACK(v, stored)                                                        \
+    do {                                                                            \
+        VFREE(stored);                                                              \
+        if ((v).cap * sizeof(*(v).items) <= SCRATCH_LIMIT) (stored) = (v);          \
+        else VFREE(v);                                                              \
+        memset(&(v), 0, sizeof(v));                                                 \
+    } while (0)
 
 /* ------------------------------------------------------------- kinds */
 enum { K_TOOL, K_CLASS_NAME, K_CLASS_EXTENDS, K_SIGNAL, K_ENUM, K_CONST, K_VARIABLE,
@@ -397,6 +411,7 @@ typedef struct {
     int kind;
 } Capture;
 typedef VEC(Capture) CaptureVec;
+static CaptureVec CAPTURE_SCRATCH;
 
 typedef struct {
     int rank, pos, seq;
@@ -1090,10 +1105,16 @@ static int dot_may_start_base_call(const unsigned char *src, uint32_t dot) {
 }
 
 
+typedef VEC(Frame) FrameVec;
+typedef VEC(uint32_t) OffsetVec;
+static FrameVec STACK_SCRATCH;
+static OffsetVec TRIGGER_SCRATCH;
+
 static int collect_captures(Ctx *ctx, const TSTree *tree, CaptureVec *out) {
     const TSLanguage *language = tree->language;
     Subtree root = tree->root;
-    VEC(Frame) stack = {0};
+    FrameVec stack;
+    BORROW(stack, STACK_SCRATCH);
     /* Every captured node holds a trigger byte: `#` (comments and regions),
      * a quote (strings, StringName and NodePath literals), `$` or `%` (node
      * paths), the `aw` of `await`, or the `.` of a base call, so a subtree
@@ -1104,7 +1125,8 @@ static int collect_captures(Ctx *ctx, const TSTree *tree, CaptureVec *out) {
      * decimal point), unless the word is a keyword; every other `.` counts
      * as a trigger.  The walk meets subtrees in increasing start order, so
      * one cursor into the sorted trigger positions serves the whole walk. */
-    VEC(uint32_t) triggers = {0};
+    OffsetVec triggers;
+    BORROW(triggers, TRIGGER_SCRATCH);
     {
         const unsigned char *src = ctx->src;
         const uint32_t len = ctx->len;
@@ -1117,17 +1139,17 @@ static int collect_captures(Ctx *ctx, const TSTree *tree, CaptureVec *out) {
                                   src[i + 4] == 't'))
                     continue;
                 if (c == '.' && i > 0 && !dot_may_start_base_call(src, i)) continue;
-                if (PUSH(triggers, i) < 0) return VFREE(triggers), nomem(ctx);
+                if (PUSH(triggers, i) < 0) return VFREE(stack), VFREE(triggers), nomem(ctx);
             }
         }
-        if (PUSH(triggers, UINT32_MAX) < 0) return VFREE(triggers), nomem(ctx);
+        if (PUSH(triggers, UINT32_MAX) < 0) return VFREE(stack), VFREE(triggers), nomem(ctx);
     }
     size_t next_trigger = 0;
     if (ts_subtree_child_count(root) > 0) {
         uint32_t padding = ts_subtree_padding(root).bytes;
         Frame top = {root, 0, 0, padding, padding + ts_subtree_size(root).bytes,
                      ts_language_alias_sequence(language, ts_subtree_production_id(root))};
-        if (PUSH(stack, top) < 0) return nomem(ctx);
+        if (PUSH(stack, top) < 0) return VFREE(stack), VFREE(triggers), nomem(ctx);
     }
     while (stack.len) {
         Frame *frame = &stack.items[stack.len - 1];
@@ -1165,8 +1187,8 @@ static int collect_captures(Ctx *ctx, const TSTree *tree, CaptureVec *out) {
             if (PUSH(stack, inner) < 0) return VFREE(stack), VFREE(triggers), nomem(ctx);
         }
     }
-    VFREE(stack);
-    VFREE(triggers);
+    GIVE_BACK(stack, STACK_SCRATCH);
+    GIVE_BACK(triggers, TRIGGER_SCRATCH);
     /* Pre-order is sorted by start already, except that a parent comes before
      * a child starting at the same byte: an insertion sort is linear here. */
     Capture *items = out->items;
@@ -2076,30 +2098,53 @@ static PyObject *node_kind_of(Ctx *ctx, TypeVec *types) {
     return text;
 }
 
+typedef VEC(Ordinal) OrdinalVec;
+static struct {
+    CandVec symbols, refs, apis;
+    IntVec handled;
+    RunVec runs;
+    OrdinalVec ordinals;
+    Bytes id, block;
+} CHUNK_SCRATCH;
+
 static PyObject *build_chunks(Ctx *ctx, PieceVec *groups, CaptureVec *caps) {
     PyObject *result = PyTuple_New((Py_ssize_t)groups->len);
     IdTable base_ids = {0}, final_ids = {0};
-    VEC(Ordinal) ordinals = {0};
-    Bytes id = {0};
+    OrdinalVec ordinals;
+    Bytes id, block;
+    BORROW(ordinals, CHUNK_SCRATCH.ordinals);
+    BORROW(id, CHUNK_SCRATCH.id);
+    BORROW(block, CHUNK_SCRATCH.block);
     size_t ci = 0;
     uint32_t previous_end = ctx->body_start;
     Ex ex;
     memset(&ex, 0, sizeof ex);
     ex.ctx = ctx;
+    BORROW(ex.symbols, CHUNK_SCRATCH.symbols);
+    BORROW(ex.refs, CHUNK_SCRATCH.refs);
+    BORROW(ex.apis, CHUNK_SCRATCH.apis);
+    BORROW(ex.handled, CHUNK_SCRATCH.handled);
+    BORROW(ex.runs, CHUNK_SCRATCH.runs);
     unsigned char *flags = NULL, *mask = NULL, *scan = NULL;
     int *b2c = NULL, *c2b = NULL;
     if (result == NULL) goto fail;
     Py_ssize_t source_len;
     const char *source_utf8 = PyUnicode_AsUTF8AndSize(ctx->source_file, &source_len); /* every id starts with it */
     if (source_utf8 == NULL) goto python_error;
-    /* Scratch buffers for the largest possible chunk, reused by every chunk. */
-    flags = malloc(3 * ((size_t)ctx->len + 1)); /* one block for flags, mask and scan */
-    mask = flags ? flags + ctx->len + 1 : NULL;
-    scan = flags ? mask + ctx->len + 1 : NULL;
-    if (flags == NULL || mask == NULL || scan == NULL) {
-        nomem(ctx);
-        goto fail;
+    /* Scratch for the largest possible chunk, reused by every chunk: one
+     * block for flags, mask and scan. */
+    if (block.cap < 3 * ((size_t)ctx->len + 1)) {
+        VFREE(block);
+        block.items = malloc(3 * ((size_t)ctx->len + 1));
+        if (block.items == NULL) {
+            nomem(ctx);
+            goto fail;
+        }
+        block.cap = 3 * ((size_t)ctx->len + 1);
     }
+    flags = (unsigned char *)block.items;
+    mask = flags + ctx->len + 1;
+    scan = mask + ctx->len + 1;
     for (size_t gi = 0; gi < groups->len; gi++) {
         Piece *g = &groups->items[gi];
         ctx->chunk_serial = (int)gi + 1;
@@ -2283,16 +2328,16 @@ python_error:
 fail:
     Py_CLEAR(result);
 done:
-    free(flags); /* mask and scan share its block */
+    GIVE_BACK(block, CHUNK_SCRATCH.block); /* flags, mask and scan */
     free(b2c);
     free(c2b);
-    VFREE(ex.symbols);
-    VFREE(ex.refs);
-    VFREE(ex.apis);
-    VFREE(ex.handled);
-    VFREE(ex.runs);
-    VFREE(ordinals);
-    VFREE(id);
+    GIVE_BACK(ex.symbols, CHUNK_SCRATCH.symbols);
+    GIVE_BACK(ex.refs, CHUNK_SCRATCH.refs);
+    GIVE_BACK(ex.apis, CHUNK_SCRATCH.apis);
+    GIVE_BACK(ex.handled, CHUNK_SCRATCH.handled);
+    GIVE_BACK(ex.runs, CHUNK_SCRATCH.runs);
+    GIVE_BACK(ordinals, CHUNK_SCRATCH.ordinals);
+    GIVE_BACK(id, CHUNK_SCRATCH.id);
     idtable_free(&base_ids);
     idtable_free(&final_ids);
     return result;
@@ -2347,7 +2392,8 @@ static PyObject *chunk_source(PyObject *source_file, const unsigned char *src, P
     PyObject *result = NULL;
     TSTree *tree = NULL;
     PieceVec decls = {0}, groups = {0};
-    CaptureVec captures = {0};
+    CaptureVec captures;
+    BORROW(captures, CAPTURE_SCRATCH);
 
     /* Line table as in _Chunker.__init__: starts has one entry past the end.
      * Sized for one line per 32 bytes, grown when a file has shorter lines. */
@@ -2437,7 +2483,7 @@ out:
     if (tree != NULL) ts_tree_delete(tree);
     pieces_free(&decls);
     pieces_free(&groups);
-    VFREE(captures);
+    GIVE_BACK(captures, CAPTURE_SCRATCH);
     ctx_free(&ctx);
     if (result == NULL && !PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "native chunker failed");
     return result;
