@@ -29,8 +29,10 @@
  *
  * Memory: names, facts and candidate values are slices of the source or of
  * a per-call string pool (Str); Python objects are created only for what
- * ends up in a chunk, and every C allocation of a call is freed before it
- * returns.  Python's allocator is used throughout (see below).
+ * ends up in a chunk.  A few scratch vectors are kept from call to call
+ * (BORROW/GIVE_BACK below, at most 1 MB each); every other C allocation of a
+ * call is freed before it returns.  Python's allocator is used throughout
+ * (see below).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
