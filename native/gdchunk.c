@@ -1076,12 +1076,15 @@ typedef struct {
 
 /* Words after which a `.` may still begin an expression (and so a base
  * call): GDScript keywords that precede an expression. */
+#define KEYWORD(text) {text, sizeof(text) - 1}
 static const struct {
     const char *text;
     uint32_t len;
-} EXPRESSION_KEYWORDS[] = {{"return", 6}, {"and", 3}, {"or", 2},    {"not", 3},    {"in", 2},     {"is", 2},
-                           {"as", 2},     {"await", 5}, {"yield", 5}, {"if", 2},   {"elif", 4},   {"else", 4},
-                           {"while", 5},  {"for", 3}, {"match", 5},  {"assert", 6}, {"when", 4},   {NULL, 0}};
+} EXPRESSION_KEYWORDS[] = {KEYWORD("return"), KEYWORD("and"),   KEYWORD("or"),    KEYWORD("not"),  KEYWORD("in"),
+                           KEYWORD("is"),     KEYWORD("as"),    KEYWORD("await"), KEYWORD("yield"), KEYWORD("if"),
+                           KEYWORD("elif"),   KEYWORD("else"),  KEYWORD("while"), KEYWORD("for"),  KEYWORD("match"),
+                           KEYWORD("assert"), KEYWORD("when"),  {NULL, 0}};
+#undef KEYWORD
 
 static int dot_may_start_base_call(const unsigned char *src, uint32_t dot) {
     unsigned char before = src[dot - 1];
