@@ -8,8 +8,8 @@ SAMPLES := samples/godot3_project samples/godot4_project samples/mini_dodge.txt
 
 .PHONY: install proto proto-check browser run up test test-unit test-integration bench eval-retrieval clean llm-install eval serve-llm
 
-# setup.py and native/ build the C chunker (godot_rag._gdchunk): editing them reinstalls.
-$(STAMP): pyproject.toml setup.py native/gdchunk.c
+# Editing pyproject.toml reinstalls.
+$(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first: the pinned CPU wheel (a multi-GB CUDA build comes otherwise)

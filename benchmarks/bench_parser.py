@@ -13,19 +13,17 @@ file stays a separate parse, as in production):
   error regions are cut and re-parsed piece by piece (Python path), so they
   cost several parses by design.
 
-For each input three loops are timed, interleaved round by round so that load
+For each input two loops are timed, interleaved round by round so that load
 from other processes hits them alike, and the best round of each is kept:
-py-tree-sitter's ``Parser.parse`` (the bare parse users know), the same bare
-parse through the native chunker's own copy of the runtime, and
-``parse_gdscript`` (validation, sha256, parse, chunks with candidates and
-context, invariant checks).
+py-tree-sitter's ``Parser.parse`` (the bare parse) and ``parse_gdscript``
+(validation, sha256, parse, chunks with candidates and context, invariant
+checks).
 
-The chunking overhead is parse_gdscript's time over the bare parse.  The
-target (at most 30 %) is checked on the files that parse cleanly (samples and
-corpus together) against the native runtime's bare parse, which isolates what
-chunking adds; the overhead against py-tree-sitter's parse is printed next to
-it (the two runtimes are the same release, built by different compilers).
-Printed, not asserted: the exit status is 0 either way.
+The parser figure is a regression guard, not a target: the chunker is one
+stage of a pipeline whose end-to-end rate (``benchmarks/bench_pipeline.py``)
+is what a user waits for.  The floor below is the Python chunker's rate on
+the clean sets when the guard was set; a run under it says so.  Printed, not
+asserted: the exit status is 0 either way.
 """
 
 from __future__ import annotations
@@ -38,12 +36,13 @@ from pathlib import Path
 import tree_sitter_gdscript
 from tree_sitter import Language, Parser
 
-from godot_rag.domain import native_chunker
-from godot_rag.domain.gdscript import parse_gdscript
+from godot_rag.domain.chunking.gdscript import parse_gdscript
 from godot_rag.domain.models import PARSE_OK
 
 REPO = Path(__file__).resolve().parents[1]
-TARGET_OVERHEAD_PERCENT = 30.0
+# chunks/s of parse_gdscript on the clean sets (samples + corpus), measured on
+# a 2-core machine when the C fast path was removed.
+FLOOR_CHUNKS_PER_S = 15_000
 
 
 def repeated(files: list[tuple[str, bytes]], min_bytes: int) -> list[tuple[str, bytes]]:
@@ -68,21 +67,16 @@ def best_times(loops: dict[str, Callable[[], None]], rounds: int) -> dict[str, f
 
 def measure(inputs: list[tuple[str, bytes]], rounds: int) -> dict[str, float]:
     ts_parser = Parser(Language(tree_sitter_gdscript.language()))
-    parse_only = native_chunker.parse_only
 
     def bare() -> None:
         for _, data in inputs:
             ts_parser.parse(data)
 
-    def bare_native() -> None:
-        for _, data in inputs:
-            parse_only(data)
-
     def chunked() -> None:
         for name, data in inputs:
             parse_gdscript(name, data)
 
-    times = best_times({"bare": bare, "bare_native": bare_native, "chunked": chunked}, rounds)
+    times = best_times({"bare": bare, "chunked": chunked}, rounds)
     times["bytes"] = sum(len(data) for _, data in inputs)
     times["chunks"] = sum(len(parse_gdscript(name, data).chunks) for name, data in inputs)
     return times
@@ -92,13 +86,11 @@ def overhead(full: float, bare: float) -> float:
     return (full - bare) / bare * 100
 
 
-def main() -> None:
+def main() -> float:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=2.0, help="minimum input size per set in MB (default 2)")
     parser.add_argument("--rounds", type=int, default=7, help="timing rounds, best one kept (default 7)")
     args = parser.parse_args()
-    if not native_chunker.available():
-        raise SystemExit("godot_rag._gdchunk is not built: run `make install` first")
 
     corpus = [(p.name, p.read_bytes()) for p in sorted((REPO / "tests" / "corpus" / "gdscript").glob("*.gd"))]
     clean = [(n, d) for n, d in corpus if parse_gdscript(n, d).status == PARSE_OK]
@@ -110,25 +102,20 @@ def main() -> None:
     results = {label: measure(repeated(files, min_bytes), args.rounds) for label, files in sets.items() if files}
     print(f"best of {args.rounds} rounds, each set repeated to >= {args.mb:g} MB")
     print(
-        f"{'set':14} {'bare py-ts':>11} {'bare native':>12} {'parse_gdscript':>15} {'chunks/s':>10}"
-        f" {'vs py-ts':>9} {'vs native':>10}"
+        f"{'set':14} {'bare parse':>11} {'parse_gdscript':>15} {'chunks/s':>10} {'overhead':>9}"
     )
     for label, r in results.items():
         mb = r["bytes"] / 1_000_000
         print(
-            f"{label:14} {mb / r['bare']:8.2f} MB/s {mb / r['bare_native']:7.2f} MB/s {mb / r['chunked']:10.2f} MB/s"
+            f"{label:14} {mb / r['bare']:6.2f} MB/s {mb / r['chunked']:10.2f} MB/s"
             f" {r['chunks'] / r['chunked']:10.0f} {overhead(r['chunked'], r['bare']):8.1f}%"
-            f" {overhead(r['chunked'], r['bare_native']):9.1f}%"
         )
     clean_sets = [results[label] for label in ("samples", "corpus") if label in results]
-    chunked = sum(r["chunked"] for r in clean_sets)
-    target = overhead(chunked, sum(r["bare_native"] for r in clean_sets))
-    versus_pyts = overhead(chunked, sum(r["bare"] for r in clean_sets))
-    verdict = "met" if target <= TARGET_OVERHEAD_PERCENT else "NOT met"
-    print(
-        f"summary: chunking adds {target:.0f} % over the bare parse on files that parse cleanly "
-        f"({versus_pyts:.0f} % over py-tree-sitter's parse; target <= {TARGET_OVERHEAD_PERCENT:.0f} %: {verdict})"
-    )
+    rate = sum(r["chunks"] for r in clean_sets) / sum(r["chunked"] for r in clean_sets)
+    verdict = "held" if rate >= FLOOR_CHUNKS_PER_S else "BELOW the floor"
+    print(f"summary: parse+chunk {rate:,.0f} chunks/s on files that parse cleanly "
+          f"(regression floor {FLOOR_CHUNKS_PER_S:,} chunks/s: {verdict})")
+    return rate
 
 
 if __name__ == "__main__":

@@ -33,13 +33,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # services.* for direct_kind and the judge backends
 
-from godot_rag.domain.aggregate import ChunkOutcome, compute_verdict  # noqa: E402
-from godot_rag.domain.direct import chunk_direct  # noqa: E402
-from godot_rag.domain.gdscript import parse_gdscript  # noqa: E402
-from godot_rag.domain.ingest import files_from_expanded_text, scan_folder  # noqa: E402
-from godot_rag.domain.knowledge import class_reference_names, read_jsonl_gz, rename_records  # noqa: E402
+from godot_rag.domain.aggregation.verdict import ChunkOutcome, compute_verdict  # noqa: E402
+from godot_rag.domain.chunking.direct import chunk_direct  # noqa: E402
+from godot_rag.domain.chunking.gdscript import parse_gdscript  # noqa: E402
+from godot_rag.domain.ingest.policy import files_from_expanded_text, scan_folder  # noqa: E402
+from godot_rag.domain.retrieval.knowledge import class_reference_names, read_jsonl_gz, rename_records  # noqa: E402
 from godot_rag.domain.models import SIGNALS, Chunk, RetrievalHit  # noqa: E402
-from godot_rag.domain.rules_judge import (  # noqa: E402
+from godot_rag.domain.judging.rules import (  # noqa: E402
     RenameIndex,
     declared_names,
     judge_chunk,

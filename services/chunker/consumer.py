@@ -3,7 +3,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from godot_rag.domain.direct import CHUNKER_VERSION, chunk_direct
+from godot_rag.domain.chunking.direct import CHUNKER_VERSION, chunk_direct
 from godot_rag.domain.models import ChunkingResult
 from godot_rag.infra.bus import STREAM_FILES, Delivery, StageSpec
 from godot_rag.infra.service import ServiceContext

@@ -3,7 +3,7 @@ from __future__ import annotations
 import grpc
 
 from godot_rag import convert
-from godot_rag.domain.direct import chunk_direct
+from godot_rag.domain.chunking.direct import chunk_direct
 from godot_rag.v1 import services_pb2 as spb
 from godot_rag.v1 import services_pb2_grpc as sgrpc
 from services.chunker.consumer import direct_kind

@@ -4,7 +4,7 @@ import asyncio
 
 import grpc
 
-from godot_rag.domain.ingest import IngestError
+from godot_rag.domain.ingest.policy import IngestError
 from godot_rag.errors import NotFoundError
 from godot_rag.infra.service import ServiceContext
 from godot_rag.pipeline.results import analysis_result, verdict_pb

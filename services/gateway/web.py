@@ -12,7 +12,7 @@ from importlib import resources
 
 from aiohttp import web
 
-from godot_rag.domain.ingest import IngestError
+from godot_rag.domain.ingest.policy import IngestError
 from godot_rag.errors import NotFoundError
 from godot_rag.infra.service import ServiceContext
 from godot_rag.pipeline.export import result_to_json

@@ -19,7 +19,7 @@ import time
 from typing import Protocol
 
 from godot_rag import convert
-from godot_rag.domain.judgment_contract import (
+from godot_rag.domain.judging.contract import (
     ContractScope,
     ContractViolation,
     answer_required,
@@ -29,7 +29,7 @@ from godot_rag.domain.judgment_contract import (
     to_judgment,
     validate,
 )
-from godot_rag.domain.rules_judge import RULES_JUDGE_VERSION, RenameIndex, judge_chunk
+from godot_rag.domain.judging.rules import RULES_JUDGE_VERSION, RenameIndex, judge_chunk
 from godot_rag.infra.llm_client import LLMClient, LLMRequestError
 from godot_rag.prompts import Candidate, PromptChunk, PromptSet, judge_prompts, render_messages, render_repair
 from godot_rag.v1 import messages_pb2 as pb

@@ -12,8 +12,8 @@ from opentelemetry import trace
 
 from godot_rag import convert
 from godot_rag.domain.ids import message_id, subject_token
-from godot_rag.domain.judgment_contract import contract_for
-from godot_rag.domain.query import primary_intent
+from godot_rag.domain.judging.contract import contract_for
+from godot_rag.domain.retrieval.query import primary_intent
 from godot_rag.errors import PoisonError, RetryableError
 from godot_rag.infra.bus import STREAM_CHUNKS, Delivery, StageSpec, chunk_subject
 from godot_rag.infra.llm_client import LLMRequestError

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import asyncio
 
-from godot_rag.domain.rules_judge import RenameIndex, shipped_vocabulary
+from godot_rag.domain.judging.rules import RenameIndex, shipped_vocabulary
 from godot_rag.infra.llm_client import LLMClient
 from godot_rag.infra.service import run_service
 from godot_rag.settings import Settings, load_settings

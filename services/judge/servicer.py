@@ -4,8 +4,8 @@ import json
 
 import grpc
 
-from godot_rag.domain.judgment_contract import contract_for
-from godot_rag.domain.query import primary_intent
+from godot_rag.domain.judging.contract import contract_for
+from godot_rag.domain.retrieval.query import primary_intent
 from godot_rag.errors import RetryableError
 from godot_rag.infra.llm_client import LLMRequestError
 from godot_rag.v1 import messages_pb2 as pb

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import asyncio
 
-from godot_rag.domain.gdscript import PARSER_VERSION, parse_gdscript
+from godot_rag.domain.chunking.gdscript import PARSER_VERSION, parse_gdscript
 from godot_rag.domain.models import ChunkingResult
 from godot_rag.infra.bus import STREAM_FILES, Delivery, StageSpec
 from godot_rag.infra.service import ServiceContext

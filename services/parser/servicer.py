@@ -3,7 +3,7 @@ from __future__ import annotations
 import grpc
 
 from godot_rag import convert
-from godot_rag.domain.gdscript import parse_gdscript
+from godot_rag.domain.chunking.gdscript import parse_gdscript
 from godot_rag.v1 import services_pb2 as spb
 from godot_rag.v1 import services_pb2_grpc as sgrpc
 

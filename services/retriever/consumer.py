@@ -11,7 +11,7 @@ from opentelemetry import trace
 
 from godot_rag import convert
 from godot_rag.domain.ids import message_id, subject_token
-from godot_rag.domain.query import RETRIEVAL_VERSION, INTENT_VERSION, TABLE_PRIORITY, build_embedding_text, build_retriever_query
+from godot_rag.domain.retrieval.query import RETRIEVAL_VERSION, INTENT_VERSION, TABLE_PRIORITY, build_embedding_text, build_retriever_query
 from godot_rag.errors import PoisonError, RetryableError
 from godot_rag.infra import kb_store
 from godot_rag.infra.bus import STREAM_CHUNKS, Delivery, StageSpec, chunk_subject

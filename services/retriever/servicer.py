@@ -3,7 +3,7 @@ from __future__ import annotations
 import grpc
 
 from godot_rag import convert
-from godot_rag.domain.query import build_retriever_query
+from godot_rag.domain.retrieval.query import build_retriever_query
 from godot_rag.errors import RetryableError
 from godot_rag.infra.embedder import EmbeddingModelMismatch
 from godot_rag.infra.service import ServiceContext

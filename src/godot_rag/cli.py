@@ -239,7 +239,7 @@ def cmd_analyze(args, settings: Settings) -> int:
 
 
 def cmd_expand(args, settings: Settings) -> int:
-    from godot_rag.domain.ingest import IngestError, ProjectFiles, expand, flatten
+    from godot_rag.domain.ingest.policy import IngestError, ProjectFiles, expand, flatten
     from godot_rag.pipeline.submit import collect
 
     target = args.path

@@ -28,7 +28,7 @@ async def server():
 
 
 async def test_parse_mini_dodge_player(server, repo: Path):
-    from godot_rag.domain.ingest import split_expanded_text
+    from godot_rag.domain.ingest.policy import split_expanded_text
 
     blocks = {b.source_file: b for b in split_expanded_text((repo / "samples" / "mini_dodge.txt").read_text())}
     data = blocks["player.gd"].text.encode()

@@ -16,9 +16,9 @@ import psycopg
 import pytest
 
 from godot_rag.cli import DEFAULT_PROMPT
-from godot_rag.domain.direct import chunk_direct
+from godot_rag.domain.chunking.direct import chunk_direct
 from godot_rag.domain.ids import sha256_hex
-from godot_rag.domain.ingest import REASON_DOCS, REASON_NESTED_PROJECT
+from godot_rag.domain.ingest.policy import REASON_DOCS, REASON_NESTED_PROJECT
 from godot_rag.infra.bus import Bus
 from godot_rag.infra.service import ServiceContext
 from godot_rag.infra.store import Store

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from godot_rag import convert
-from godot_rag.domain.judgment_contract import check_reply, from_judgment
+from godot_rag.domain.judging.contract import check_reply, from_judgment
 from godot_rag.v1 import messages_pb2 as pb
 from godot_rag.v1 import services_pb2 as spb
 

@@ -8,9 +8,9 @@ import pytest
 
 from godot_rag.cli import DEFAULT_PROMPT
 from godot_rag.pipeline.export import result_to_json
-from godot_rag.domain.direct import chunk_direct
-from godot_rag.domain.gdscript import parse_gdscript
-from godot_rag.domain.ingest import files_from_expanded_text, scan_folder
+from godot_rag.domain.chunking.direct import chunk_direct
+from godot_rag.domain.chunking.gdscript import parse_gdscript
+from godot_rag.domain.ingest.policy import files_from_expanded_text, scan_folder
 from godot_rag.v1 import services_pb2 as spb
 
 

@@ -17,8 +17,8 @@ import pytest
 from psycopg.rows import dict_row
 
 from godot_rag import convert
-from godot_rag.domain.gdscript import parse_gdscript
-from godot_rag.domain.query import build_embedding_text, build_retriever_query
+from godot_rag.domain.chunking.gdscript import parse_gdscript
+from godot_rag.domain.retrieval.query import build_embedding_text, build_retriever_query
 from godot_rag.infra import kb_store
 from godot_rag.infra.embedder import MINILM_MODEL, EmbeddingModelMismatch, MiniLMEmbedder, TEIEmbedder, check_model, text_sha256
 from godot_rag.pipeline.kb import build_kb, data_version, kb_is_current

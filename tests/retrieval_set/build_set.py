@@ -14,7 +14,7 @@ Three parts:
 - an expected entry "a|b" is met by either record (the doc page of a member
   that version-neutral code uses exists in both class references);
 - every case is a whole small .gd file; the eval runs it through the real
-  parser (godot_rag.domain.gdscript.parse_gdscript) and takes the chunk named
+  parser (godot_rag.domain.chunking.gdscript.parse_gdscript) and takes the chunk named
   in ``chunk`` (a chunk id) to build the query.
 """
 
@@ -25,7 +25,7 @@ import random
 import re
 from pathlib import Path
 
-from godot_rag.domain.knowledge import class_reference_names, read_jsonl_gz
+from godot_rag.domain.retrieval.knowledge import class_reference_names, read_jsonl_gz
 
 HERE = Path(__file__).resolve().parent
 PV = "Is this Godot 3 or Godot 4, and what is the basis for converting it?"

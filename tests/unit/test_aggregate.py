@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from godot_rag.domain.aggregate import ChunkOutcome, compute_verdict
+from godot_rag.domain.aggregation.verdict import ChunkOutcome, compute_verdict
 
 
 def outcome(signal: str, kind: str = "gdscript", chunk_kind: str = "function", conf: float = 0.9, status: str = "done"):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from godot_rag.domain.archive import (
+from godot_rag.domain.ingest.archive import (
     ArchiveError,
     ArchiveLimits,
     Budget,
@@ -23,7 +23,7 @@ from godot_rag.domain.archive import (
     resolve_link,
     safe_relative_path,
 )
-from godot_rag.domain.ingest import REASON_BINARY, IngestError
+from godot_rag.domain.ingest.policy import REASON_BINARY, IngestError
 from godot_rag.infra.fetch import extract_archive
 from godot_rag.pipeline.submit import collect
 from godot_rag.settings import load_settings

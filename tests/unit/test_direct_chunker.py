@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from godot_rag.domain.direct import CHUNKER_VERSION, chunk_direct
+from godot_rag.domain.chunking.direct import CHUNKER_VERSION, chunk_direct
 from godot_rag.domain.models import PARSE_EMPTY, PARSE_FAILED, PARSE_OK, PARSE_PARTIAL, ChunkingResult
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "direct"

@@ -1,4 +1,4 @@
-"""Tests of the GDScript AST parser (godot_rag.domain.gdscript).
+"""Tests of the GDScript AST parser (godot_rag.domain.chunking.gdscript).
 
 The corpus under tests/corpus/gdscript/ drives most of them: every ``.gd``
 file there is parsed and compared with its ``<name>.expected.json`` (status,
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from godot_rag.domain.gdscript import PARSER_VERSION, parse_gdscript
+from godot_rag.domain.chunking.gdscript import PARSER_VERSION, parse_gdscript
 from godot_rag.domain.models import (
     PARSE_EMPTY,
     PARSE_FAILED,
@@ -453,7 +453,7 @@ def test_garbage_text_never_crashes() -> None:
 
 _SUBPROCESS_CODE = """
 import hashlib, pathlib, sys
-import godot_rag.domain.gdscript as g
+import godot_rag.domain.chunking.gdscript as g
 assert g._language.cache_info().currsize == 0, "Language built at import"
 assert g._query.cache_info().currsize == 0, "Query built at import"
 digest = hashlib.sha256()

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from godot_rag.domain.ingest import (
+from godot_rag.domain.ingest.policy import (
     REASON_BINARY,
     REASON_CSHARP,
     REASON_DOCS,

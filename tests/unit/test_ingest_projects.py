@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from godot_rag.domain.direct import chunk_direct
-from godot_rag.domain.ingest import (
+from godot_rag.domain.chunking.direct import chunk_direct
+from godot_rag.domain.ingest.policy import (
     ENTRY_FILE,
     REASON_BINARY,
     REASON_BINARY_CONTENT,

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from godot_rag.domain.direct import chunk_direct
-from godot_rag.domain.ingest import projects_from_expanded_text
-from godot_rag.domain.validation import validate_chunking
+from godot_rag.domain.chunking.direct import chunk_direct
+from godot_rag.domain.ingest.policy import projects_from_expanded_text
+from godot_rag.domain.chunking.validation import validate_chunking
 
 DODGE_TEXT = Path(__file__).resolve().parent.parent / "corpus" / "ingest" / "dodge_the_creeps.txt"
 

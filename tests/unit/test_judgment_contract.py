@@ -7,7 +7,7 @@ import json
 import pytest
 from jsonschema import Draft202012Validator
 
-from godot_rag.domain.judgment_contract import (
+from godot_rag.domain.judging.contract import (
     ContractScope,
     ContractViolation,
     answer_required,

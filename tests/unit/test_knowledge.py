@@ -9,7 +9,7 @@ from importlib import resources
 
 import pytest
 
-from godot_rag.domain.knowledge import (
+from godot_rag.domain.retrieval.knowledge import (
     CHANGE_TYPES,
     clean_markup,
     identifier_lexemes,

@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from godot_rag import convert
-from godot_rag.domain.gdscript import parse_gdscript
-from godot_rag.domain.rules_judge import RenameIndex, shipped_vocabulary
+from godot_rag.domain.chunking.gdscript import parse_gdscript
+from godot_rag.domain.judging.rules import RenameIndex, shipped_vocabulary
 from godot_rag.errors import RetryableError
 from godot_rag.infra.llm_client import LLMClient, LLMRequestError, chat_url
 from godot_rag.pipeline.results import judge_stats, outcome_rows_to_verdict
@@ -145,7 +145,7 @@ async def test_explain_prompts_need_an_answer():
 
 @pytest.fixture(scope="module")
 def rules():
-    from godot_rag.domain.knowledge import class_reference_names, read_jsonl_gz, rename_records
+    from godot_rag.domain.retrieval.knowledge import class_reference_names, read_jsonl_gz, rename_records
 
     g3 = class_reference_names(read_jsonl_gz("godot3_class_reference.jsonl.gz"))
     g4 = class_reference_names(read_jsonl_gz("godot4_class_reference.jsonl.gz"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from godot_rag.domain.gdscript import parse_gdscript
+from godot_rag.domain.chunking.gdscript import parse_gdscript
 
 
 @pytest.mark.parametrize(

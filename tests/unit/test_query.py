@@ -7,9 +7,9 @@ from dataclasses import fields
 
 import pytest
 
-from godot_rag.domain.gdscript import parse_gdscript
+from godot_rag.domain.chunking.gdscript import parse_gdscript
 from godot_rag.domain.models import RetrieverQuery
-from godot_rag.domain.query import (
+from godot_rag.domain.retrieval.query import (
     INTENT_EXPLAIN,
     INTENT_MIGRATION,
     INTENT_VERSION,

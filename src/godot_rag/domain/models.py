@@ -17,8 +17,7 @@ PARSE_EMPTY = "empty"  # no non-blank line
 PARSE_FAILED = "failed"  # nothing usable (invalid UTF-8, NUL bytes, over the size limit)
 
 
-# Span and Chunk are slots classes: the native chunker (native/gdchunk.c)
-# fills their slots directly, and a file can have thousands of chunks.
+# Span and Chunk are slots classes: a file can have thousands of chunks.
 @dataclass(frozen=True, slots=True)
 class Span:
     """1-based inclusive line range plus the UTF-8 byte range of the chunk.

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 from urllib.parse import urlsplit
 
-from godot_rag.domain.archive import (
+from godot_rag.domain.ingest.archive import (
     DIR,
     HARDLINK,
     SYMLINK,
@@ -56,7 +56,7 @@ from godot_rag.domain.archive import (
     zip_entry,
     zip_is_symlink,
 )
-from godot_rag.domain.ingest import ENTRY_EXCLUDED, ENTRY_FILE, ENTRY_SYMLINK, IngestError, TreeEntry
+from godot_rag.domain.ingest.policy import ENTRY_EXCLUDED, ENTRY_FILE, ENTRY_SYMLINK, IngestError, TreeEntry
 
 CHUNK = 1 << 16
 MAX_LINK_TARGET = 4096

@@ -24,7 +24,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from godot_rag.domain.knowledge import KnowledgeRecord, key_lexemes
+from godot_rag.domain.retrieval.knowledge import KnowledgeRecord, key_lexemes
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 
 SCHEMA = "godot_rag"

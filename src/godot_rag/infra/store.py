@@ -14,7 +14,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from godot_rag.domain.rules_judge import declared_names_of
+from godot_rag.domain.judging.rules import declared_names_of
 from godot_rag.infra import kb_store
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 

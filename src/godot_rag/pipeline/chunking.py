@@ -15,7 +15,7 @@ from opentelemetry import trace
 from godot_rag import convert
 from godot_rag.domain.ids import message_id, subject_token
 from godot_rag.domain.models import PARSE_FAILED, ChunkingResult
-from godot_rag.domain.validation import validate_chunking
+from godot_rag.domain.chunking.validation import validate_chunking
 from godot_rag.errors import PoisonError, RetryableError
 from godot_rag.infra.bus import chunk_subject
 from godot_rag.infra.service import ServiceContext

@@ -28,7 +28,7 @@ from typing import Callable, Iterator
 
 import psycopg
 
-from godot_rag.domain.knowledge import (
+from godot_rag.domain.retrieval.knowledge import (
     GUIDE_PAGES,
     KB_DATA_VERSION,
     KnowledgeRecord,
@@ -139,7 +139,7 @@ def write_shipped_vectors(path: Path, embedder: Embedder, vectors: dict[str, lis
     body = b"".join(bytes.fromhex(sha) + pack(*vec) for sha, vec in sorted(vectors.items()))
     header = {"model": embedder.name, "model_sha256": embedder.checksum(), "dim": dim, "dtype": "float16",
               "count": len(vectors), "body_sha256": hashlib.sha256(body).hexdigest(),
-              "note": "vectors of the embed texts of godot_rag.domain.knowledge records, keyed by sha256(text)"}
+              "note": "vectors of the embed texts of godot_rag.domain.retrieval.knowledge records, keyed by sha256(text)"}
     # mtime=0: the same vectors give the same bytes (no spurious diffs).
     with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as fh:
         fh.write(json.dumps(header).encode() + b"\n")

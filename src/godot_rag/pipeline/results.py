@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from godot_rag import convert
-from godot_rag.domain.aggregate import ChunkOutcome, compute_verdict
+from godot_rag.domain.aggregation.verdict import ChunkOutcome, compute_verdict
 from godot_rag.errors import NotFoundError
 from godot_rag.infra.store import Store
 from godot_rag.v1 import messages_pb2 as pb
