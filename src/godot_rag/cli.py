@@ -13,12 +13,12 @@ from pathlib import Path
 
 import grpc
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from godot_rag.pipeline.export import result_to_json
 from godot_rag.infra.embedded import EmbeddedError
 from godot_rag.infra.service import GRPC_MESSAGE_OPTIONS
+from godot_rag.pipeline.export import result_to_json
 from godot_rag.settings import Settings, SettingsError, load_settings
 from godot_rag.supervisor import SupervisorError
 
@@ -277,7 +277,7 @@ class _KbProgress:
 
     def __init__(self, bar: Progress):
         self.bar = bar
-        self.tasks: dict[str, int] = {}
+        self.tasks: dict[str, TaskID] = {}
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         key = "steps" if total <= self.STEP_TOTAL else phase

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
@@ -102,7 +103,7 @@ class Settings:
             env[ENV_PREFIX + f.name.upper()] = str(getattr(self, f.name))
         return env
 
-    def with_overrides(self, **changes: object) -> "Settings":
+    def with_overrides(self, **changes: Any) -> Settings:
         return replace(self, **changes)
 
 

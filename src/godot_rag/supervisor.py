@@ -17,6 +17,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -68,7 +69,7 @@ class Supervisor:
         self.nats = EmbeddedNats(settings.data_dir, settings.host, settings.nats_port) if not settings.nats_url else None
         self.children: dict[str, Child] = {}
         self.stopping = False
-        self._lock_fh = None
+        self._lock_fh: Any = None
 
     def _lock(self) -> None:
         self.settings.run_dir.mkdir(parents=True, exist_ok=True)

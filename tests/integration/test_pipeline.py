@@ -8,8 +8,7 @@ import pytest
 
 from godot_rag.cli import DEFAULT_PROMPT
 from godot_rag.pipeline.export import result_to_json
-from godot_rag.domain.chunking.direct import chunk_direct
-from godot_rag.domain.chunking.gdscript import parse_gdscript
+from godot_rag.domain.chunking.files import chunk_file
 from godot_rag.domain.ingest.policy import files_from_expanded_text, scan_folder
 from godot_rag.v1 import services_pb2 as spb
 
@@ -29,12 +28,7 @@ def expected_chunk_ids(files) -> dict[str, list[str]]:
     for f in files:
         if not f.included:
             continue
-        if f.source_kind == "gdscript":
-            result = parse_gdscript(f.source_file, f.data)
-        else:
-            from services.chunker.consumer import direct_kind
-
-            result = chunk_direct(f.source_file, direct_kind(f.source_kind), f.data)
+        result = chunk_file(f.source_file, f.source_kind, f.data)
         out[f.source_file] = [c.chunk_id for c in result.chunks]
     return out
 

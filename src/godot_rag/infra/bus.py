@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Awaitable, Callable
 
 import nats
 from nats.js import api
@@ -21,7 +21,7 @@ from opentelemetry import trace
 
 from godot_rag.errors import PoisonError, RetryableError
 from godot_rag.infra.telemetry import extract_context, inject_headers
-from godot_rag.stages import FILE_PREFIX, CHUNK_PREFIX, STREAM_CHUNKS, STREAM_FILES, ConsumerSpec, parse_subject
+from godot_rag.stages import CHUNK_PREFIX, FILE_PREFIX, STREAM_CHUNKS, STREAM_FILES, ConsumerSpec, parse_subject
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class Bus:
         self.ack_wait_override_s = ack_wait_override_s
 
     @classmethod
-    async def connect(cls, url: str, name: str, ack_wait_override_s: float = 0.0) -> "Bus":
+    async def connect(cls, url: str, name: str, ack_wait_override_s: float = 0.0) -> Bus:
         nc = await nats.connect(url, name=name, max_reconnect_attempts=-1, reconnect_time_wait=0.5, connect_timeout=5)
         return cls(nc, ack_wait_override_s)
 
@@ -135,7 +135,7 @@ class Bus:
                     await msg.term()
                 else:
                     await msg.nak(delay=exc.delay_s * delivery.num_delivered)
-            except Exception as exc:  # noqa: BLE001 -- the bus edge: unknown failures are retried, then dead-lettered
+            except Exception as exc:
                 log.exception("stage %s failed on %s (delivery %d)", spec.durable, msg.subject, delivery.num_delivered)
                 if delivery.last_attempt:
                     await dead_letter(delivery, f"gave up after {delivery.num_delivered} deliveries: {type(exc).__name__}: {exc}")
@@ -148,7 +148,7 @@ class Bus:
         while not stop.is_set():
             try:
                 msgs = await sub.fetch(max(1, min(in_flight, in_flight - len(pending))), timeout=1.0)
-            except (nats.errors.TimeoutError, asyncio.TimeoutError):
+            except (TimeoutError, nats.errors.TimeoutError):
                 # An empty fetch: nothing pending for this stage right now.
                 continue
             except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
@@ -171,7 +171,7 @@ async def keep_alive(progress: Callable[[], Awaitable[None]], every_s: float) ->
             await asyncio.sleep(every_s)
             try:
                 await progress()
-            except (nats.errors.Error, asyncio.TimeoutError) as exc:
+            except (TimeoutError, nats.errors.Error) as exc:
                 # A missed beat only risks a redelivery, which every stage handles idempotently.
                 log.warning("progress ack failed: %s", exc)
 

@@ -17,13 +17,12 @@ metadata of the hits kept. docs/retrieval.md has the measurements behind the cho
 from __future__ import annotations
 
 import json
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from godot_rag.domain.retrieval.knowledge import KnowledgeRecord, key_lexemes
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 from godot_rag.domain.retrieval.fusion import (
     DEFAULT_CONFIG,
@@ -34,6 +33,7 @@ from godot_rag.domain.retrieval.fusion import (
     query_lexemes,
     trigram_terms,
 )
+from godot_rag.domain.retrieval.knowledge import KnowledgeRecord
 
 SCHEMA = "godot_rag"
 TABLES = ("docs_chunks", "api_mapping", "label_prototypes")
@@ -208,7 +208,7 @@ def _candidate_sql(tables: Sequence[str], *, lexical: bool, vector: bool) -> str
         parts = []
         if lexical:
             # Set-wise: one hash join of every match's keys with the query lexemes,
-            # not a sub-select per matching record (460 matches for the seed chunk).
+            # not a sub-select per matching record (460 matches for the worked example's player chunk).
             parts.append(f"""(select v.id from {view} v cross join lateral unnest(v.symbol_tsv) u join {q} on {q}.lexeme = u.lexeme
                 where v.table_name = '{table}' and v.symbol_tsv @@ %(tsq)s::tsquery
                 group by v.id order by sum({q}.idf * {KEY_WEIGHT_SQL}) desc, v.id limit %(cand)s)""")

@@ -6,8 +6,9 @@ message rewrites the same row instead of adding one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any, cast
 
 import psycopg
 from psycopg.rows import dict_row
@@ -15,8 +16,8 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from godot_rag.domain.judging.rules import declared_names_of
-from godot_rag.infra import kb_store
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
+from godot_rag.infra import kb_store
 
 SCHEMA = "godot_rag"
 _MIGRATION_LOCK = 0x60D07A6  # advisory lock id: one migrator at a time
@@ -63,7 +64,7 @@ class Store:
         self.pool = pool
 
     @classmethod
-    async def open(cls, dsn: str, *, min_size: int = 1, max_size: int = 4) -> "Store":
+    async def open(cls, dsn: str, *, min_size: int = 1, max_size: int = 4) -> Store:
         pool = AsyncConnectionPool(dsn, min_size=min_size, max_size=max_size, open=False,
                                    kwargs={"row_factory": dict_row, "autocommit": False})
         await pool.open(wait=True, timeout=30)
@@ -75,12 +76,12 @@ class Store:
     async def _fetchone(self, sql: str, params: Sequence[Any] | dict = ()) -> dict | None:
         async with self.pool.connection() as conn:
             cur = await conn.execute(sql, params)
-            return await cur.fetchone()
+            return cast("dict | None", await cur.fetchone())
 
     async def _fetchall(self, sql: str, params: Sequence[Any] | dict = ()) -> list[dict]:
         async with self.pool.connection() as conn:
             cur = await conn.execute(sql, params)
-            return await cur.fetchall()
+            return cast("list[dict]", await cur.fetchall())
 
     # ------------------------------------------------------------ analyses & files
 
@@ -294,7 +295,7 @@ class Store:
         """One statement in its own committed transaction; its first row, if any."""
         async with self.pool.connection() as conn:
             cur = await conn.execute(sql, params)
-            return await cur.fetchone() if cur.description else None
+            return cast("dict | None", await cur.fetchone()) if cur.description else None
 
     # ------------------------------------------------------------ retrieval
 
@@ -359,7 +360,8 @@ class Store:
                     f"select count(*) filter (where included and status = 'queued') as pending from {SCHEMA}.files where analysis_id = %s",
                     (analysis_id,),
                 )
-                if (await cur.fetchone())["pending"]:
+                pending = cast("dict", await cur.fetchone())
+                if pending["pending"]:
                     return None
                 cur = await conn.execute(
                     f"""select c.chunk_id, c.source_file, c.chunk_kind, f.source_kind,
@@ -371,7 +373,7 @@ class Store:
                         where c.analysis_id = %s order by c.source_file, c.chunk_order""",
                     (analysis_id,),
                 )
-                rows = await cur.fetchall()
+                rows = cast("list[dict]", await cur.fetchall())
                 if any(r["agg_status"] not in ("done", "failed") for r in rows):
                     return None
                 verdict = compute(rows)

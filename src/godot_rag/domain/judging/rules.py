@@ -24,9 +24,9 @@ Facts come from four places:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Iterable, Sequence
 
 from godot_rag.domain.models import (
     SIGNAL_GODOT3,
@@ -95,7 +95,7 @@ class EngineVocabulary:
     singletons4: frozenset[str]
 
     @classmethod
-    def from_class_references(cls, rows3: Iterable[dict], rows4: Iterable[dict]) -> "EngineVocabulary":
+    def from_class_references(cls, rows3: Iterable[dict], rows4: Iterable[dict]) -> EngineVocabulary:
         v3 = _version_vocabulary(rows3)
         v4 = _version_vocabulary(rows4)
         return cls(
@@ -106,7 +106,7 @@ class EngineVocabulary:
         )
 
     @classmethod
-    def empty(cls) -> "EngineVocabulary":
+    def empty(cls) -> EngineVocabulary:
         e: frozenset[str] = frozenset()
         return cls(e, e, {}, {}, e, e, e, e, e, e, e, e)
 
@@ -175,7 +175,7 @@ class RenameIndex:
     vocabulary: EngineVocabulary = field(default_factory=EngineVocabulary.empty)
 
     @classmethod
-    def from_payloads(cls, rows: Iterable[tuple[str, dict]], vocabulary: EngineVocabulary | None = None) -> "RenameIndex":
+    def from_payloads(cls, rows: Iterable[tuple[str, dict]], vocabulary: EngineVocabulary | None = None) -> RenameIndex:
         index = cls(vocabulary=vocabulary or EngineVocabulary.empty())
         for record_id, p in rows:
             entry = _entry(record_id, p)
