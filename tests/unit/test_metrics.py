@@ -73,6 +73,8 @@ def test_module_functions_feed_the_process_registry():
     m.count_redelivery("aggregator")
     m.observe_handled("aggregator", 0.1, ok=True)
     assert value(m.METRICS, "godot_rag_stage_dead_letters_total", stage="aggregator") == before + 1
+    # The process registry also reports the process itself (memory, CPU), as node-level tools expect.
+    assert "process_resident_memory_bytes" in m.METRICS.render().decode()
 
 
 @dataclass

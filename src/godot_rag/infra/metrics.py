@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (CONTENT_TYPE_LATEST, GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, CollectorRegistry,
+                               Counter, Gauge, Histogram, generate_latest)
 
 log = logging.getLogger(__name__)
 
@@ -33,9 +34,13 @@ SEARCH_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 
 
 
 class Metrics:
-    def __init__(self, registry: CollectorRegistry | None = None):
+    def __init__(self, registry: CollectorRegistry | None = None, *, process: bool = False):
         self.registry = registry or CollectorRegistry()
         r = self.registry
+        if process:
+            # CPU, memory, open files, GC and Python version of this process (process_*, python_*).
+            for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+                r.register(collector)
         self.processed = Counter(f"{PREFIX}_stage_messages_processed", "Bus messages a stage handled and acknowledged",
                                  ["stage"], registry=r)
         self.failed = Counter(f"{PREFIX}_stage_messages_failed",
@@ -116,7 +121,7 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-METRICS = Metrics()
+METRICS = Metrics(process=True)
 
 
 def observe_handled(stage: str, seconds: float, ok: bool) -> None:
