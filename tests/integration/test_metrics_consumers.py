@@ -7,7 +7,8 @@ import pytest
 from nats.js import api
 from prometheus_client.parser import text_string_to_metric_families
 
-from godot_rag.infra.bus import STREAM_CHUNKS, Bus, chunk_subject
+from godot_rag.infra.bus import Bus
+from godot_rag.stages import STREAM_CHUNKS, chunk_subject
 from godot_rag.infra.embedded import EmbeddedNats
 from godot_rag.infra.metrics import Metrics, read_consumers, serve_metrics
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -20,6 +21,7 @@ from nats.js.errors import NotFoundError as JsNotFound
 from opentelemetry import trace
 
 from godot_rag.errors import PoisonError, RetryableError
+from godot_rag.infra import metrics
 from godot_rag.infra.telemetry import extract_context, inject_headers
 from godot_rag.stages import CHUNK_PREFIX, FILE_PREFIX, STREAM_CHUNKS, STREAM_FILES, ConsumerSpec, parse_subject
 
@@ -110,6 +112,10 @@ class Bus:
             md = msg.metadata
             delivery = Delivery(msg.subject, msg.data, dict(msg.headers or {}), md.num_delivered, spec.max_deliver, msg)
             ctx = extract_context(delivery.headers)
+            if delivery.num_delivered > 1:
+                metrics.count_redelivery(spec.durable)
+            started = time.perf_counter()
+            ok = False
             try:
                 parsed = parse_subject(msg.subject)
                 attributes = {"messaging.system": "nats", "messaging.destination.name": msg.subject,
@@ -126,6 +132,7 @@ class Bus:
                                                       attributes=attributes):
                         await handler(delivery)
                 await msg.ack()
+                ok = True
             except PoisonError as exc:
                 await dead_letter(delivery, f"poison: {exc}")
                 await msg.term()
@@ -143,6 +150,7 @@ class Bus:
                 else:
                     await msg.nak(delay=min(30.0, 2.0 ** delivery.num_delivered))
             finally:
+                metrics.observe_handled(spec.durable, time.perf_counter() - started, ok)
                 slots.release()
 
         while not stop.is_set():

@@ -17,12 +17,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from aiohttp import web
-from prometheus_client import (CONTENT_TYPE_LATEST, GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, CollectorRegistry,
-                               Counter, Gauge, Histogram, generate_latest)
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +171,7 @@ async def read_consumers(js, consumers: Iterable[tuple[str, str]], metrics: Metr
     for stream, durable in consumers:
         try:
             info = await js.consumer_info(stream, durable, timeout=5.0)
-        except (NotFoundError, nats.errors.Error, asyncio.TimeoutError) as exc:
+        except (TimeoutError, NotFoundError, nats.errors.Error) as exc:
             metrics.consumer_poll_errors.labels(stream, durable).inc()
             log.debug("consumer info %s/%s unavailable: %s", stream, durable, exc)
             continue
@@ -179,7 +188,7 @@ async def poll_consumers(js, consumers: Iterable[tuple[str, str]], every_s: floa
         await read_consumers(js, consumers, metrics)
         try:
             await asyncio.wait_for(stop.wait(), timeout=every_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             continue
 
 
