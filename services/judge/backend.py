@@ -29,6 +29,7 @@ from godot_rag.domain.judging.contract import (
     to_judgment,
     validate,
 )
+from godot_rag.domain.judging.project_index import scope_from_json
 from godot_rag.domain.judging.rules import RULES_JUDGE_VERSION, RenameIndex, judge_chunk
 from godot_rag.infra.llm_client import LLMClient, LLMRequestError
 from godot_rag.prompts import Candidate, PromptChunk, PromptSet, judge_prompts, render_messages, render_repair
@@ -83,7 +84,8 @@ class RulesBackend:
         started = time.perf_counter()
         chunk = convert.chunk_from_pb(request.chunk)
         hits = [convert.hit_from_pb(h) for h in request.retrieved_evidence]
-        judgment = judge_chunk(chunk, request.source_kind, hits, self.index, frozenset(request.declared_names))
+        judgment = judge_chunk(chunk, request.source_kind, hits, self.index, frozenset(request.declared_names),
+                               scope_from_json(request.project_symbols))
         latency_ms = (time.perf_counter() - started) * 1000
         # The rules judge is held to the same contract as a model, except two
         # things only a model can do: its notes may rest on any record of the
@@ -217,9 +219,9 @@ class CascadeBackend:
 def judgment_key(request: pb.JudgmentRequest, backend: JudgeBackend) -> str:
     """Reuse key: (prompt, chunk, evidence, model, prompt version).
 
-    The chunk is its text, kind, first line and the file's declared names (all
-    of which change a judgment); its path is not, so the same code in another
-    project reuses the judgment.
+    The chunk is its text, kind, first line, the file's declared names and its
+    slice of the project index (all of which change a judgment); its path is
+    not, so the same code in another project reuses the judgment.
     """
     payload = [
         request.prompt,
@@ -230,6 +232,7 @@ def judgment_key(request: pb.JudgmentRequest, backend: JudgeBackend) -> str:
         request.chunk.span.end_line,
         request.surrounding_context,
         sorted(request.declared_names),
+        request.project_symbols,
         [(h.table, h.record_id) for h in request.retrieved_evidence],
         backend.kind,
         backend.model,

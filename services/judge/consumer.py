@@ -77,6 +77,7 @@ async def build_request(ctx: ServiceContext, aid: str, chunk_id: str, declared_c
         surrounding_context=chunk.surrounding_context, retrieved_evidence=hits, chunk=chunk,
         source_kind=file_row["source_kind"] if file_row else "", declared_names=declared,
         intent=(retrieval.get("query") or {}).get("intent") or primary_intent(analysis["prompt"]),
+        project_symbols=await ctx.store.file_symbol_scope(aid, row["source_file"]),
     )
     request.judgment_contract = json.dumps(contract_for(scope_of(request)), sort_keys=True)
     return request

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import posixpath
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterable
 
 PROJECT_INDEX_VERSION = "symbols/1"
@@ -888,3 +889,13 @@ def build_scopes(files: Iterable[tuple[str, str]]) -> tuple[ProjectIndex, dict[s
     texts = [(p, t) for p, t in files if isinstance(t, str)]
     index = ProjectIndex.build(texts)
     return index, {p: index.scope_for(p, t) for p, t in texts if p in index.scripts}
+
+
+@lru_cache(maxsize=64)
+def scope_from_json(text: str) -> FileScope | None:
+    """A file's scope from its JSON (None for "": no index), parsed once per distinct text.
+
+    Every chunk of a file carries the same text, so the cache turns one parse
+    per chunk into one per file.
+    """
+    return FileScope.from_json(text) if text else None

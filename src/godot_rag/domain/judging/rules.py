@@ -962,6 +962,8 @@ def _replacement(index: RenameIndex, c3: str, c4: str, w: str, qualified: str = 
         if not k:
             break
         if (k, w) in changes:
+            if qualified in _G3_REPLACEMENTS:  # the exact call form, resting on the change record
+                return _G3_REPLACEMENTS[qualified], changes[(k, w)][1]
             return changes[(k, w)]
         k = vocab.parents3.get(k)
     if qualified in _G3_REPLACEMENTS:
