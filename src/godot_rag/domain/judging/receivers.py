@@ -142,6 +142,12 @@ class ReceiverResolver:
             return self.of_key(o.type_key, f"receiver `owner`: {label}, root of {o.origin}")
         if name[:1].isupper() and self._is_engine(name):
             return Resolved("engine", name, frozenset(), f"receiver `{name}`: engine class")
+        base = own.engine_base if own is not None else self.base
+        if base and name[:1].islower():
+            # A property of the engine class the script extends: global_transform, material.
+            t = self.vocab.member_type(base, name)
+            if t and self._is_engine(t):
+                return Resolved("engine", t, frozenset(), f"receiver `{name}`: {t} (property of {base})")
         return None
 
     # ------------------------------------------------------------ expressions
@@ -236,7 +242,8 @@ class ReceiverResolver:
         if name in ("preload", "load") and not chained:
             lit = string_at(self.text, arg_at)
             if lit is None:
-                return None
+                # load(path) with a computed path: some engine Resource (a scene, a texture...).
+                return Resolved("engine", "Resource", frozenset(), f"receiver `{name}(...)`: a Resource")
             p = lit[len("res://"):] if lit.startswith("res://") else lit
             return self.of_ref(("P:" if p.endswith(".gd") else "S:") + p, f"receiver `{name}(\"{lit}\")`")
         if name in _NODE_PATH_METHODS and not chained:

@@ -786,7 +786,7 @@ def _class_pair(base: str, index: RenameIndex) -> tuple[str, str]:
     base3 = base if base in vocab.members3 else ""
     base4 = base if base in vocab.members4 else ""
     if not base4:
-        renamed = [e.new for e in index.by_old.get(base, ()) if e.enabled and e.change_type == "class"]
+        renamed = [e.new for e in index.by_old.get(base, ()) if e.enabled and e.change_type in ("class", "builtin_type")]
         base4 = next((n for n in renamed if n in vocab.members4), "")
     if not base3:
         entry = _preferred_entry(index, base, vocab)
