@@ -114,8 +114,9 @@ class ReceiverResolver:
         node = self.scope.nodes.get(path)
         if node is None:
             return None
-        label = node.type_key if not node.type_key.startswith("script:") else node.type_key[len("script:"):]
-        return self.of_key(node.type_key, f"{basis}: {label}, from {node.origin}")
+        if node.type_key.startswith("script:"):
+            return self.of_key(node.type_key, f"{basis}: a node of {node.origin}")
+        return self.of_key(node.type_key, f"{basis}: {node.type_key}, from {node.origin}")
 
     def self_type(self) -> Resolved | None:
         if not self.scope.known:
@@ -138,8 +139,9 @@ class ReceiverResolver:
             return None  # an untyped member variable of the script
         if name == "owner" and self.scope.owner is not None:
             o = self.scope.owner
-            label = o.type_key if not o.type_key.startswith("script:") else o.type_key[len("script:"):]
-            return self.of_key(o.type_key, f"receiver `owner`: {label}, root of {o.origin}")
+            if o.type_key.startswith("script:"):
+                return self.of_key(o.type_key, f"receiver `owner`: the root of {o.origin}")
+            return self.of_key(o.type_key, f"receiver `owner`: {o.type_key}, the root of {o.origin}")
         if name[:1].isupper() and self._is_engine(name):
             return Resolved("engine", name, frozenset(), f"receiver `{name}`: engine class")
         base = own.engine_base if own is not None else self.base

@@ -454,20 +454,30 @@ class _Context:
         own = self.scope.types.get(self.scope.self_key)
         self.self_members = own.members if own is not None else frozenset()
         self.self_engine = own.engine_base if own is not None else ""
+        # Engine-named members set aside as the project's: word -> why (for the explanation).
+        self.discounted: dict[str, str] = {}
 
     def member_at(self, dot: int, word: str) -> _Member:
         res = self.resolver.receiver_at(dot) if self.resolver is not None and dot >= 0 else None
         if res is None:
             if word in self.scope.project_names:
-                return _Member("project", "", f"the project defines `{word}` and the receiver is unresolved")
+                return self._project(word, "the receiver is unresolved and the project defines a member of that name")
             return _Member("unknown", "", f"receiver unresolved; the project defines no `{word}`" if self.scope.known else "")
         if res.kind == "project":
             if word in res.members or not res.known_members or not res.engine:
-                return _Member("project", "", res.basis)
+                return self._project(word, res.basis)
             return _Member("engine", res.engine, f"{res.basis}, extends {res.engine}")
         return _Member("engine", res.engine, res.basis)
 
+    def _project(self, word: str, basis: str) -> _Member:
+        v = self.index.vocabulary
+        if word not in self.discounted and (word in v.member_names3 or word in v.member_names4):
+            self.discounted[word] = basis
+        return _Member("project", "", basis)
+
     def member(self, t: "_Token") -> _Member:
+        if t.receiver == "?":
+            return _Member("unknown")  # nothing before the dot: a Godot 3 parent call `.name()`
         dot = self.mask.rfind(".", max(0, t.start - 80), t.start)
         return self.member_at(dot, t.word)
 
@@ -510,6 +520,9 @@ def gdscript_facts(
     facts.extend(rename)
     renamed_at = {(f.line, f.symbol) for f in rename}
     facts.extend(f for f in _vocabulary_facts(chunk, tokens, index, declared_names, ctx) if (f.line, f.symbol) not in renamed_at)
+    # Members set aside as the project's travel as neutral facts, so the explanation can name them.
+    facts.extend(Fact(SIGNAL_NEUTRAL, 0.0, f"`{w}` is the project's own member, not engine API [{why}]", chunk.span.start_line,
+                      symbol=w, tier=-1) for w, why in sorted(ctx.discounted.items()))
     retrieved = {h.record_id for h in hits if h.table_name == "api_mapping"}
     return [_with_syntax_basis(f, retrieved) for f in facts]
 
@@ -597,8 +610,11 @@ def _super_call_facts(chunk: Chunk, mask: str) -> list[Fact]:
 
 
 def _with_syntax_basis(fact: Fact, retrieved: set[str]) -> Fact:
-    # Only a record the retriever returned may be cited (the judgment contract).
-    if fact.signal != SIGNAL_GODOT3 or fact.basis_record_id or _SYNTAX_BASIS.get(fact.old) not in retrieved:
+    # A retrieved record, or one of the authored changes the rules judge ships with
+    # (RenameIndex.record_ids, which the contract lets a rules note cite).
+    basis = _SYNTAX_BASIS.get(fact.old)
+    if fact.signal != SIGNAL_GODOT3 or fact.basis_record_id or not basis or \
+            (basis not in retrieved and basis not in shipped_change_ids()):
         return fact
     return replace(fact, basis_record_id=_SYNTAX_BASIS[fact.old])
 
@@ -966,8 +982,10 @@ def _replacement(index: RenameIndex, c3: str, c4: str, w: str, qualified: str = 
                 return _G3_REPLACEMENTS[qualified], changes[(k, w)][1]
             return changes[(k, w)]
         k = vocab.parents3.get(k)
+    decl = vocab.declaring_class("3", c3, w) or c3
+    record = vocab.records3.get((decl, w), "")
     if qualified in _G3_REPLACEMENTS:
-        return _G3_REPLACEMENTS[qualified], ""
+        return _G3_REPLACEMENTS[qualified], record
     for entry in index.by_old.get(w, ()):
         if entry.change_type in ("method", "property") and entry.new in vocab.members4.get(c4, ()):
             return entry.new, entry.record_id
@@ -977,9 +995,12 @@ def _replacement(index: RenameIndex, c3: str, c4: str, w: str, qualified: str = 
             if w.startswith(old_prefix) and new_prefix + w[len(old_prefix):] in ds:
                 return f"DisplayServer.{new_prefix + w[len(old_prefix):]}", vocab.records3.get(("OS", w), "")
     if w in _G3_REPLACEMENTS:
-        return _G3_REPLACEMENTS[w], ""
-    decl = vocab.declaring_class("3", c3, w) or c3
-    record = vocab.records3.get((decl, w), "")
+        return _G3_REPLACEMENTS[w], record
+    # A change the migration guide describes for one class only (Transform2D.xform -> transform * v)
+    # holds for the same member of a sibling class (Transform.xform).
+    by_name = shipped_member_changes_by_name().get(w)
+    if by_name:
+        return by_name
     return (REMOVED_IN_GODOT4, record) if record else ("", "")
 
 
@@ -1132,7 +1153,12 @@ def judge_chunk(
     scope: FileScope | None = None,
 ) -> Judgment:
     """One chunk's judgment. ``scope`` is what the project index says the file's names are (None: no index)."""
-    facts = chunk_facts(chunk, source_kind, index, declared_names, hits, scope)
+    if source_kind == "gdscript":
+        every = gdscript_facts(chunk, index, declared_names, hits, scope)
+        facts = [f for f in every if f.signal != SIGNAL_NEUTRAL]
+        set_aside = [f.what for f in every if f.signal == SIGNAL_NEUTRAL]
+    else:
+        facts, set_aside = chunk_facts(chunk, source_kind, index, declared_names, hits), []
     g3 = [f for f in facts if f.signal == SIGNAL_GODOT3]
     g4 = [f for f in facts if f.signal == SIGNAL_GODOT4]
     s3 = _combine(f.strength for f in g3)
@@ -1168,6 +1194,8 @@ def judge_chunk(
         if g3:
             confidence = min(confidence, CONFLICT_WINNER_CONFIDENCE)
             explanation += ". Also Godot 3 (weaker kind of evidence): " + "; ".join(_whats(g3))
+    if set_aside:
+        explanation += " Not evidence: " + "; ".join(set_aside) + "."
     if len(explanation) > MAX_EXPLANATION:
         explanation = explanation[: MAX_EXPLANATION - 3] + "..."
 
