@@ -629,6 +629,8 @@ class ProjectIndex:
     scripts: dict[str, ScriptSymbols] = field(default_factory=dict)  # project-relative path -> symbols
     scenes: dict[str, list[SceneNode]] = field(default_factory=dict)
     autoloads: dict[str, str] = field(default_factory=dict)
+    # Derived lookups, computed on first use (the index is not changed after it is built or read).
+    _derived: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ------------------------------------------------------------ building
 
@@ -676,11 +678,13 @@ class ProjectIndex:
 
     @property
     def class_names(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for path, s in sorted(self.scripts.items()):
-            if s.class_name:
-                out.setdefault(s.class_name, path)
-        return out
+        if "class_names" not in self._derived:
+            out: dict[str, str] = {}
+            for path, s in sorted(self.scripts.items()):
+                if s.class_name:
+                    out.setdefault(s.class_name, path)
+            self._derived["class_names"] = out
+        return self._derived["class_names"]
 
     def _class(self, key: str) -> ClassSymbols | None:
         if not key.startswith("script:"):
@@ -771,7 +775,9 @@ class ProjectIndex:
         what = f"class_name {cn} in {path}" if cn and not inner else f"script {path}"
         return f"inner class {inner} of {what}" if inner else what
 
-    def all_member_names(self) -> set[str]:
+    def all_member_names(self) -> frozenset[str]:
+        if "members" in self._derived:
+            return self._derived["members"]
         out: set[str] = set()
 
         def walk(c: ClassSymbols) -> None:
@@ -781,7 +787,19 @@ class ProjectIndex:
 
         for s in self.scripts.values():
             walk(s)
-        return out
+        self._derived["members"] = frozenset(out)
+        return self._derived["members"]
+
+    def _holders(self) -> dict[str, list[tuple[str, SceneNode]]]:
+        """Script path -> (scene, node) pairs of every node that attaches it."""
+        if "holders" not in self._derived:
+            out: dict[str, list[tuple[str, SceneNode]]] = {}
+            for scene, nodes in sorted(self.scenes.items()):
+                for n in nodes:
+                    if n.script:
+                        out.setdefault(n.script, []).append((scene, n))
+            self._derived["holders"] = out
+        return self._derived["holders"]
 
     # ------------------------------------------------------------ per-file slice
 
@@ -837,7 +855,7 @@ class ProjectIndex:
                     del member_types[member]
         project_names = self.all_member_names()
         if mentioned is not None:
-            project_names &= mentioned
+            project_names = project_names & mentioned
         return FileScope(path, self_key, names, member_types, types, nodes, owner, frozenset(project_names))
 
     def _node_type(self, node: SceneNode, add_type, depth: int = 0) -> str:
@@ -856,28 +874,25 @@ class ProjectIndex:
         found: dict[str, NodeRef] = {}
         conflicting: set[str] = set()
         owners: dict[str, NodeRef] = {}
-        for scene, nodes in sorted(self.scenes.items()):
-            by_path = {n.path: n for n in nodes}
-            for holder in nodes:
-                if holder.script != path:
+        for scene, holder in self._holders().get(path, ()):
+            nodes = self.scenes[scene]
+            prefix = holder.path + "/" if holder.path else ""
+            for n in nodes:
+                if n is holder or not n.path.startswith(prefix):
                     continue
-                prefix = holder.path + "/" if holder.path else ""
-                for n in nodes:
-                    if n is holder or not n.path.startswith(prefix):
-                        continue
-                    t = self._node_type(n, add_type)
-                    if not t:
-                        continue
-                    for rel in [n.path[len(prefix):]] + (["%" + n.path.rsplit("/", 1)[-1]] if n.unique else []):
-                        ref = NodeRef(t, scene)
-                        if rel in found and found[rel].type_key != t:
-                            conflicting.add(rel)
-                        found.setdefault(rel, ref)
-                if holder.path:
-                    root = by_path.get("")
-                    t = self._node_type(root, add_type) if root else ""
-                    if t:
-                        owners[t] = NodeRef(t, scene)
+                t = self._node_type(n, add_type)
+                if not t:
+                    continue
+                for rel in [n.path[len(prefix):]] + (["%" + n.path.rsplit("/", 1)[-1]] if n.unique else []):
+                    ref = NodeRef(t, scene)
+                    if rel in found and found[rel].type_key != t:
+                        conflicting.add(rel)
+                    found.setdefault(rel, ref)
+            if holder.path:
+                root = next((n for n in nodes if n.path == ""), None)
+                t = self._node_type(root, add_type) if root else ""
+                if t:
+                    owners[t] = NodeRef(t, scene)
         for rel in conflicting:
             found.pop(rel, None)
         owner = next(iter(owners.values())) if len(owners) == 1 else None

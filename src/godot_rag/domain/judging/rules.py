@@ -456,8 +456,16 @@ class _Context:
         self.self_engine = own.engine_base if own is not None else ""
         # Engine-named members set aside as the project's: word -> why (for the explanation).
         self.discounted: dict[str, str] = {}
+        self._members: dict[tuple[int, str], _Member] = {}
 
     def member_at(self, dot: int, word: str) -> _Member:
+        # Several rules ask about the same access: resolve each once.
+        key = (dot, word)
+        if key not in self._members:
+            self._members[key] = self._member_at(dot, word)
+        return self._members[key]
+
+    def _member_at(self, dot: int, word: str) -> _Member:
         res = self.resolver.receiver_at(dot) if self.resolver is not None and dot >= 0 else None
         if res is None:
             if word in self.scope.project_names:
@@ -956,7 +964,7 @@ def _member_name_fact(add, t: _Token, vocab: EngineVocabulary, member: _Member |
     return False
 
 
-REMOVED_IN_GODOT4 = "(removed in Godot 4)"
+REMOVED_IN_GODOT4 = "(not in Godot 4; no replacement recorded)"
 # OS members that Godot 4 moved to DisplayServer, by how the name is rewritten
 # (set_window_title -> window_set_title, get_screen_size -> screen_get_size).
 _DISPLAY_SERVER_PREFIXES = (("set_window_", "window_set_"), ("get_window_", "window_get_"), ("window_", "window_get_"),
