@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import posixpath
 from dataclasses import dataclass, replace
@@ -196,7 +197,8 @@ async def submit(store: Store, bus: Bus, collected: Collected, prompt: str,
         (f.source_file, f.source_kind, f.sha256 if f.included else f"excluded:{f.excluded_reason}") for f in collected.files
     ]
     aid = analysis_id_for(collected.project_id, prompt, manifest, pipeline_version)
-    symbols, scopes = project_symbols(collected.files)
+    # Pure CPU over every script and scene (about a second for a large project): off the event loop.
+    symbols, scopes = await asyncio.to_thread(project_symbols, collected.files)
     created = await store.create_analysis(
         analysis_id=aid, project_id=collected.project_id, prompt=prompt, source_origin=collected.source_origin,
         input_ref=collected.input_ref, pipeline_version=pipeline_version,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable
@@ -46,39 +47,59 @@ def mask_gdscript(text: str) -> str:
     """``text`` with comment and string bodies blanked (same length, same line breaks).
 
     Quotes stay, so a string's position is still visible; its content is read
-    from the original text at the same offsets.
+    from the original text at the same offsets. One pass: jumps from one
+    comment or quote to the next, and within a string from one quote,
+    backslash or line break to the next.
     """
-    out = list(text)
+    out: list[str] = []
     n = len(text)
     i = 0
     while i < n:
-        c = text[i]
+        m = _OPENERS.search(text, i)
+        if m is None:
+            out.append(text[i:])
+            break
+        start = m.start()
+        out.append(text[i:start])
+        c = text[start]
         if c == "#":
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            for k in range(i, j):
-                out[k] = " "
+            end = text.find("\n", start)
+            end = n if end < 0 else end
+            out.append(" " * (end - start))
+            i = end
+            continue
+        q = c * 3 if text.startswith(c * 3, start) else c
+        stop = _TRIPLE_STOP[c] if len(q) == 3 else _SINGLE_STOP[c]
+        j = start + len(q)
+        while j < n:
+            sm = stop.search(text, j)
+            if sm is None:
+                j = n
+                break
+            j = sm.start()
+            if text[j] == "\\":
+                j += 2
+                continue
+            break
+        j = min(j, n)
+        closed = j < n and text.startswith(q, j)
+        out.append(q)
+        out.append(_NOT_NEWLINE.sub(" ", text[start + len(q):j]))
+        if closed:
+            out.append(q)
+            i = j + len(q)
+        else:
             i = j
-            continue
-        if c == '"' or c == "'":
-            q = c * 3 if text.startswith(c * 3, i) else c
-            j = i + len(q)
-            while j < n:
-                ch = text[j]
-                if ch == "\\":
-                    j += 2
-                    continue
-                if text.startswith(q, j) or (len(q) == 1 and ch == "\n"):
-                    break
-                j += 1
-            j = min(j, n)
-            for k in range(i + len(q), j):
-                if out[k] != "\n":
-                    out[k] = " "
-            i = j + len(q) if j < n and text.startswith(q, j) else j
-            continue
-        i += 1
-    return "".join(out)
+    masked = "".join(out)
+    return masked if len(masked) == n else masked[:n].ljust(n)
+
+
+_OPENERS = re.compile(r"[#\"']")
+_SINGLE_STOP = {'"': re.compile(r'["\\\n]'), "'": re.compile(r"['\\\n]")}
+_TRIPLE_STOP = {'"': re.compile(r'"""|\\'), "'": re.compile(r"'''|\\")}
+_NOT_NEWLINE = re.compile(r"[^\n]")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BRACKETS = re.compile(r"[()\[\]{}]")
 
 
 def _is_ident_start(c: str) -> bool:
@@ -91,12 +112,8 @@ def _is_ident_char(c: str) -> bool:
 
 def read_ident(s: str, i: int) -> tuple[str, int]:
     """The identifier starting at ``i`` (``""`` when none) and the index after it."""
-    if i >= len(s) or not _is_ident_start(s[i]):
-        return "", i
-    j = i + 1
-    while j < len(s) and _is_ident_char(s[j]):
-        j += 1
-    return s[i:j], j
+    m = _IDENT.match(s, i) if 0 <= i < len(s) else None
+    return (m.group(), m.end()) if m else ("", i)
 
 
 def skip_blank(s: str, i: int) -> int:
@@ -133,17 +150,8 @@ def string_at(text: str, i: int) -> str | None:
 
 
 def identifiers(mask: str) -> set[str]:
-    """Every identifier of (masked) code, in one linear pass."""
-    out: set[str] = set()
-    i, n = 0, len(mask)
-    while i < n:
-        c = mask[i]
-        if _is_ident_start(c) and (i == 0 or not _is_ident_char(mask[i - 1])):
-            word, i = read_ident(mask, i)
-            out.add(word)
-        else:
-            i += 1
-    return out
+    """Every identifier of (masked) code (digits-led words such as ``2d`` give ``d``; harmless for a superset)."""
+    return set(_IDENT.findall(mask))
 
 
 def res_path(path: str, base_dir: str = "") -> str:
@@ -308,11 +316,10 @@ def _logical_lines(mask: str) -> Iterable[tuple[int, int, int]]:
             k += 1
         if depth == 0 and not continued and k < j:
             yield i, j, k - i
-        for p in range(i, j):
-            ch = mask[p]
-            if ch in "([{":
+        for bm in _BRACKETS.finditer(mask, i, j):
+            if bm.group() in "([{":
                 depth += 1
-            elif ch in ")]}" and depth > 0:
+            elif depth > 0:
                 depth -= 1
         tail = mask[i:j].rstrip(" \t\r")
         continued = tail.endswith("\\")
