@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # services.* for direct_kind and the judge backends
 
 from godot_rag.domain.aggregation.verdict import ChunkOutcome, compute_verdict  # noqa: E402
-from godot_rag.domain.chunking.direct import chunk_direct  # noqa: E402
+from godot_rag.domain.chunking.files import chunk_file  # noqa: E402
 from godot_rag.domain.chunking.gdscript import parse_gdscript  # noqa: E402
 from godot_rag.domain.ingest.policy import files_from_expanded_text, scan_folder  # noqa: E402
 from godot_rag.domain.retrieval.knowledge import class_reference_names, read_jsonl_gz, rename_records  # noqa: E402
@@ -213,7 +213,6 @@ def evaluate_rules(cases: list[Case], knowledge: Knowledge) -> tuple[dict, list[
 
 def sample_verdicts(knowledge: Knowledge) -> list[dict]:
     from godot_rag.pipeline.submit import project_symbols
-    from services.chunker.consumer import direct_kind
 
     out = []
     for rel, expected in SAMPLES.items():
@@ -226,10 +225,7 @@ def sample_verdicts(knowledge: Knowledge) -> list[dict]:
         for f in files:
             if not f.included:
                 continue
-            if f.source_kind == "gdscript":
-                result = parse_gdscript(f.source_file, f.data)
-            else:
-                result = chunk_direct(f.source_file, direct_kind(f.source_kind), f.data)
+            result = chunk_file(f.source_file, f.source_kind, f.data)
             declared = declared_names(result.chunks)
             for c in result.chunks:
                 j = judge_chunk(c, f.source_kind, offline_hits(c, knowledge), knowledge.index, declared, scopes.get(f.source_file))
@@ -242,10 +238,9 @@ def sample_verdicts(knowledge: Knowledge) -> list[dict]:
 # ---------------------------------------------------------------- LLM
 
 async def evaluate_llm(cases: list[Case], knowledge: Knowledge, settings, limit: int | None) -> tuple[dict, list[str], float, dict]:
-    from godot_rag import convert
+    from godot_rag.domain.judging.backends import LLMBackend
+    from godot_rag.domain.models import JudgmentRequest
     from godot_rag.infra.llm_client import LLMClient
-    from godot_rag.v1 import messages_pb2 as pb
-    from services.judge.backend import LLMBackend
 
     client = LLMClient.from_settings(settings)
     backend = LLMBackend(client)
@@ -259,12 +254,9 @@ async def evaluate_llm(cases: list[Case], knowledge: Knowledge, settings, limit:
 
     async def one(case: Case):
         hits = offline_hits(case.chunk, knowledge)
-        request = pb.JudgmentRequest(
-            prompt="Is this Godot 3 or Godot 4 code?", source_file=case.source_file, chunk_id=case.chunk.chunk_id,
-            chunk_order=case.chunk.chunk_order, chunk_kind=case.chunk.chunk_kind, chunk_text=case.chunk.code_text,
-            surrounding_context=case.chunk.surrounding_context, retrieved_evidence=[convert.hit_to_pb(h) for h in hits],
-            chunk=convert.chunk_to_pb(case.chunk), source_kind="gdscript", declared_names=sorted(case.declared),
-            intent="version_check",
+        request = JudgmentRequest(
+            prompt="Is this Godot 3 or Godot 4 code?", chunk=case.chunk, evidence=tuple(hits), source_kind="gdscript",
+            intent="version_check", declared_names=frozenset(case.declared), source_file=case.source_file,
         )
         async with sem:
             return case, await backend.judge(request)

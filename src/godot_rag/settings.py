@@ -62,6 +62,14 @@ class Settings:
     judge_cascade_threshold: float = 0.85
     embedder: str = "minilm"  # minilm (in-process all-MiniLM-L6-v2) | tei (tei_url) | none (lexical-only retrieval)
     tei_url: str = ""
+    # How many messages each consumer holds at once (its JetStream MaxAckPending);
+    # 0 = the stage's default (godot_rag.stages). A deployment with more
+    # replicas sets these from the same values as its replica bounds.
+    parser_max_ack_pending: int = 0
+    chunker_max_ack_pending: int = 0
+    retriever_max_ack_pending: int = 0
+    judge_max_ack_pending: int = 0  # with judge=llm the default is llm_max_concurrency
+    aggregator_max_ack_pending: int = 0
     otlp_endpoint: str = ""  # empty = spans are kept in-process only
     log_level: str = "INFO"
 
@@ -77,6 +85,15 @@ class Settings:
     @property
     def runtime_file(self) -> Path:
         return self.run_dir / "runtime.json"
+
+    def max_ack_pending_for(self, durable: str, default: int) -> int:
+        """The in-flight bound of one consumer: its setting, else the LLM's concurrency for an LLM judge, else ``default``."""
+        configured = getattr(self, f"{durable}_max_ack_pending", 0)
+        if configured > 0:
+            return configured
+        if durable == "judge" and self.judge == "llm":
+            return self.llm_max_concurrency
+        return default
 
     def to_env(self) -> dict[str, str]:
         """The environment that reproduces these settings in a child process."""

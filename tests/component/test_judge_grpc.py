@@ -13,7 +13,7 @@ from godot_rag.domain.retrieval.knowledge import class_reference_names, read_jso
 from godot_rag.domain.judging.rules import RenameIndex, shipped_vocabulary
 from godot_rag.v1 import messages_pb2 as pb
 from godot_rag.v1 import services_pb2_grpc as sgrpc
-from services.judge.backend import RulesBackend
+from godot_rag.domain.judging.backends import RulesBackend
 from services.judge.servicer import JudgeServicer
 
 PLAYER = b"""extends KinematicBody2D

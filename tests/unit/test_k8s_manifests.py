@@ -352,14 +352,12 @@ def test_services_wait_for_the_knowledge_base():
 
 
 def test_autoscalers_stay_within_each_consumers_max_ack_pending():
-    from services.chunker.consumer import SPEC as CHUNKER
-    from services.judge.consumer import spec_for
-    from services.parser.consumer import SPEC as PARSER
-    from services.retriever.consumer import SPEC as RETRIEVER
+    from godot_rag.settings import load_settings
+    from godot_rag.stages import CONSUMERS
 
-    judge = spec_for(int(configmap()["GODOT_RAG_LLM_MAX_CONCURRENCY"]))
-    caps = {"parser": PARSER.max_ack_pending, "chunker": CHUNKER.max_ack_pending,
-            "retriever": RETRIEVER.max_ack_pending, "judge": judge.max_ack_pending}
+    settings = load_settings({k: str(v) for k, v in configmap().items()})
+    caps = {name: settings.max_ack_pending_for(name, CONSUMERS[name].max_ack_pending)
+            for name in ("parser", "chunker", "retriever", "judge")}
     hpas = objects("HorizontalPodAutoscaler")
     assert set(hpas) == set(caps)
     for name, hpa in hpas.items():

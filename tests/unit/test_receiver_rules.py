@@ -13,7 +13,6 @@ from godot_rag.domain.judging.contract import ContractScope, from_judgment, vali
 from godot_rag.domain.judging.project_index import build_scopes
 from godot_rag.domain.judging.rules import REMOVED_IN_GODOT4, declared_names, judge_chunk
 from godot_rag.pipeline.submit import project_symbols
-from godot_rag.v1 import messages_pb2 as pb
 
 
 @pytest.fixture(scope="module")
@@ -289,18 +288,20 @@ def test_submission_computes_scopes_only_for_scripts(repo):
     assert project_symbols(no_scripts) == ("", {})
 
 
-def test_the_rules_backend_reads_the_scope_and_keys_judgments_by_it(knowledge, traps):
-    from services.judge.backend import RulesBackend, judgment_key
+def test_the_rules_backend_reads_the_scope_and_keys_judgments_by_it(knowledge):
+    from dataclasses import replace
+
+    from godot_rag.domain.judging.backends import RulesBackend, judgment_key
+    from godot_rag.domain.models import JudgmentRequest
 
     backend = RulesBackend(knowledge.index)
     _, scopes = build_scopes({"lib.gd": LIB, "user.gd": USER}.items())
     chunk = next(c for c in parse_gdscript("user.gd", USER.encode()).chunks if c.name == "static_accessor")
-    request = pb.JudgmentRequest(prompt="Godot 3 or 4?", source_file="user.gd", chunk_id=chunk.chunk_id,
-                                 chunk=convert.chunk_to_pb(chunk), source_kind="gdscript",
-                                 project_symbols=scopes["user.gd"].to_json())
-    bare = pb.JudgmentRequest()
-    bare.CopyFrom(request)
-    bare.project_symbols = ""
+    request = JudgmentRequest(prompt="Godot 3 or 4?", chunk=chunk, evidence=(), source_kind="gdscript",
+                              project_symbols=scopes["user.gd"].to_json())
+    bare = replace(request, project_symbols="")
     assert backend.judge_now(request).signal == "neutral"
     assert backend.judge_now(bare).signal == "godot3"  # without the index, Lib.instance() reads as PackedScene's
     assert judgment_key(request, backend) != judgment_key(bare, backend)
+    # The field survives the wire.
+    assert convert.request_from_pb(convert.request_to_pb(request)).project_symbols == request.project_symbols

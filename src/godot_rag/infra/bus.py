@@ -21,34 +21,14 @@ from opentelemetry import trace
 
 from godot_rag.errors import PoisonError, RetryableError
 from godot_rag.infra.telemetry import extract_context, inject_headers
+from godot_rag.stages import FILE_PREFIX, CHUNK_PREFIX, STREAM_CHUNKS, STREAM_FILES, ConsumerSpec, parse_subject
 
 log = logging.getLogger(__name__)
 
-STREAM_FILES = "GRAG_FILES"
-STREAM_CHUNKS = "GRAG_CHUNKS"
 # Long enough to cover a restart of the whole stack, so a republish after a
 # crash is dropped as a duplicate instead of doing the work twice.
 DEDUPE_WINDOW_S = 30 * 60
 RETENTION_S = 14 * 24 * 3600
-
-
-def file_subject(route: str, analysis_id: str, file_key: str) -> str:
-    return f"grag.file.{route}.{analysis_id}.{file_key}"
-
-
-def chunk_subject(stage: str, analysis_id: str, chunk_key: str) -> str:
-    return f"grag.chunk.{stage}.{analysis_id}.{chunk_key}"
-
-
-@dataclass
-class StageSpec:
-    durable: str
-    stream: str
-    filter_subjects: list[str]
-    ack_wait_s: float
-    max_deliver: int = 6
-    max_ack_pending: int = 8
-    batch: int = 8
 
 
 @dataclass
@@ -91,7 +71,7 @@ class Bus:
 
     async def ensure_streams(self, replicas: int = 1) -> None:
         """Create or update the streams; replicas > 1 needs a JetStream cluster of that size."""
-        for name, subjects in ((STREAM_FILES, ["grag.file.>"]), (STREAM_CHUNKS, ["grag.chunk.>"])):
+        for name, subjects in ((STREAM_FILES, [f"{FILE_PREFIX}.>"]), (STREAM_CHUNKS, [f"{CHUNK_PREFIX}.>"])):
             config = api.StreamConfig(
                 name=name, subjects=subjects, storage=api.StorageType.FILE, retention=api.RetentionPolicy.LIMITS,
                 max_age=RETENTION_S, duplicate_window=DEDUPE_WINDOW_S, num_replicas=replicas,
@@ -106,11 +86,14 @@ class Bus:
         headers = inject_headers({"Nats-Msg-Id": msg_id})
         await self.js.publish(subject, data, headers=headers)
 
-    async def run_stage(self, spec: StageSpec, handler: Handler, dead_letter: DeadLetterSink, stop: asyncio.Event) -> None:
+    async def run_stage(self, spec: ConsumerSpec, handler: Handler, dead_letter: DeadLetterSink, stop: asyncio.Event,
+                        max_ack_pending: int = 0) -> None:
+        """Consume ``spec``'s subjects until ``stop``: at most ``max_ack_pending`` handlers run at once."""
+        in_flight = max_ack_pending or spec.max_ack_pending
         config = api.ConsumerConfig(
             durable_name=spec.durable, ack_policy=api.AckPolicy.EXPLICIT, ack_wait=self.ack_wait_override_s or spec.ack_wait_s,
-            max_deliver=spec.max_deliver, max_ack_pending=spec.max_ack_pending,
-            filter_subjects=spec.filter_subjects if len(spec.filter_subjects) > 1 else None,
+            max_deliver=spec.max_deliver, max_ack_pending=in_flight,
+            filter_subjects=list(spec.filter_subjects) if len(spec.filter_subjects) > 1 else None,
             filter_subject=spec.filter_subjects[0] if len(spec.filter_subjects) == 1 else None,
             deliver_policy=api.DeliverPolicy.ALL,
         )
@@ -120,7 +103,7 @@ class Bus:
         sub = await self.js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
         tracer = trace.get_tracer("godot_rag.bus")
         ack_wait = self.ack_wait_override_s or spec.ack_wait_s
-        slots = asyncio.Semaphore(spec.max_ack_pending)
+        slots = asyncio.Semaphore(in_flight)
         pending: set[asyncio.Task] = set()
 
         async def process(msg) -> None:
@@ -128,16 +111,19 @@ class Bus:
             delivery = Delivery(msg.subject, msg.data, dict(msg.headers or {}), md.num_delivered, spec.max_deliver, msg)
             ctx = extract_context(delivery.headers)
             try:
-                parts = msg.subject.split(".")
+                parsed = parse_subject(msg.subject)
                 attributes = {"messaging.system": "nats", "messaging.destination.name": msg.subject,
+                              "messaging.operation.type": "process", "messaging.consumer.group.name": spec.durable,
                               "messaging.message.delivery_count": delivery.num_delivered}
-                if len(parts) > 4:
-                    attributes["godot_rag.analysis_id"] = parts[3]
+                if parsed is not None:
+                    attributes["godot_rag.analysis_id"] = parsed.analysis_id
                 # While the handler runs, progress acks keep JetStream from
                 # redelivering work that is slow but alive (a model load, a long
                 # generation); only a dead worker's messages come back.
                 async with keep_alive(msg.in_progress, every_s=max(0.5, ack_wait / 3)):
-                    with tracer.start_as_current_span(f"{spec.durable} {parts[2]}", context=ctx, attributes=attributes):
+                    step = parsed.step if parsed is not None else "message"
+                    with tracer.start_as_current_span(f"{spec.durable} {step}", context=ctx, kind=trace.SpanKind.CONSUMER,
+                                                      attributes=attributes):
                         await handler(delivery)
                 await msg.ack()
             except PoisonError as exc:
@@ -161,7 +147,7 @@ class Bus:
 
         while not stop.is_set():
             try:
-                msgs = await sub.fetch(spec.batch, timeout=1.0)
+                msgs = await sub.fetch(max(1, min(in_flight, in_flight - len(pending))), timeout=1.0)
             except (nats.errors.TimeoutError, asyncio.TimeoutError):
                 # An empty fetch: nothing pending for this stage right now.
                 continue

@@ -24,16 +24,12 @@ from dataclasses import dataclass
 
 import httpx
 
-from godot_rag.errors import GodotRagError, RetryableError
+from godot_rag.errors import LLMRequestError, RetryableError
 
 log = logging.getLogger(__name__)
 
 FLAVORS = ("vllm", "llamacpp", "openai")
 _RETRY_STATUS = {408, 429}
-
-
-class LLMRequestError(GodotRagError):
-    """The server rejected the request itself (4xx): retrying cannot help."""
 
 
 @dataclass(frozen=True)

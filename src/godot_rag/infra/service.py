@@ -12,15 +12,10 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from godot_rag.errors import InvalidInputError, NotFoundError
-from google.protobuf.message import DecodeError
-
-from godot_rag.domain.ids import message_id, subject_token
-from godot_rag.infra.bus import Bus, Delivery, chunk_subject
+from godot_rag.infra.bus import Bus
 from godot_rag.infra.store import Store
 from godot_rag.infra.telemetry import setup_tracing
 from godot_rag.settings import Settings
-from godot_rag.v1 import messages_pb2 as pb
 
 log = logging.getLogger(__name__)
 
@@ -38,40 +33,6 @@ class ServiceContext:
     bus: Bus
     stop: asyncio.Event
     background: list[asyncio.Task] = field(default_factory=list)
-
-    async def dead_letter(self, delivery: Delivery, error: str) -> None:
-        """Record a message given up on, and settle what it was about.
-
-        A dead file task fails its file; a dead chunk task fails the chunk's
-        stage and still reaches the aggregator. Either way the analysis can
-        complete, with the failure visible in the API, the UI and the logs.
-        """
-        parts = delivery.subject.split(".")
-        analysis_id = parts[3] if len(parts) > 4 else ""
-        log.error("%s dead-lettered %s after %d deliveries: %s", self.name, delivery.subject, delivery.num_delivered, error)
-        await self.store.record_dead_letter(
-            analysis_id=analysis_id, stage=self.name, subject=delivery.subject, key=parts[-1], error=error,
-            deliveries=delivery.num_delivered,
-        )
-        kind = parts[1] if len(parts) > 1 else ""
-        stage = parts[2] if len(parts) > 2 else ""
-        try:
-            if kind == "file":
-                task = pb.FileTask.FromString(delivery.data)
-                source_file = task.request.source_file
-                await self.store.fail_file(task.analysis_id, source_file, f"{self.name}: {error}"[:2000])
-                done = pb.FileDone(analysis_id=task.analysis_id, source_file=source_file, status="failed")
-                await self.bus.publish(chunk_subject("filedone", task.analysis_id, subject_token(source_file)),
-                                       done.SerializeToString(), message_id(task.analysis_id, source_file, "filedone", "1"))
-            elif kind == "chunk" and stage in ("retrieve", "judge", "aggregate"):
-                task = pb.ChunkTask.FromString(delivery.data)
-                chunk_id = task.trace.chunk_id
-                await self.store.mark_stage(task.analysis_id, chunk_id, stage, "failed", error=error[:2000], worker=self.name)
-                if stage != "aggregate":
-                    await self.bus.publish(chunk_subject("aggregate", task.analysis_id, subject_token(chunk_id)), delivery.data,
-                                           message_id(task.analysis_id, chunk_id, "aggregate", "1"))
-        except DecodeError:
-            log.error("dead-lettered payload on %s is not a readable task; only the dead letter is recorded", delivery.subject)
 
 
 def configure_logging(level: str, name: str) -> None:
@@ -128,12 +89,3 @@ async def run_service(
         for t in crashed:
             log.error("%s consumer crashed", name, exc_info=t.exception())
         raise SystemExit(1)
-
-
-async def abort_for(context: grpc.aio.ServicerContext, exc: Exception) -> None:
-    """Map the project's typed errors to gRPC status codes."""
-    if isinstance(exc, NotFoundError):
-        await context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
-    if isinstance(exc, InvalidInputError):
-        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-    raise exc

@@ -22,10 +22,6 @@ SCHEMA = "godot_rag"
 _MIGRATION_LOCK = 0x60D07A6  # advisory lock id: one migrator at a time
 
 
-class StoreError(RuntimeError):
-    """The store cannot serve the request (unreachable, schema missing...)."""
-
-
 def migration_files() -> list[tuple[int, str, str]]:
     folder = resources.files("godot_rag.infra").joinpath("migrations")
     found: list[tuple[int, str, str]] = []
@@ -217,6 +213,31 @@ class Store:
         return await self._fetchone(f"select version, symbols from {SCHEMA}.project_symbols where analysis_id = %s",
                                     (analysis_id,))
 
+    async def get_chunk_with_file(self, analysis_id: str, chunk_id: str) -> tuple[dict | None, dict | None]:
+        """A chunk row and its file row in one round trip."""
+        row = await self._fetchone(
+            f"""select to_jsonb(c) as chunk_row, to_jsonb(f) as file_row from {SCHEMA}.chunks c
+            left join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
+            where c.analysis_id = %s and c.chunk_id = %s""",
+            (analysis_id, chunk_id),
+        )
+        if row is None:
+            return None, None
+        return row["chunk_row"], row["file_row"]
+
+    async def judge_inputs(self, analysis_id: str, chunk_id: str) -> dict | None:
+        """What the judge needs of one chunk, in one round trip: the chunk, its file's kind and slice of the project
+        index, its retrieval, the prompt."""
+        return await self._fetchone(
+            f"""select c.chunk, c.source_file, f.source_kind, f.symbol_scope, r.query, r.hits, a.prompt, a.project_id
+            from {SCHEMA}.chunks c
+            join {SCHEMA}.analyses a on a.analysis_id = c.analysis_id
+            left join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
+            left join {SCHEMA}.retrievals r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id
+            where c.analysis_id = %s and c.chunk_id = %s""",
+            (analysis_id, chunk_id),
+        )
+
     async def file_declared_names(self, analysis_id: str, source_file: str) -> list[str]:
         rows = await self._fetchall(
             f"""select chunk->>'chunk_kind' as kind, chunk->>'name' as name, chunk->>'code_text' as text
@@ -251,7 +272,66 @@ class Store:
                  "inc": 1 if count_attempt else 0},
             )
 
+    async def stage_statuses(self, analysis_id: str, chunk_id: str, stages: Sequence[str]) -> dict[str, str]:
+        rows = await self._fetchall(
+            f"""select stage, status from {SCHEMA}.chunk_stages where analysis_id = %s and chunk_id = %s and stage = any(%s)""",
+            (analysis_id, chunk_id, list(stages)),
+        )
+        return {r["stage"]: r["status"] for r in rows}
+
+    async def claim_stage(self, analysis_id: str, chunk_id: str, stage: str, *, worker: str, trace_id: str = "") -> bool:
+        """Mark the stage in progress (one more attempt) unless it is already settled; True when claimed.
+
+        Done and failed are final for an analysis: a redelivery of a settled
+        chunk claims nothing and is only handed on.
+        """
+        row = await self._execute_returning(
+            f"""insert into {SCHEMA}.chunk_stages (analysis_id, chunk_id, stage, status, attempts, worker, trace_id, started_at)
+            values (%(a)s, %(c)s, %(s)s, 'in_progress', 1, %(w)s, %(t)s, now())
+            on conflict (analysis_id, chunk_id, stage) do update set status = 'in_progress',
+              attempts = {SCHEMA}.chunk_stages.attempts + 1, worker = %(w)s,
+              trace_id = case when %(t)s <> '' then %(t)s else {SCHEMA}.chunk_stages.trace_id end,
+              started_at = now(), updated_at = now()
+            where {SCHEMA}.chunk_stages.status not in ('done', 'failed')
+            returning 1 as claimed""",
+            {"a": analysis_id, "c": chunk_id, "s": stage, "w": worker, "t": trace_id},
+        )
+        return row is not None
+
+    async def finish_stage(self, analysis_id: str, chunk_id: str, stage: str, status: str, *, error: str = "", worker: str = "",
+                           next_stage: str | None = None) -> None:
+        """Settle the stage (done or failed) and, in the same statement, mark the next stage waiting."""
+        await self._execute_returning(
+            f"""with settled as (
+                update {SCHEMA}.chunk_stages set
+                  status = case when status = 'done' then 'done' else %(st)s end,
+                  last_error = case when %(e)s <> '' then %(e)s else last_error end,
+                  worker = case when %(w)s <> '' then %(w)s else worker end, updated_at = now()
+                where analysis_id = %(a)s and chunk_id = %(c)s and stage = %(s)s returning 1)
+            insert into {SCHEMA}.chunk_stages (analysis_id, chunk_id, stage, status)
+            select %(a)s, %(c)s, %(n)s, 'waiting' where %(n)s <> '' and exists (select 1 from settled)
+            on conflict do nothing returning 1""",
+            {"a": analysis_id, "c": chunk_id, "s": stage, "st": status, "e": error, "w": worker, "n": next_stage or ""},
+        )
+
+    async def _execute_returning(self, sql: str, params: Sequence[Any] | dict = ()) -> dict | None:
+        """One statement in its own committed transaction; its first row, if any."""
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(sql, params)
+            return await cur.fetchone() if cur.description else None
+
     # ------------------------------------------------------------ retrieval
+
+    async def get_cached_embedding(self, model: str, sha: str) -> list[float] | None:
+        async with self.pool.connection() as conn:
+            cached = await kb_store.get_cached_embedding(conn, model, sha)
+        return None if cached is None else [float(x) for x in cached.strip("[]").split(",")]
+
+    async def put_cached_embeddings(self, model: str, items: Sequence[tuple[str, str]]) -> None:
+        """(sha256 of the text, vector literal) pairs, in one transaction."""
+        async with self.pool.connection() as conn:
+            for sha, vector in items:
+                await kb_store.put_cached_embedding(conn, model, sha, vector)
 
     async def kb_version(self) -> dict | None:
         return await self._fetchone(f"select * from {SCHEMA}.kb_versions where name = 'current'")

@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import Callable
 
 from godot_rag.domain.ids import sha256_hex
+from godot_rag.errors import InvalidInputError
 
 REASON_DOCS = "documentation files are excluded by default in source-analysis mode"
 REASON_BINARY = "binary file: only its path is kept; it stays a reference where text chunks name it"
@@ -132,7 +133,7 @@ def decide(rel_path: str, data: bytes, *, max_bytes: int) -> SourceFile:
     return SourceFile(rel_path, kind, True, "", data=data, sha256=sha256_hex(data), size=size)
 
 
-class IngestError(ValueError):
+class IngestError(InvalidInputError):
     """The input as a whole cannot be read (missing path, empty expanded text...)."""
 
 

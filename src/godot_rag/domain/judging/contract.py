@@ -35,17 +35,10 @@ from godot_rag.domain.models import (
     MigrationNote,
 )
 from godot_rag.domain.retrieval.query import INTENT_EXPLAIN, prompt_intents
+from godot_rag.errors import ContractViolation
 from godot_rag.prompts import contract_schema
 
 CONTRACT_VERSION = "judgment_contract.v1"
-
-
-class ContractViolation(ValueError):
-    """A reply that is not a valid judgment; ``errors`` are fed back in the repair attempt."""
-
-    def __init__(self, errors: list[str]):
-        super().__init__("; ".join(errors))
-        self.errors = errors
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ docs/retrieval.md has the tables):
   ``Input.is_action_pressed Vector2.ZERO velocity.normalized position.clamp
   Vector2 AnimatedSprite2D _process Godot 3 Godot 4 migration`` exactly.
   The reference code's every-identifier extraction is not put into
-  query_terms/query_text; instead the lexical search (``kb_store.query_lexemes``)
+  query_terms/query_text; instead the lexical search (``fusion.query_lexemes``)
   adds the chunk's other identifiers as lexemes, after the terms. Measured,
   hybrid Recall@5 / MRR: 0.987 / 0.926 with them, 0.831 / 0.730 from the terms
   alone (renamed Godot 3 symbols: 0.996 against 0.774): a renamed call the
