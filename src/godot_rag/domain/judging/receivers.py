@@ -131,9 +131,11 @@ class ReceiverResolver:
             ref = self.locals_[name]
             return self.of_ref(ref, f"receiver `{name}`") if ref else None
         if name in self.scope.member_types:
-            return self.of_key(self.scope.member_types[name], f"receiver `{name}`")
+            key = self.scope.member_types[name]
+            return self.of_key(key, f"receiver `{name}`" if key.startswith("script:") else f"receiver `{name}`: {key}")
         if name in self.scope.names:
-            return self.of_key(self.scope.names[name], f"receiver `{name}`")
+            key = self.scope.names[name]
+            return self.of_key(key, f"receiver `{name}`" if key.startswith("script:") else f"receiver `{name}`: {key}")
         own = self.scope.types.get(self.scope.self_key)
         if own is not None and name in own.members:
             return None  # an untyped member variable of the script
