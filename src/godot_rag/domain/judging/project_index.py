@@ -610,10 +610,14 @@ class FileScope:
         """The scope in ``text``; an empty scope for "" or anything unreadable (an analysis made before scopes)."""
         try:
             d = json.loads(text) if text else {}
-        except ValueError:
-            return cls()
-        if not isinstance(d, dict) or d.get("version") != PROJECT_INDEX_VERSION:
-            return cls()
+            if not isinstance(d, dict) or d.get("version") != PROJECT_INDEX_VERSION:
+                return cls()
+            return cls._from_dict(d)
+        except (ValueError, TypeError, AttributeError, IndexError, KeyError):
+            return cls()  # not a scope this version wrote: judge without one
+
+    @classmethod
+    def _from_dict(cls, d: dict) -> "FileScope":
         owner = d.get("owner")
         return cls(
             script=str(d.get("script", "")), self_key=str(d.get("self_key", "")),
@@ -668,12 +672,17 @@ class ProjectIndex:
 
     @classmethod
     def from_json(cls, text: str) -> "ProjectIndex":
+        """The index in ``text``; an empty index for "" or anything this version did not write."""
         try:
             d = json.loads(text) if text else {}
-        except ValueError:
+            if not isinstance(d, dict) or d.get("version") != PROJECT_INDEX_VERSION:
+                return cls()
+            return cls._from_dict(d)
+        except (ValueError, TypeError, AttributeError, IndexError, KeyError):
             return cls()
-        if not isinstance(d, dict) or d.get("version") != PROJECT_INDEX_VERSION:
-            return cls()
+
+    @classmethod
+    def _from_dict(cls, d: dict) -> "ProjectIndex":
         return cls(
             {str(k): ScriptSymbols.from_json(v) for k, v in (d.get("scripts") or {}).items() if isinstance(v, dict)},
             {str(k): [SceneNode.from_json(n) for n in v if isinstance(n, list)] for k, v in (d.get("scenes") or {}).items()

@@ -24,6 +24,7 @@ Facts come from four places:
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Iterable, Sequence
@@ -379,11 +380,14 @@ class _Token:
 
 
 def _tokens(mask: str) -> list[_Token]:
+    # Spans do not overlap and come in order: one bisect per identifier keeps this linear.
     node_path_spans = [(m.start(), m.end()) for m in _NODE_PATH_RE.finditer(mask)]
+    span_starts = [a for a, _ in node_path_spans]
     out: list[_Token] = []
     for m in _IDENT_RE.finditer(mask):
         start, end = m.start(), m.end()
-        if any(a <= start < b for a, b in node_path_spans):
+        k = bisect_right(span_starts, start) - 1
+        if k >= 0 and start < node_path_spans[k][1]:
             continue  # $Node/Path and %Unique names are the project's nodes
         if start > 0 and mask[start - 1] == "@":
             continue  # annotation name
