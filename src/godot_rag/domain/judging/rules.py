@@ -114,6 +114,10 @@ class EngineVocabulary:
     types4: dict[str, dict[str, str]] = field(default_factory=dict)
     # (class, member) -> the Godot 3 class-reference record id (docs_chunks), for notes on removed members.
     records3: dict[tuple[str, str], str] = field(default_factory=dict)
+    # Property setters and getters (set_name, is_editor_hint): callable, but listed with their
+    # property only. ``members3``/``members4`` include them per class; ``member_names`` does not.
+    accessor_names3: frozenset[str] = frozenset()
+    accessor_names4: frozenset[str] = frozenset()
 
     @classmethod
     def from_class_references(cls, rows3: Iterable[dict], rows4: Iterable[dict]) -> "EngineVocabulary":
@@ -125,6 +129,7 @@ class EngineVocabulary:
             globals4=v4["globals"], constants3=v3["constants"], constants4=v4["constants"],
             singletons3=v3["singletons"], singletons4=v4["singletons"], parents3=v3["parents"], parents4=v4["parents"],
             types3=v3["types"], types4=v4["types"], records3=v3["records"],
+            accessor_names3=v3["accessor_names"], accessor_names4=v4["accessor_names"],
         )
 
     def declaring_class(self, version: str, klass: str, member: str) -> str:
@@ -173,6 +178,7 @@ def _version_vocabulary(rows: Iterable[dict]) -> dict:
     singletons: set[str] = set()
     types: dict[str, dict[str, str]] = {}
     records: dict[tuple[str, str], str] = {}
+    accessors: dict[str, set[str]] = {}
     ids = ClassReferenceIds()
     for r in rows:
         klass, kind, name = r["class"], r.get("kind"), r.get("name") or ""
@@ -195,6 +201,12 @@ def _version_vocabulary(rows: Iterable[dict]) -> dict:
                 singletons.add(name)
             continue
         own.setdefault(klass, set()).add(name)
+        if kind == "property":
+            # A property's setter and getter are methods scripts call (node.set_name()), though
+            # the reference lists them only with the property.
+            for accessor in (r.get("setter"), r.get("getter")):
+                if accessor and isinstance(accessor, str) and accessor != "None":
+                    accessors.setdefault(klass, set()).add(accessor)
     members: dict[str, frozenset[str]] = {}
     for klass in own:
         acc: set[str] = set()
@@ -202,12 +214,14 @@ def _version_vocabulary(rows: Iterable[dict]) -> dict:
         k: str | None = klass
         while k and k not in seen:
             seen.add(k)
-            acc |= own.get(k, set())
+            acc |= own.get(k, set()) | accessors.get(k, set())
             k = parent.get(k)
         members[klass] = frozenset(acc)
     classes = frozenset(k for k in own if not k.startswith("@"))
     member_names = frozenset(n for names in own.values() for n in names)
-    return {"classes": classes, "members": members, "member_names": member_names, "globals": frozenset(globals_),
+    accessor_names = frozenset(n for names in accessors.values() for n in names)
+    return {"classes": classes, "members": members, "member_names": member_names, "accessor_names": accessor_names,
+            "globals": frozenset(globals_),
             "constants": frozenset(constants), "singletons": frozenset(singletons), "parents": parent, "types": types,
             "records": records}
 
@@ -918,8 +932,8 @@ def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, de
                         new, basis)
                 elif in4 and not in3:
                     add(SIGNAL_GODOT4, 0.85, f"Godot 4 member `{c4}.{w}` (not in Godot 3's {c3}){rests}", t)
-                if in3 or in4:
-                    continue
+                if in3 or in4 or _accessor_of(w, vocab.members3.get(c3, frozenset()) | vocab.members4.get(c4, frozenset())):
+                    continue  # set_name() of a Node: the setter of a property the class has
                 # Neither version's class has it: the object is a subclass of the declared
                 # type (`event: InputEvent` that is an InputEventKey); the name alone decides.
         if r and r[0].isupper() and r not in ("$node",):
@@ -950,8 +964,12 @@ def _member_name_fact(add, t: _Token, vocab: EngineVocabulary, member: _Member |
     w = t.word
     if len(w) < 4:
         return False
+    # A name one version declares and the other has only as a property accessor exists in both
+    # (Node.set_name); a name one version has only as an accessor is too weak to count alone.
     in3 = w in vocab.member_names3 or w in vocab.globals3
     in4 = w in vocab.member_names4 or w in vocab.globals4
+    if (in3 and w in vocab.accessor_names4) or (in4 and w in vocab.accessor_names3):
+        return False
     call = t.next_char == "("
     rests = _rests_on(member)
     if in3 and not in4:
@@ -965,6 +983,14 @@ def _member_name_fact(add, t: _Token, vocab: EngineVocabulary, member: _Member |
     if in4 and not in3:
         add(SIGNAL_GODOT4, 0.75 if call else 0.7, f"Godot 4 member `{w}` (no Godot 3 class has it){rests}", t, tier=0)
         return True
+    return False
+
+
+def _accessor_of(w: str, members: frozenset[str]) -> bool:
+    """``set_x`` / ``get_x`` / ``is_x`` of a property ``x`` in ``members`` (the references list properties, not their accessors)."""
+    for prefix in ("set_", "get_", "is_"):
+        if w.startswith(prefix) and w[len(prefix):] in members:
+            return True
     return False
 
 
