@@ -7,7 +7,10 @@
 The corpus is tests/corpus/judge/<set>/: scripts and a labels.tsv naming one
 label per function chunk (godot3 = runs on Godot 3 only, godot4 = Godot 4 only,
 neutral = both). Two sets: functions/ (the development set the rules were
-tuned on) and holdout/ (written after tuning, reported separately). Chunks come from the real parser
+tuned on) and holdout/ (written after tuning, reported separately), plus receivers/: small projects
+(project.godot, scripts, scenes) whose labelled functions call project members named like engine
+members, judged with the project index the pipeline computes at submission
+(``--no-project-index`` judges them without it). Chunks come from the real parser
 (``parse_gdscript``), evidence from the shipped rename table without a
 database: every api_mapping record whose old or new symbol is one of the
 chunk's candidates, which is what the retriever's exact-lexeme search finds
@@ -39,6 +42,7 @@ from godot_rag.domain.chunking.gdscript import parse_gdscript  # noqa: E402
 from godot_rag.domain.ingest.policy import files_from_expanded_text, scan_folder  # noqa: E402
 from godot_rag.domain.retrieval.knowledge import class_reference_names, read_jsonl_gz, rename_records  # noqa: E402
 from godot_rag.domain.models import SIGNALS, Chunk, RetrievalHit  # noqa: E402
+from godot_rag.domain.judging.project_index import FileScope, build_scopes  # noqa: E402
 from godot_rag.domain.judging.rules import (  # noqa: E402
     RenameIndex,
     declared_names,
@@ -47,7 +51,7 @@ from godot_rag.domain.judging.rules import (  # noqa: E402
 )
 
 CORPUS = REPO / "tests" / "corpus" / "judge"
-SETS = ("functions", "holdout")
+SETS = ("functions", "holdout", "receivers")
 SAMPLES = {
     "samples/godot3_project": "godot3",
     "samples/godot4_project": "godot4",
@@ -64,6 +68,7 @@ class Case:
     label: str
     declared: frozenset[str]
     why: str
+    scope: FileScope | None = None  # the file's slice of its project's index (receivers/ only)
 
 
 @dataclass(frozen=True)
@@ -102,7 +107,16 @@ def offline_hits(chunk: Chunk, knowledge: Knowledge, limit: int = 8) -> list[Ret
     return out[:limit]
 
 
-def load_cases(folder: Path) -> list[Case]:
+def project_scopes(root: Path) -> dict[str, FileScope]:
+    """Scopes of every script of the project at ``root`` (paths relative to it), as submission computes them."""
+    files = []
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and (path.suffix in (".gd", ".tscn") or path.name == "project.godot"):
+            files.append((path.relative_to(root).as_posix(), path.read_text(encoding="utf-8")))
+    return build_scopes(files)[1]
+
+
+def load_cases(folder: Path, project_index: bool = True) -> list[Case]:
     labels: dict[str, dict[str, tuple[str, str]]] = {}
     for raw in (folder / "labels.tsv").read_text(encoding="utf-8").splitlines():
         if not raw.strip() or raw.startswith("#"):
@@ -112,8 +126,15 @@ def load_cases(folder: Path) -> list[Case]:
             raise ValueError(f"labels.tsv: {label!r} for {file} {chunk_key} is not one of {SIGNALS}")
         labels.setdefault(file, {})[chunk_key] = (label, why)
     cases: list[Case] = []
+    scopes: dict[str, dict[str, FileScope]] = {}
     for file, wanted in sorted(labels.items()):
         path = folder / file
+        scope = None
+        project, _, rel = file.partition("/")
+        if rel and (folder / project / "project.godot").is_file():
+            if project not in scopes:
+                scopes[project] = project_scopes(folder / project)
+            scope = scopes[project].get(rel) if project_index else None
         result = parse_gdscript(file, path.read_bytes())
         if result.status != "ok":
             raise ValueError(f"{file}: the parser says {result.status}: {result.errors}")
@@ -122,7 +143,7 @@ def load_cases(folder: Path) -> list[Case]:
         for key, (label, why) in wanted.items():
             if key not in by_key:
                 raise ValueError(f"{file}: no chunk {key} (chunks: {sorted(by_key)})")
-            cases.append(Case(file, by_key[key], label, declared, why))
+            cases.append(Case(file, by_key[key], label, declared, why, scope))
     return cases
 
 
@@ -181,7 +202,7 @@ def evaluate_rules(cases: list[Case], knowledge: Knowledge) -> tuple[dict, list[
     misses: list[str] = []
     for case in cases:
         hits = offline_hits(case.chunk, knowledge)
-        j = judge_chunk(case.chunk, "gdscript", hits, knowledge.index, case.declared)
+        j = judge_chunk(case.chunk, "gdscript", hits, knowledge.index, case.declared, case.scope)
         pairs.append((case.label, j.signal))
         if j.signal != case.label:
             misses.append(f"{case.chunk.chunk_id}: label {case.label}, judged {j.signal} ({j.confidence:.2f}): {j.explanation[:160]}")
@@ -191,19 +212,23 @@ def evaluate_rules(cases: list[Case], knowledge: Knowledge) -> tuple[dict, list[
 # ---------------------------------------------------------------- sample projects
 
 def sample_verdicts(knowledge: Knowledge) -> list[dict]:
+    from godot_rag.pipeline.submit import project_symbols
+
     out = []
     for rel, expected in SAMPLES.items():
         path = REPO / rel
         files = files_from_expanded_text(path.read_text(encoding="utf-8"), max_bytes=2 << 20) if path.is_file() \
             else scan_folder(path, max_bytes=2 << 20)
         outcomes: list[ChunkOutcome] = []
+        # The project index, as submission computes it (pipeline.submit.project_symbols).
+        scopes = {p: FileScope.from_json(j) for p, j in project_symbols(files)[1].items()}
         for f in files:
             if not f.included:
                 continue
             result = chunk_file(f.source_file, f.source_kind, f.data)
             declared = declared_names(result.chunks)
             for c in result.chunks:
-                j = judge_chunk(c, f.source_kind, offline_hits(c, knowledge), knowledge.index, declared)
+                j = judge_chunk(c, f.source_kind, offline_hits(c, knowledge), knowledge.index, declared, scopes.get(f.source_file))
                 outcomes.append(ChunkOutcome(f.source_file, f.source_kind, c.chunk_kind, "done", j.signal, j.confidence))
         v = compute_verdict(outcomes)
         out.append({"sample": rel, "expected": expected, "verdict": v.label, "confidence": v.confidence, "counts": v.counts})
@@ -258,9 +283,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--llm-limit", type=int, default=None, help="evaluate the LLM on an evenly spaced sample of N cases")
     ap.add_argument("--json", help="write the figures to this file")
     ap.add_argument("--quiet", action="store_true", help="do not list the misses")
+    ap.add_argument("--no-project-index", action="store_true", help="judge receivers/ without the project index")
     args = ap.parse_args(argv)
     knowledge = load_knowledge()
-    sets = {name: load_cases(CORPUS / name) for name in SETS}
+    sets = {name: load_cases(CORPUS / name, not args.no_project_index) for name in SETS}
     cases = [c for name in SETS for c in sets[name]]
     report: dict = {"rules": {}}
     for name, subset in [*sets.items(), ("all", cases)]:

@@ -189,7 +189,7 @@ def request_from_pb(r: pb.JudgmentRequest) -> m.JudgmentRequest:
     return m.JudgmentRequest(
         prompt=r.prompt, chunk=chunk, evidence=tuple(hit_from_pb(h) for h in r.retrieved_evidence), source_kind=r.source_kind,
         intent=r.intent, declared_names=frozenset(r.declared_names), judgment_contract=r.judgment_contract,
-        project_id=r.project_id, source_file=r.source_file,
+        project_id=r.project_id, source_file=r.source_file, project_symbols=r.project_symbols,
     )
 
 
@@ -200,4 +200,5 @@ def request_to_pb(r: m.JudgmentRequest) -> pb.JudgmentRequest:
         chunk_kind=c.chunk_kind, chunk_text=c.code_text, surrounding_context=c.surrounding_context,
         retrieved_evidence=[hit_to_pb(h) for h in r.evidence], judgment_contract=r.judgment_contract, chunk=chunk_to_pb(c),
         source_kind=r.source_kind, declared_names=sorted(r.declared_names), intent=r.intent,
+        project_symbols=r.project_symbols,
     )

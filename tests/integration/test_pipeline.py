@@ -66,6 +66,15 @@ def test_godot3_sample_is_godot3(stack, repo):
     # A Godot 3 chunk carries migration notes traceable to api_mapping records.
     notes = [n for c in doc["chunks"] for n in c["migration_notes"]]
     assert any(n["old"] == "KinematicBody2D" and n["basis_record_id"].startswith("rename:class_renames:") for n in notes), notes
+    # The project index was stored at submission with each script's slice of it, and judgments
+    # say what their member evidence rests on: hud.gd's onready vars are typed by hud.tscn.
+    assert [r["version"] for r in stack.sql("select version from godot_rag.project_symbols where analysis_id = %s",
+                                            (doc["analysis_id"],))] == ["symbols/1"]
+    scopes = {r["source_file"]: r["symbol_scope"] for r in stack.sql(
+        "select source_file, symbol_scope from godot_rag.files where analysis_id = %s", (doc["analysis_id"],))}
+    assert '"Globals"' in scopes["player.gd"] and scopes["README.md"] == "" and scopes["main.tscn"] == ""
+    hud = next(c for c in doc["chunks"] if c["chunk_id"] == "hud.gd:function:_ready")
+    assert "[receiver `health_bar`: ProgressBar]" in hud["explanation"], hud["explanation"]
 
 
 def test_godot4_sample_is_godot4(stack, repo):

@@ -176,6 +176,9 @@ class JudgmentRequest:
     # the project's own method, not an engine API that shares its name.
     declared_names: frozenset[str] = frozenset()
     judgment_contract: str = ""  # JSON Schema the answer must satisfy; empty = derived from the request
+    # The file's slice of the project index (JSON of judging.project_index.FileScope): what its
+    # receivers resolve to. Empty when the analysis has none.
+    project_symbols: str = ""
     # Tracking only (shown, logged); never part of what decides a judgment.
     project_id: str = ""
     source_file: str = ""

@@ -86,8 +86,14 @@ class Store:
     # ------------------------------------------------------------ analyses & files
 
     async def create_analysis(self, *, analysis_id: str, project_id: str, prompt: str, source_origin: str, input_ref: str,
-                              pipeline_version: str, files: list[dict]) -> bool:
-        """Insert the analysis and its file list; False when it already existed (a resubmission)."""
+                              pipeline_version: str, files: list[dict], project_symbols: str = "",
+                              symbols_version: str = "", symbol_scopes: dict[str, str] | None = None) -> bool:
+        """Insert the analysis and its file list; False when it already existed (a resubmission).
+
+        ``project_symbols`` is the project index (JSON) and ``symbol_scopes`` each
+        script's slice of it (source_file -> JSON), stored with the files.
+        """
+        scopes = symbol_scopes or {}
         async with self.pool.connection() as conn:
             async with conn.transaction():
                 cur = await conn.execute(
@@ -109,14 +115,20 @@ class Store:
                             )
                     await c2.executemany(
                         f"""insert into {SCHEMA}.files (analysis_id, source_file, file_order, source_kind, included, excluded_reason,
-                            sha256, size, status)
-                        values (%s, %s, %s, %s, %s, %s, %s, %s, %s) on conflict do nothing""",
+                            sha256, size, status, symbol_scope)
+                        values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) on conflict do nothing""",
                         [
                             (analysis_id, f["source_file"], i + 1, f["source_kind"], f["included"], f["excluded_reason"],
-                             f["sha256"], f["size"], "queued" if f["included"] else "excluded")
+                             f["sha256"], f["size"], "queued" if f["included"] else "excluded", scopes.get(f["source_file"], ""))
                             for i, f in enumerate(files)
                         ],
                     )
+                    if project_symbols:
+                        await c2.execute(
+                            f"""insert into {SCHEMA}.project_symbols (analysis_id, version, symbols) values (%s, %s, %s::jsonb)
+                            on conflict (analysis_id) do update set version = excluded.version, symbols = excluded.symbols""",
+                            (analysis_id, symbols_version, project_symbols),
+                        )
                 return True
 
     async def get_analysis(self, analysis_id: str) -> dict | None:
@@ -191,6 +203,17 @@ class Store:
     async def get_chunk(self, analysis_id: str, chunk_id: str) -> dict | None:
         return await self._fetchone(f"select * from {SCHEMA}.chunks where analysis_id = %s and chunk_id = %s", (analysis_id, chunk_id))
 
+    async def file_symbol_scope(self, analysis_id: str, source_file: str) -> str:
+        """The file's slice of the project index (JSON; "" when none was computed)."""
+        row = await self._fetchone(f"select symbol_scope from {SCHEMA}.files where analysis_id = %s and source_file = %s",
+                                   (analysis_id, source_file))
+        return row["symbol_scope"] if row else ""
+
+    async def project_symbols(self, analysis_id: str) -> dict | None:
+        """The analysis's project index: {version, symbols} (None when none was stored)."""
+        return await self._fetchone(f"select version, symbols from {SCHEMA}.project_symbols where analysis_id = %s",
+                                    (analysis_id,))
+
     async def get_chunk_with_file(self, analysis_id: str, chunk_id: str) -> tuple[dict | None, dict | None]:
         """A chunk row and its file row in one round trip."""
         row = await self._fetchone(
@@ -204,9 +227,10 @@ class Store:
         return row["chunk_row"], row["file_row"]
 
     async def judge_inputs(self, analysis_id: str, chunk_id: str) -> dict | None:
-        """What the judge needs of one chunk, in one round trip: the chunk, its file's kind, its retrieval, the prompt."""
+        """What the judge needs of one chunk, in one round trip: the chunk, its file's kind and slice of the project
+        index, its retrieval, the prompt."""
         return await self._fetchone(
-            f"""select c.chunk, c.source_file, f.source_kind, r.query, r.hits, a.prompt, a.project_id
+            f"""select c.chunk, c.source_file, f.source_kind, f.symbol_scope, r.query, r.hits, a.prompt, a.project_id
             from {SCHEMA}.chunks c
             join {SCHEMA}.analyses a on a.analysis_id = c.analysis_id
             left join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file

@@ -60,6 +60,7 @@ async def build_request(store: Store, aid: str, chunk_id: str, declared_cache: D
         prompt=inputs["prompt"], chunk=chunk, evidence=hits, source_kind=inputs["source_kind"] or "",
         intent=(inputs["query"] or {}).get("intent") or primary_intent(inputs["prompt"]),
         declared_names=await declared_cache.get(aid, inputs["source_file"]),
+        project_symbols=inputs.get("symbol_scope") or "",
         project_id=inputs["project_id"], source_file=inputs["source_file"],
     )
 

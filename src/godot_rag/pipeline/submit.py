@@ -30,6 +30,7 @@ from godot_rag.domain.ingest.policy import (
 from godot_rag.domain.judging.rules import RULES_JUDGE_VERSION
 from godot_rag.domain.retrieval.knowledge import KB_DATA_VERSION
 from godot_rag.domain.retrieval.query import RETRIEVAL_VERSION
+from godot_rag.domain.judging.project_index import PROJECT_INDEX_VERSION, build_scopes
 from godot_rag.infra.bus import Bus
 from godot_rag.infra.fetch import clone_git, extract_archive, parse_git_source, working_folder
 from godot_rag.infra.store import Store
@@ -168,6 +169,27 @@ def collect(*, path: str = "", expanded_text: str = "", snippet: str = "", snipp
     raise IngestError("nothing to analyse: give a path, a git URL, an archive, expanded text or a snippet")
 
 
+def project_symbols(files: list[SourceFile]) -> tuple[str, dict[str, str]]:
+    """The project index (JSON) and each script's scope (source_file -> JSON) from the included files' contents."""
+    texts: list[tuple[str, str]] = []
+    for f in files:
+        if not f.included or not f.data or f.source_kind not in _SYMBOL_KINDS:
+            continue
+        try:
+            texts.append((f.source_file, f.data.decode("utf-8")))
+        except UnicodeDecodeError:
+            continue  # the parser reports such a file; it simply adds no symbols
+    if not any(p.endswith(".gd") for p, _ in texts):
+        return "", {}
+    index, scopes = build_scopes(texts)
+    return index.to_json(), {p: scope.to_json() for p, scope in scopes.items()}
+
+
+# Files whose contents say what the project's names are: scripts, scenes (node types,
+# attached scripts) and project.godot (autoloads).
+_SYMBOL_KINDS = frozenset({"gdscript", "scene", "project_config"})
+
+
 async def submit(store: Store, bus: Bus, collected: Collected, prompt: str,
                  pipeline_version: str = PIPELINE_VERSION) -> tuple[str, bool]:
     """Record the analysis and publish its file tasks. Returns (analysis_id, created)."""
@@ -175,11 +197,14 @@ async def submit(store: Store, bus: Bus, collected: Collected, prompt: str,
         (f.source_file, f.source_kind, f.sha256 if f.included else f"excluded:{f.excluded_reason}") for f in collected.files
     ]
     aid = analysis_id_for(collected.project_id, prompt, manifest, pipeline_version)
+    # Pure CPU over every script and scene (about a second for a large project): off the event loop.
+    symbols, scopes = await asyncio.to_thread(project_symbols, collected.files)
     created = await store.create_analysis(
         analysis_id=aid, project_id=collected.project_id, prompt=prompt, source_origin=collected.source_origin,
         input_ref=collected.input_ref, pipeline_version=pipeline_version,
         files=[{"source_file": f.source_file, "source_kind": f.source_kind, "included": f.included,
                 "excluded_reason": f.excluded_reason, "sha256": f.sha256, "size": f.size, "data": f.data} for f in collected.files],
+        project_symbols=symbols, symbols_version=PROJECT_INDEX_VERSION, symbol_scopes=scopes,
     )
     analysis = await store.get_analysis(aid)
     if analysis is not None and analysis["status"] != AnalysisStatus.RUNNING:

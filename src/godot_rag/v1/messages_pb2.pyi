@@ -228,7 +228,7 @@ class Judgment(_message.Message):
     def __init__(self, signal: _Optional[str] = ..., needs_migration: _Optional[bool] = ..., confidence: _Optional[float] = ..., evidence: _Optional[_Iterable[_Union[EvidenceUse, _Mapping]]] = ..., migration_notes: _Optional[_Iterable[_Union[MigrationNote, _Mapping]]] = ..., explanation: _Optional[str] = ..., judge_kind: _Optional[str] = ..., model: _Optional[str] = ..., prompt_version: _Optional[str] = ..., answer: _Optional[str] = ..., raw_output: _Optional[str] = ..., status: _Optional[str] = ..., error: _Optional[str] = ..., prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., latency_ms: _Optional[float] = ..., llm_calls: _Optional[int] = ..., route: _Optional[str] = ..., cached: _Optional[bool] = ...) -> None: ...
 
 class JudgmentRequest(_message.Message):
-    __slots__ = ("prompt", "project_id", "source_file", "chunk_id", "chunk_order", "chunk_kind", "chunk_text", "surrounding_context", "retrieved_evidence", "judgment_contract", "chunk", "source_kind", "declared_names", "intent")
+    __slots__ = ("prompt", "project_id", "source_file", "chunk_id", "chunk_order", "chunk_kind", "chunk_text", "surrounding_context", "retrieved_evidence", "judgment_contract", "chunk", "source_kind", "declared_names", "intent", "project_symbols")
     PROMPT_FIELD_NUMBER: _ClassVar[int]
     PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FILE_FIELD_NUMBER: _ClassVar[int]
@@ -243,6 +243,7 @@ class JudgmentRequest(_message.Message):
     SOURCE_KIND_FIELD_NUMBER: _ClassVar[int]
     DECLARED_NAMES_FIELD_NUMBER: _ClassVar[int]
     INTENT_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_SYMBOLS_FIELD_NUMBER: _ClassVar[int]
     prompt: str
     project_id: str
     source_file: str
@@ -257,7 +258,8 @@ class JudgmentRequest(_message.Message):
     source_kind: str
     declared_names: _containers.RepeatedScalarFieldContainer[str]
     intent: str
-    def __init__(self, prompt: _Optional[str] = ..., project_id: _Optional[str] = ..., source_file: _Optional[str] = ..., chunk_id: _Optional[str] = ..., chunk_order: _Optional[int] = ..., chunk_kind: _Optional[str] = ..., chunk_text: _Optional[str] = ..., surrounding_context: _Optional[str] = ..., retrieved_evidence: _Optional[_Iterable[_Union[RetrievalHit, _Mapping]]] = ..., judgment_contract: _Optional[str] = ..., chunk: _Optional[_Union[Chunk, _Mapping]] = ..., source_kind: _Optional[str] = ..., declared_names: _Optional[_Iterable[str]] = ..., intent: _Optional[str] = ...) -> None: ...
+    project_symbols: str
+    def __init__(self, prompt: _Optional[str] = ..., project_id: _Optional[str] = ..., source_file: _Optional[str] = ..., chunk_id: _Optional[str] = ..., chunk_order: _Optional[int] = ..., chunk_kind: _Optional[str] = ..., chunk_text: _Optional[str] = ..., surrounding_context: _Optional[str] = ..., retrieved_evidence: _Optional[_Iterable[_Union[RetrievalHit, _Mapping]]] = ..., judgment_contract: _Optional[str] = ..., chunk: _Optional[_Union[Chunk, _Mapping]] = ..., source_kind: _Optional[str] = ..., declared_names: _Optional[_Iterable[str]] = ..., intent: _Optional[str] = ..., project_symbols: _Optional[str] = ...) -> None: ...
 
 class Verdict(_message.Message):
     __slots__ = ("label", "confidence", "counts", "basis")

@@ -31,6 +31,7 @@ from godot_rag.domain.judging.contract import (
     to_judgment,
     validate,
 )
+from godot_rag.domain.judging.project_index import scope_from_json
 from godot_rag.domain.judging.rules import RULES_JUDGE_VERSION, RenameIndex, judge_chunk
 from godot_rag.domain.models import JUDGMENT_FAILED, JUDGMENT_OK, Judgment, JudgmentRequest
 from godot_rag.errors import LLMRequestError, RetryableError
@@ -105,7 +106,8 @@ class RulesBackend:
 
     def judge_now(self, request: JudgmentRequest) -> Judgment:
         started = time.perf_counter()
-        judgment = judge_chunk(request.chunk, request.source_kind, request.evidence, self.index, request.declared_names)
+        judgment = judge_chunk(request.chunk, request.source_kind, request.evidence, self.index, request.declared_names,
+                               scope_from_json(request.project_symbols))
         latency_ms = (time.perf_counter() - started) * 1000
         # The rules judge is held to the same contract as a model, except two
         # things only a model can do: its notes may rest on any record of the
@@ -245,9 +247,9 @@ async def judge_once(backend: JudgeBackend, request: JudgmentRequest, *, last_at
 def judgment_key(request: JudgmentRequest, backend: JudgeBackend) -> str:
     """Reuse key: (prompt, chunk, evidence, model, prompt version).
 
-    The chunk is its text, kind, first line and the file's declared names (all
-    of which change a judgment); its path is not, so the same code in another
-    project reuses the judgment.
+    The chunk is its text, kind, first line, the file's declared names and its
+    slice of the project index (all of which change a judgment); its path is
+    not, so the same code in another project reuses the judgment.
     """
     c = request.chunk
     payload = [
@@ -259,6 +261,7 @@ def judgment_key(request: JudgmentRequest, backend: JudgeBackend) -> str:
         c.span.end_line,
         c.surrounding_context,
         sorted(request.declared_names),
+        request.project_symbols,
         [(h.table_name, h.record_id) for h in request.evidence],
         backend.kind,
         backend.model,

@@ -205,22 +205,35 @@ def _major(engine_version: str) -> str:
     return engine_version.split(".", 1)[0]
 
 
+class ClassReferenceIds:
+    """Record ids of class-reference rows, in row order (the judge cites them without building records)."""
+
+    def __init__(self) -> None:
+        self.used: dict[str, int] = {}
+
+    def next_id(self, row: dict) -> str:
+        major = _major(row["engine_version"])
+        cls, kind, name = row["class"], row["kind"], row.get("name") or ""
+        symbol = cls if kind == "class" else f"{cls}.{name}"
+        base_id = f"docs:{major}:{symbol}"
+        if base_id in self.used:
+            # Same name, other kind (Button.icon property and theme item) or
+            # an overload (constructors, operators): kind, then an ordinal.
+            base_id = f"{base_id}:{kind}"
+        self.used[base_id] = self.used.get(base_id, 0) + 1
+        return base_id if self.used[base_id] == 1 else f"{base_id}#{self.used[base_id]}"
+
+
 def class_reference_records(rows: Iterable[dict]) -> list[KnowledgeRecord]:
     """docs_chunks records, one per class and per member of one class reference."""
     records: list[KnowledgeRecord] = []
-    used: dict[str, int] = {}
+    ids = ClassReferenceIds()
     for row in rows:
         major = _major(row["engine_version"])
         cls, kind, name = row["class"], row["kind"], row.get("name") or ""
         is_class = kind == "class"
         symbol = cls if is_class else f"{cls}.{name}"
-        base_id = f"docs:{major}:{symbol}"
-        if base_id in used:
-            # Same name, other kind (Button.icon property and theme item) or
-            # an overload (constructors, operators): kind, then an ordinal.
-            base_id = f"{base_id}:{kind}"
-        used[base_id] = used.get(base_id, 0) + 1
-        rid = base_id if used[base_id] == 1 else f"{base_id}#{used[base_id]}"
+        rid = ids.next_id(row)
         description = clean_markup(row.get("description") or "")
         brief = clean_markup(row.get("brief") or "")
         deprecated = clean_markup(row["deprecated"]) if row.get("deprecated") else None
