@@ -137,6 +137,7 @@ def judgment_to_pb(j: m.Judgment) -> pb.Judgment:
         prompt_version=j.prompt_version,
         answer=j.answer,
         raw_output=j.raw_output,
+        evidence_kinds=list(j.evidence_kinds),
     )
 
 
@@ -153,4 +154,5 @@ def judgment_from_pb(j: pb.Judgment) -> m.Judgment:
         prompt_version=j.prompt_version,
         answer=j.answer,
         raw_output=j.raw_output,
+        evidence_kinds=tuple(j.evidence_kinds),
     )

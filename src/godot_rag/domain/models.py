@@ -148,6 +148,9 @@ class Judgment:
     prompt_version: str
     answer: str = ""
     raw_output: str = ""
+    # "side:kind" pairs present among the facts (see judging.rules.EVIDENCE_KINDS);
+    # empty when the judge does not say (a model).
+    evidence_kinds: tuple[str, ...] = ()
 
 
 VERDICT_GODOT3 = "godot3"
