@@ -788,13 +788,7 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fac
             KIND_FILE_FORMAT)
         for m in re.finditer(r"\btype=\"([A-Za-z0-9_]+)\"", text):
             facts.extend(_type_facts(chunk, m.group(1), m.start(1), index))
-        for m in re.finditer(r"^([a-z_][a-z0-9_/]*)[ \t]*=", text, re.M):
-            prop = m.group(1).split("/")[0]
-            for entry in index.by_old.get(prop, ()):
-                if entry.enabled and entry.change_type == "property" and not entry.old_in_godot4:
-                    facts.append(Fact(SIGNAL_GODOT3, 0.8, f"Godot 3 property `{prop}` (renamed `{entry.new}`)",
-                                      _line_of(chunk, m.start()), prop, entry.new, entry.record_id, kind=KIND_API))
-                    break
+        facts.extend(_property_facts(chunk, text, index))
     elif source_kind == "import_meta":
         # Import metadata is the editor's cache: each version re-imports from the
         # source asset, so everything in it is file format.
@@ -805,6 +799,48 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fac
             facts.extend(replace(f, kind=KIND_FILE_FORMAT) for f in _type_facts(chunk, m.group(1), m.start(1), index))
     elif source_kind == "uid":
         add(r"^uid://", SIGNAL_GODOT4, 0.9, ".uid sidecar file (Godot 4.4+; Godot 3 ignores it)", KIND_FILE_FORMAT)
+    return facts
+
+
+_HEADER_TYPE_RE = re.compile(r"^\[(?:node|sub_resource|gd_resource)\b[^\]\n]*?\btype=\"([A-Za-z0-9_]+)\"", re.M)
+
+
+def _property_facts(chunk: Chunk, text: str, index: RenameIndex) -> list[Fact]:
+    """`key = value` lines naming a property of one version only.
+
+    With the block's type known (``[node type="Label"]``), the class references
+    decide: a property the type has in one version and not under its name in
+    the other (Label's ``margin_right`` is Godot 3, ``layout_mode`` Godot 4).
+    Without it, only the rename table's Godot 3 names that no Godot 4 class has.
+    """
+    vocab = index.vocabulary
+    m = _HEADER_TYPE_RE.search(text)
+    type3 = type4 = ""
+    if m:
+        name = m.group(1)
+        type3 = name if name in vocab.members3 else ""
+        type4 = name if name in vocab.members4 else ""
+        if type3 and not type4:
+            type4 = next((e.new for e in index.by_old.get(name, ()) if e.enabled and e.new in vocab.members4), "")
+        if type4 and not type3:
+            entry = _preferred_entry(index, name, vocab)
+            type3 = entry.old if entry and entry.old in vocab.members3 else ""
+    facts: list[Fact] = []
+    for pm in re.finditer(r"^([a-z_][a-z0-9_/]*)[ \t]*=", text, re.M):
+        prop = pm.group(1).split("/")[0]
+        line = _line_of(chunk, pm.start())
+        renamed = next((e for e in index.by_old.get(prop, ()) if e.enabled and e.change_type == "property"), None)
+        if type3 and type4:
+            in3, in4 = prop in vocab.members3[type3], prop in vocab.members4[type4]
+            if in3 and not in4:
+                facts.append(Fact(SIGNAL_GODOT3, 0.8, f"Godot 3 property `{prop}` of {type3} (not in Godot 4's {type4})", line, prop,
+                                  renamed.new if renamed else "", renamed.record_id if renamed else "", kind=KIND_API))
+            elif in4 and not in3:
+                facts.append(Fact(SIGNAL_GODOT4, 0.8, f"Godot 4 property `{prop}` of {type4} (not in Godot 3's {type3})", line,
+                                  kind=KIND_API))
+        elif renamed and not renamed.old_in_godot4:
+            facts.append(Fact(SIGNAL_GODOT3, 0.8, f"Godot 3 property `{prop}` (renamed `{renamed.new}`)", line, prop,
+                              renamed.new, renamed.record_id, kind=KIND_API))
     return facts
 
 
