@@ -291,7 +291,7 @@ def _own_confidence(has_config: bool, agree: float, disagree: float, format_tota
     total = agree + disagree
     if total <= 0:
         return min(0.5, format_total / (format_total + 2.0))
-    return min(0.9, agree / total * total / (total + 2.0))
+    return min(0.9, agree / total * total / (total + 1.0))
 
 
 def _mixed_confidence(files: dict[str, _File], blocking: list[tuple[str, str]], other: str) -> float:
