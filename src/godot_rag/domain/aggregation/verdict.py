@@ -47,9 +47,9 @@ CONFIG, SYNTAX, REMOVED_TYPE, API, FILE_FORMAT, UNKNOWN = "config", "syntax", "r
 SYNTAX_FILE_WEIGHT = 0.8
 # A removed type counts from a judgment at least this sure of it.
 REMOVED_TYPE_CONFIDENCE = 0.5
-# Judgments without evidence kinds: a file is written for the other version
-# when its weight for it reaches about two confident chunks and doubles the
-# project version's weight in that file.
+# Judgments without evidence kinds (a model's): a file is written for the other
+# version when its weight for it reaches about two confident chunks and is at
+# least the project version's weight in that file.
 UNKNOWN_FILE_WEIGHT = 1.5
 # How much agreeing content project.godot's version line is worth when other
 # content disagrees with it (about two confident script chunks).
@@ -214,7 +214,7 @@ def _written_for(f: _File, side: str, own: str) -> str:
         # project.godot states the version; import metadata and .uid files are
         # the editor's cache, rebuilt by whichever version opens the project.
         return ""
-    if s.unknown >= UNKNOWN_FILE_WEIGHT and s.unknown >= 2 * mine.weight:
+    if s.unknown >= UNKNOWN_FILE_WEIGHT and s.unknown >= mine.weight:
         return f"{name} by its judgments"
     return ""
 
