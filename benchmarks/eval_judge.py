@@ -14,6 +14,14 @@ chunk's candidates, which is what the retriever's exact-lexeme search finds
 first. The sample projects under samples/ are judged chunk by chunk and
 aggregated into a verdict, as the pipeline does.
 
+Projects: tests/corpus/projects/projects.tsv names labelled projects (godot3,
+godot4, mixed) and functions.tsv labelled functions inside them. Each project
+goes through the pure domain path (ingest policy, parser / direct chunker,
+rules judge with the rename index, verdict); printed are every verdict, project
+accuracy, the confusion matrix, a calibration table (share right per confidence
+bin; target: at least 9 in 10 right at confidence >= 0.9) and the per-function
+figures (docs/judge.md, "Projects").
+
 Printed: accuracy, per-class precision and recall, the confusion matrix, the
 share of neutral functions called godot3 or godot4, and every miss. Targets for
 the rules judge (issue 6): accuracy >= 0.95, neutral false-positive rate <= 0.05.
