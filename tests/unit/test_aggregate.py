@@ -186,6 +186,11 @@ def test_judgments_without_kinds_fall_back_to_weight():
     base = [config(5), *godot4_scripts()]
     assert compute_verdict(base + two).label == "mixed"
     assert compute_verdict(base + one).label == "godot4"
+    # A model's Godot 3 calls on format=2 scenes say which editor saved them: never a flip.
+    scenes = [ChunkOutcome(f"l{i}.tscn", "scene", "node", "done", "godot3", 0.9) for i in range(4) for _ in range(4)]
+    v = compute_verdict(base + scenes)
+    assert v.label == "godot4"
+    assert any(b.startswith("leftover: 4 scene/resource files judged Godot 3") and "l0.tscn" in b for b in v.basis), v.basis
 
 
 def test_every_chunk_is_accounted_for_once():

@@ -205,17 +205,17 @@ def _written_for(f: _File, side: str, own: str) -> str:
     if f.source_kind == "gdscript":
         if (s.syntax >= SYNTAX_FILE_WEIGHT or s.removed_type) and s.weight >= mine.weight:
             return f"{name} syntax" if s.syntax >= SYNTAX_FILE_WEIGHT else f"{name}-only base class"
+        if s.unknown >= UNKNOWN_FILE_WEIGHT and s.unknown >= mine.weight:
+            return f"{name} by its judgments"
     elif f.source_kind in ("scene", "resource"):
+        # Judgments without kinds never flip a scene: most of what a scene says
+        # about its version is the file format, which the project's version loads.
         if s.removed_type:
             return f"type {_NAME[own]} does not have"
         if side == SIGNAL_GODOT4 and s.file_format > 0:
             return "Godot 4 file format"
-    else:
-        # project.godot states the version; import metadata and .uid files are
-        # the editor's cache, rebuilt by whichever version opens the project.
-        return ""
-    if s.unknown >= UNKNOWN_FILE_WEIGHT and s.unknown >= mine.weight:
-        return f"{name} by its judgments"
+    # project.godot states the version; import metadata and .uid files are the
+    # editor's cache, rebuilt by whichever version opens the project.
     return ""
 
 
@@ -230,7 +230,9 @@ def _leftovers(files: dict[str, _File], other: str, blocking: set[str]) -> list[
         if f.source_kind in ("scene", "resource"):
             if s.file_format > 0:
                 groups.setdefault("format", []).append(f.source_file)
-            if s.content > 0:
+            if s.unknown > 0:
+                groups.setdefault("judged", []).append(f.source_file)
+            elif s.content > 0:
                 groups.setdefault("properties", []).append(f.source_file)
         elif f.source_kind == "gdscript":
             if s.syntax > 0:
@@ -254,6 +256,8 @@ def _leftovers(files: dict[str, _File], other: str, blocking: set[str]) -> list[
                 head = f"{n} scene/resource file{'s' * (n != 1)} in the Godot 4 file format"
         elif key == "properties":
             head = f"{name} property or type names in {n} scene/resource file{'s' * (n != 1)} (convert them; see the migration notes)"
+        elif key == "judged":
+            head = f"{n} scene/resource file{'s' * (n != 1)} judged {name} (the judgments name no evidence kinds)"
         elif key == "syntax":
             head = (f"{name} syntax left in {n} script{'s' * (n != 1)} written for the project's version "
                     f"(it does not parse until converted)")
@@ -266,7 +270,7 @@ def _leftovers(files: dict[str, _File], other: str, blocking: set[str]) -> list[
         else:
             head = f"{name} settings or text in {n} file{'s' * (n != 1)}"
         lines.append(f"leftover: {head}: " + _list(names))
-    order = ("syntax", "api", "properties", "format", "import", "uid", "other")
+    order = ("syntax", "api", "properties", "judged", "format", "import", "uid", "other")
     keys = list(groups)
     return [line for _, line in sorted(zip(keys, lines), key=lambda kv: order.index(kv[0]))]
 
