@@ -81,10 +81,8 @@ class _Side:
     file_format: float = 0.0  # chunks resting on the file format alone
     config: float = 0.0
     syntax: float = 0.0
-    api: float = 0.0
     unknown: float = 0.0
     removed_type: bool = False
-    chunks: int = 0
 
 
 @dataclass
@@ -128,7 +126,6 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
         kinds = _kinds_of(o)
         side = files.setdefault(o.source_file, _File(o.source_file, o.source_kind)).sides[o.signal]
         side.weight += w
-        side.chunks += 1
         if CONFIG in kinds:
             side.config += w
         elif kinds == {FILE_FORMAT}:
@@ -137,8 +134,6 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
             side.content += w
         if SYNTAX in kinds:
             side.syntax += w
-        if API in kinds:
-            side.api += w
         if UNKNOWN in kinds:
             side.unknown += w
         if REMOVED_TYPE in kinds and o.confidence >= REMOVED_TYPE_CONFIDENCE:
@@ -150,10 +145,7 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
     fmt = {s: sum(f.sides[s].file_format for f in files.values()) for s in _SIDES}
     basis = [f"Godot 3 signal weight {total[SIGNAL_GODOT3]:.2f} from {counts['godot3']} chunks; "
              f"Godot 4 signal weight {total[SIGNAL_GODOT4]:.2f} from {counts['godot4']} chunks"]
-    if counts["failed"]:
-        failed_line = f"{counts['failed']} chunks failed and are not counted"
-    else:
-        failed_line = ""
+    failed_line = f"{counts['failed']} chunks failed and are not counted" if counts["failed"] else ""
 
     if sum(config.values()) > 0:
         own = max(_SIDES, key=lambda s: (config[s], s == SIGNAL_GODOT4))
