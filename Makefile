@@ -87,7 +87,9 @@ llm-install: $(STAMP)
 	  CMAKE_ARGS="$(LLM_CMAKE_ARGS)" $(PY) -m pip install --quiet -e '.[llm]'; }
 
 # Judge evaluation: accuracy, per-class precision/recall and confusion matrix of the rules judge on the
-# labelled corpus (tests/corpus/judge/) and the sample verdicts; plus the LLM when GODOT_RAG_LLM_URL is set,
+# labelled corpus (tests/corpus/judge/), the sample verdicts, and the labelled project set
+# (tests/corpus/projects/: project accuracy, confusion, calibration table, per-function figures);
+# plus the LLM when GODOT_RAG_LLM_URL is set,
 # or SmolLM2 on a local llama.cpp server with LLM=local (on EVAL_LLM_LIMIT cases: CPU generation is slow).
 EVAL_LLM_LIMIT ?= 30
 eval: $(STAMP) $(if $(filter local,$(LLM)),llm-install)

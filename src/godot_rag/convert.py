@@ -141,6 +141,7 @@ def judgment_to_pb(j: m.Judgment) -> pb.Judgment:
         prompt_version=j.prompt_version,
         answer=j.answer,
         raw_output=j.raw_output,
+        evidence_kinds=list(j.evidence_kinds),
         status=j.status,
         error=j.error,
         prompt_tokens=j.prompt_tokens,
@@ -173,6 +174,7 @@ def judgment_from_pb(j: pb.Judgment) -> m.Judgment:
         llm_calls=j.llm_calls,
         route=j.route,
         cached=j.cached,
+        evidence_kinds=tuple(j.evidence_kinds),
     )
 
 

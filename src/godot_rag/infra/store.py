@@ -389,7 +389,8 @@ class Store:
                     return None
                 cur = await conn.execute(
                     f"""select c.chunk_id, c.source_file, c.chunk_kind, f.source_kind,
-                          coalesce(s.status, 'waiting') as agg_status, j.signal, j.confidence
+                          coalesce(s.status, 'waiting') as agg_status, j.signal, j.confidence,
+                          j.judgment -> 'evidence_kinds' as evidence_kinds
                         from {SCHEMA}.chunks c
                         join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
                         left join {SCHEMA}.chunk_stages s on s.analysis_id = c.analysis_id and s.chunk_id = c.chunk_id and s.stage = 'aggregate'

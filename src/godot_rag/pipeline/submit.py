@@ -27,10 +27,10 @@ from godot_rag.domain.ingest.policy import (
     projects_from_expanded_text,
     scan_projects,
 )
+from godot_rag.domain.judging.project_index import PROJECT_INDEX_VERSION, build_scopes
 from godot_rag.domain.judging.rules import RULES_JUDGE_VERSION
 from godot_rag.domain.retrieval.knowledge import KB_DATA_VERSION
 from godot_rag.domain.retrieval.query import RETRIEVAL_VERSION
-from godot_rag.domain.judging.project_index import PROJECT_INDEX_VERSION, build_scopes
 from godot_rag.infra.bus import Bus
 from godot_rag.infra.fetch import clone_git, extract_archive, parse_git_source, working_folder
 from godot_rag.infra.store import Store
