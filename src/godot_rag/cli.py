@@ -174,6 +174,13 @@ def print_summary(doc: dict) -> None:
     for line in v.get("basis", []):
         out.print(f"  basis: {line}")
     out.print(f"[bold]verdict: {v['label']}[/bold] (confidence {v['confidence']:.2f}; counts {v['counts']})")
+    if doc.get("status") == "completed_with_failures":
+        failed_files = [f["source_file"] for f in doc["files"] if f["status"] == "failed"]
+        failed_chunks = [c["chunk_id"] for c in doc["chunks"] if c["status"] == "failed"]
+        out.print(f"[red]completed with failures: {len(failed_files)} files, {len(failed_chunks)} chunks failed[/red] "
+                  "(the verdict rests on the rest)")
+        for name in (failed_files + failed_chunks)[:20]:
+            out.print(f"  failed: {name}", markup=False, highlight=False)
     print_judge_summary(out, doc)
 
 

@@ -61,6 +61,9 @@ class Settings:
     llm_retries: int = 3  # retries of a timeout / 5xx / connection error, with backoff
     # judge_cascade=ambiguous: a rules judgment at least this confident stands without the LLM.
     judge_cascade_threshold: float = 0.85
+    # Processes per chunk stage (parser, chunker, retriever, judge, aggregator) that the
+    # embedded stack starts; JetStream durable pull consumers share the messages among them.
+    stage_workers: int = 1
     embedder: str = "minilm"  # minilm (in-process all-MiniLM-L6-v2) | tei (tei_url) | none (lexical-only retrieval)
     tei_url: str = ""
     # Alias of OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT (infra/telemetry.py);
@@ -152,6 +155,8 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
     for stage in ("parser", "chunker", "retriever", "judge", "aggregator"):
         if getattr(settings, f"{stage}_max_ack_pending") < 0:
             raise SettingsError(f"{ENV_PREFIX}{stage.upper()}_MAX_ACK_PENDING must be 0 (the stage default) or more")
+    if settings.stage_workers < 1:
+        raise SettingsError(f"{ENV_PREFIX}STAGE_WORKERS must be at least 1, not {settings.stage_workers}")
     if settings.embedder == "tei" and not settings.tei_url:
         raise SettingsError(f"{ENV_PREFIX}EMBEDDER=tei needs {ENV_PREFIX}TEI_URL")
     return settings

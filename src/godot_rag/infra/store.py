@@ -186,10 +186,12 @@ class Store:
                             for c in chunks
                         ],
                     )
+                    # The 'aggregate' row exists from the start so that completion is
+                    # "no unsettled aggregate row left" (see finalize_if_complete).
                     await cur.executemany(
-                        f"""insert into {SCHEMA}.chunk_stages (analysis_id, chunk_id, stage, status) values (%s, %s, 'retrieve', 'waiting')
+                        f"""insert into {SCHEMA}.chunk_stages (analysis_id, chunk_id, stage, status) values (%s, %s, %s, 'waiting')
                         on conflict do nothing""",
-                        [(analysis_id, c["chunk_id"]) for c in chunks],
+                        [(analysis_id, c["chunk_id"], stage) for c in chunks for stage in ("retrieve", "aggregate")],
                     )
                     status = "failed" if output.get("status") == "failed" else "chunked"
                     await cur.execute(
@@ -368,24 +370,43 @@ class Store:
         row = await self._fetchone(f"select judgment from {SCHEMA}.judgment_cache where judgment_key = %s", (judgment_key,))
         return None if row is None else row["judgment"]
 
+    async def _unfinished(self, conn, analysis_id: str) -> bool:
+        """Whether a file is still queued or a chunk not yet settled by the aggregator.
+
+        Two probes of partial indexes (migration 0005): constant time whatever the
+        number of chunks, so checking after every aggregate message stays O(1).
+        """
+        cur = await conn.execute(
+            f"""select exists (select 1 from {SCHEMA}.files where analysis_id = %(a)s and included and status = 'queued')
+                 or exists (select 1 from {SCHEMA}.chunk_stages where analysis_id = %(a)s and stage = 'aggregate'
+                            and status not in ('done', 'failed')) as unfinished""",
+            {"a": analysis_id},
+        )
+        return bool((await cur.fetchone())["unfinished"])
+
     async def finalize_if_complete(self, analysis_id: str, compute) -> dict | None:
         """Compute and store the verdict once every included file is chunked and every chunk settled.
 
-        ``compute`` maps the chunk outcome rows to a verdict dict. The row lock
-        on the analysis serialises concurrent aggregators.
+        ``compute`` maps the chunk outcome rows to a verdict dict. Returns the
+        verdict when this call finalized the analysis, None otherwise (still
+        running, or already finalized by another aggregator or an earlier
+        delivery). The check runs first without a lock (the common case: not
+        complete yet); only then is the analysis row locked, the check
+        repeated under the lock, and every chunk read, once per analysis.
         """
         async with self.pool.connection() as conn:
             async with conn.transaction():
-                cur = await conn.execute(f"select * from {SCHEMA}.analyses where analysis_id = %s for update", (analysis_id,))
+                cur = await conn.execute(f"select status from {SCHEMA}.analyses where analysis_id = %s", (analysis_id,))
                 analysis = await cur.fetchone()
-                if analysis is None:
+                if analysis is None or analysis["status"] != "running" or await self._unfinished(conn, analysis_id):
                     return None
-                cur = await conn.execute(
-                    f"select count(*) filter (where included and status = 'queued') as pending from {SCHEMA}.files where analysis_id = %s",
-                    (analysis_id,),
-                )
-                pending = cast("dict", await cur.fetchone())
-                if pending["pending"]:
+        async with self.pool.connection() as conn:
+            async with conn.transaction():
+                # The row lock serialises concurrent aggregators: the first one
+                # finalizes, the others see 'done' and leave.
+                cur = await conn.execute(f"select status from {SCHEMA}.analyses where analysis_id = %s for update", (analysis_id,))
+                analysis = await cur.fetchone()
+                if analysis is None or analysis["status"] != "running" or await self._unfinished(conn, analysis_id):
                     return None
                 cur = await conn.execute(
                     f"""select c.chunk_id, c.source_file, c.chunk_kind, f.source_kind,
@@ -399,8 +420,6 @@ class Store:
                     (analysis_id,),
                 )
                 rows = cast("list[dict]", await cur.fetchall())
-                if any(r["agg_status"] not in ("done", "failed") for r in rows):
-                    return None
                 verdict = compute(rows)
                 await conn.execute(
                     f"""insert into {SCHEMA}.verdicts (analysis_id, label, confidence, counts, basis) values (%s, %s, %s, %s, %s)
@@ -408,11 +427,20 @@ class Store:
                       counts = excluded.counts, basis = excluded.basis, computed_at = now()""",
                     (analysis_id, verdict["label"], verdict["confidence"], Jsonb(verdict["counts"]), Jsonb(verdict["basis"])),
                 )
+                # Every chunk settled; failed ones (or failed files) make it "completed with failures", never a plain "done".
+                failed = any(r["agg_status"] == "failed" for r in rows) or await self._has_failed_files(conn, analysis_id)
                 await conn.execute(
-                    f"update {SCHEMA}.analyses set status = 'done', finished_at = coalesce(finished_at, now()), updated_at = now() where analysis_id = %s",
-                    (analysis_id,),
+                    f"""update {SCHEMA}.analyses set status = %s, finished_at = coalesce(finished_at, now()), updated_at = now()
+                    where analysis_id = %s""",
+                    ("completed_with_failures" if failed else "done", analysis_id),
                 )
                 return verdict
+
+    async def _has_failed_files(self, conn, analysis_id: str) -> bool:
+        cur = await conn.execute(f"select exists (select 1 from {SCHEMA}.files where analysis_id = %s and status = 'failed') as f",
+                                 (analysis_id,))
+        row = cast("dict", await cur.fetchone())
+        return bool(row["f"])
 
     async def list_analyses(self, limit: int = 100) -> list[dict]:
         return await self._fetchall(
