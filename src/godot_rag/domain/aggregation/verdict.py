@@ -42,6 +42,23 @@ class ChunkOutcome:
     confidence: float
 
 
+def chunk_weight(o: ChunkOutcome) -> float:
+    """What one judged chunk adds to its side's signal weight."""
+    return CHUNK_KIND_WEIGHT.get(o.chunk_kind, KIND_WEIGHT.get(o.source_kind, 0.5)) * o.confidence
+
+
+def file_signal_weights(outcomes: list[ChunkOutcome]) -> dict[str, tuple[float, float]]:
+    """(Godot 3 weight, Godot 4 weight) per file, the sums compute_verdict weighs."""
+    out: dict[str, tuple[float, float]] = {}
+    for o in outcomes:
+        if o.status != "done" or o.signal not in (SIGNAL_GODOT3, SIGNAL_GODOT4):
+            continue
+        w3, w4 = out.get(o.source_file, (0.0, 0.0))
+        w = chunk_weight(o)
+        out[o.source_file] = (w3 + w, w4) if o.signal == SIGNAL_GODOT3 else (w3, w4 + w)
+    return out
+
+
 def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
     counts = {"godot3": 0, "godot4": 0, "neutral": 0, "failed": 0, "total": len(outcomes)}
     s3 = s4 = 0.0
@@ -52,7 +69,7 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
             counts["failed"] += 1
             continue
         counts[o.signal] = counts.get(o.signal, 0) + 1
-        weight = CHUNK_KIND_WEIGHT.get(o.chunk_kind, KIND_WEIGHT.get(o.source_kind, 0.5)) * o.confidence
+        weight = chunk_weight(o)
         if o.signal == SIGNAL_GODOT3:
             s3 += weight
             files3[o.source_file] = files3.get(o.source_file, 0) + weight
