@@ -38,7 +38,7 @@ function applyFilter(form) {
   $("#shown-count").textContent = `${shown} of ${rows.length} shown`;
   const q = new URLSearchParams(Object.entries(f).filter(([, v]) => v)).toString();
   for (const a of $$(".export a", form)) a.search = q ? "?" + q : "";
-  history.replaceState(null, "", location.pathname + (q ? "?" + q : "") + location.hash);
+  if (location.search !== (q ? "?" + q : "")) history.replaceState(null, "", location.pathname + (q ? "?" + q : "") + location.hash);
 }
 
 function placeRow(tbody, tr) {
