@@ -112,7 +112,7 @@ def test_submitted_sample_updates_live_without_a_reload(stack, repo, page):
         assert page.get_attribute("#analysis", "data-live") == "open"
     finally:
         os.kill(judge.pid, signal.SIGCONT)
-    page.wait_for_function("document.querySelector('#analysis').dataset.live === 'ended'", timeout=240_000)
+    page.wait_for_selector("#analysis[data-live=ended]", state="attached", timeout=240_000)
     page.wait_for_selector("#verdict .verdict-words strong")
     assert page.evaluate("window.__sameDocument") is True
     doc = _get(stack, f"api/analyses/{aid}")
@@ -151,7 +151,7 @@ def test_archive_upload_field_and_exports(stack, repo, page, tmp_path):
     page.click("#submit button[type=submit]")
     page.wait_for_url("**/a/*")
     aid = urlsplit(page.url).path.split("/")[2]
-    page.wait_for_function("document.querySelector('#analysis').dataset.status === 'done'", timeout=240_000)
+    page.wait_for_selector("#analysis[data-status=done]", state="attached", timeout=240_000)
     doc = _get(stack, f"api/analyses/{aid}")
     assert doc["project_id"] == "archive:godot4_upload" and doc["verdict"]["label"] == "godot4"
     excluded = page.inner_text("#files details.excluded")
@@ -253,6 +253,7 @@ def test_candidate_table_sorts_and_filters(stack, repo, page):
     shown = [float(r.get_attribute("data-fused")) for r in table.query_selector_all("tbody tr:not([hidden])")]
     hidden = [float(r.get_attribute("data-fused")) for r in table.query_selector_all("tbody tr[hidden]")]
     assert shown and hidden and min(shown) >= 0.5 > max(hidden)
+    table.scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "candidates_sorted.png"))
 
 
@@ -273,6 +274,7 @@ def test_why_not_retrieved_for_a_known_record(stack, repo, page):
     ranks = {r.get_attribute("data-search"): r.inner_text().split("\t")[1] for r in result.query_selector_all("tr[data-search]")}
     assert ranks == {s["search"]: s["text"] for s in expected["searches"]}
     assert set(ranks) == {"keys", "vector", "text", "trigram"}
+    result.scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "why_not.png"))
     # A record the search kept answers with its rank, by title as well as by id.
     doc = _get(stack, f"api/analyses/{aid}/why-not?chunk={quote(chunk_id, safe='')}&record={quote(kept, safe='')}")

@@ -76,7 +76,7 @@ def test_progress_pace_and_time_left():
                                   "now": T0 + timedelta(seconds=21)}, running=True, window_s=30)
     assert p["throughput"] == "0.5 chunks/s" and p["eta"] == "2 min 00 s" and p["percent"] == 40
     p = wv.progress_view(counts, {"recent": 0, "done": 0, "created_at": T0, "now": T0}, running=True)
-    assert p["eta"] == "unknown until a chunk finishes" and p["throughput"] == "-"
+    assert p["eta"] == "not known yet" and p["throughput"] == "-"
     p = wv.progress_view({"total": 10, "done": 10, "failed": 0}, {"recent": 0, "done": 10, "created_at": T0,
                                                                   "last_done": T0 + timedelta(seconds=5)}, running=False)
     assert p["eta"] == "finished" and p["throughput"] == "2.0 chunks/s" and p["elapsed"] == "5 s"

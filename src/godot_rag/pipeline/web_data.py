@@ -41,7 +41,7 @@ async def analysis_page(store: Store, analysis_id: str, flt: wv.ChunkFilter) -> 
         "verdict": wv.verdict_view(await store.get_verdict(analysis_id), running, counts),
         "chart": wv.signal_chart(views, kinds),
         "tree": wv.file_tree(files, views),
-        "chunk_files": sorted({v["source_file"] for v in views}),
+        "chunk_files": sorted(f["source_file"] for f in files if f["included"]),
         "dead_letters": await store.dead_letters(analysis_id),
         "cursor": timing["cursor"].isoformat() if isinstance(timing.get("cursor"), datetime) else "",
     }

@@ -194,7 +194,7 @@ def progress_view(counts: dict[str, int], timing: dict, *, running: bool, window
     elif rate > 0:
         eta = _duration(remaining / rate)
     else:
-        eta = "unknown until a chunk finishes" if remaining else "settling"
+        eta = "not known yet" if remaining else "settling"
     return {
         "settled": settled,
         "remaining": remaining,
