@@ -264,7 +264,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
                     break
                 await asyncio.sleep(POLL_S)
                 batch = await feed.poll()
-        except (ConnectionResetError, asyncio.CancelledError):
+        except ConnectionResetError:
             pass  # the page went away
         return resp
 

@@ -10,11 +10,11 @@ import json
 import os
 import shutil
 import signal
+import urllib.request
 import uuid
 import zipfile
 from pathlib import Path
 from urllib.parse import quote, urlsplit
-import urllib.request
 
 import pytest
 
@@ -172,7 +172,7 @@ def test_chunk_deep_link_matches_the_api_trace(stack, repo, page):
     page.goto(f"{stack.runtime['web']}a/{aid}/f/player.gd#L12-L26")
     detail = page.wait_for_selector(".chunk-detail.current")
     assert page.get_attribute(".seg.current", "id") == "L12-L26"
-    field = lambda name: detail.query_selector(f"[data-field={name}]").inner_text()  # noqa: E731
+    field = lambda name: detail.query_selector(f"[data-field={name}]").inner_text()
     chunk, q, j = api["chunk"], api["retrieval"]["query"], api["judgment"]
     assert field("code_text") == chunk["code_text"]
     assert field("surrounding_context") == chunk["surrounding_context"]
@@ -360,3 +360,26 @@ def test_cross_site_and_rebinding_requests_are_refused(stack):
     assert _raw(stack, "POST", "/api/analyses", {"Host": here, **json_ct}, snippet)[0] == 200
     status, _ = _raw(stack, "GET", "/", {"Host": here})
     assert status == 200
+
+
+@needs_chromium
+def test_link_to_a_file_changed_in_a_later_analysis_is_marked_outdated(stack, repo, page, tmp_path):
+    project = tmp_path / f"outdated_{uuid.uuid4().hex[:8]}"
+    shutil.copytree(repo / "samples" / "godot3_project", project)
+    old = _finished(stack, str(project))
+    player = project / "player.gd"
+    player.write_text(player.read_text(encoding="utf-8") + "\nfunc added_later():\n\tpass\n", encoding="utf-8")
+    new = _finished(stack, str(project))
+    assert new != old
+    page.goto(f"{stack.runtime['web']}a/{old}/f/player.gd#L1-L1")
+    banner = page.wait_for_selector("p.outdated[role=status]:not([hidden])")
+    assert "Outdated" in banner.inner_text()
+    assert banner.query_selector("a").get_attribute("href") == f"/a/{new}/f/player.gd"
+    assert page.wait_for_selector(".chunk-detail.current").get_attribute("id") == "detail-L1-L1"  # the old range still opens
+    # An unchanged file of the same old analysis is not outdated, nor is the newer copy.
+    page.goto(f"{stack.runtime['web']}a/{old}/f/main.gd")
+    page.wait_for_selector(".source")
+    assert "Outdated" not in page.inner_text("main")
+    page.goto(f"{stack.runtime['web']}a/{new}/f/player.gd#L1-L1")
+    page.wait_for_selector(".chunk-detail.current")
+    assert "Outdated" not in page.inner_text("main")

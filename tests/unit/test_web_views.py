@@ -58,7 +58,7 @@ def test_filters_combine():
     views = [wv.chunk_view(_row("a:1", source_file="a.gd", stages=DONE, signal="godot3", needs_migration=True), False),
              wv.chunk_view(_row("b:1", source_file="b.gd", stages=DONE, signal="neutral"), False),
              wv.chunk_view(_row("b:2", source_file="b.gd", stages={"retrieve": {"status": "waiting"}}), True)]
-    pick = lambda **q: [v["chunk_id"] for v in wv.filter_chunks(views, wv.ChunkFilter.from_query(q))]  # noqa: E731
+    pick = lambda **q: [v["chunk_id"] for v in wv.filter_chunks(views, wv.ChunkFilter.from_query(q))]
     assert pick() == ["a:1", "b:1", "b:2"]
     assert pick(status="done") == ["a:1", "b:1"]
     assert pick(signal="none") == ["b:2"]

@@ -25,8 +25,8 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from godot_rag.domain.retrieval.knowledge import KnowledgeRecord, key_lexemes
-from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 from godot_rag.domain.retrieval.why_not import RankFacts, SearchRank
+from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 
 SCHEMA = "godot_rag"
 TABLES = ("docs_chunks", "api_mapping", "label_prototypes")

@@ -136,9 +136,7 @@ class ChunkFilter:
             return False
         if self.migration == "yes" and not v["needs_migration"]:
             return False
-        if self.migration == "no" and v["needs_migration"]:
-            return False
-        return True
+        return not (self.migration == "no" and v["needs_migration"])
 
 
 def filter_chunks(views: Iterable[dict], f: ChunkFilter) -> list[dict]:
@@ -322,8 +320,7 @@ def source_segments(text: str, chunks: Sequence[dict]) -> list[dict]:
     segments: list[dict] = []
     n = 1
     for start, end, c in spans:
-        if start < n:  # overlapping spans never happen for a valid file; show the text once
-            start = n
+        start = max(start, n)  # overlapping spans never happen for a valid file; show the text once
         if start > n:
             segments.append({"chunk": None, "lines": [(i, lines[i - 1]) for i in range(n, min(start, len(lines) + 1))]})
         segments.append({"chunk": c, "lines": [(i, lines[i - 1]) for i in range(start, min(end, len(lines)) + 1)]})
