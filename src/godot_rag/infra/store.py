@@ -546,3 +546,94 @@ class Store:
                         on conflict (judgment_key) do nothing""",
                         (judgment_key, Jsonb(judgment)),
                     )
+
+    # ------------------------------------------------------------ web screen (read only)
+
+    async def web_chunk_rows(self, analysis_id: str, since: Any = None) -> list[dict]:
+        """One row per chunk for the live list: place, per-stage state, judgment summary,
+        and ``changed_at`` (latest stage update). With ``since``, only the chunks
+        whose stage rows changed after it."""
+        return await self._fetchall(
+            f"""select c.chunk_id, c.source_file, c.chunk_order, c.chunk_kind, c.start_line, c.end_line,
+                  coalesce(c.chunk->>'name', '') as name, f.source_kind, f.file_order, st.stages, st.changed_at,
+                  j.signal, j.needs_migration, j.confidence, j.status as judgment_status,
+                  coalesce(j.judgment->'migration_notes', '[]'::jsonb) as migration_notes
+                from {SCHEMA}.chunks c
+                join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
+                join lateral (select jsonb_object_agg(s.stage, jsonb_build_object('status', s.status, 'attempts', s.attempts,
+                                 'last_error', s.last_error)) as stages, max(s.updated_at) as changed_at
+                              from {SCHEMA}.chunk_stages s where s.analysis_id = c.analysis_id and s.chunk_id = c.chunk_id) st on true
+                left join {SCHEMA}.judgments j on j.analysis_id = c.analysis_id and j.chunk_id = c.chunk_id
+                where c.analysis_id = %(a)s and (%(since)s::timestamptz is null or c.chunk_id in (
+                  select s.chunk_id from {SCHEMA}.chunk_stages s where s.analysis_id = %(a)s and s.updated_at > %(since)s::timestamptz))
+                order by f.file_order, c.chunk_order""",
+            {"a": analysis_id, "since": since},
+        )
+
+    async def web_files_changed(self, analysis_id: str, since: Any = None) -> list[dict]:
+        return await self._fetchall(
+            f"""select * from {SCHEMA}.files where analysis_id = %(a)s
+                and (%(since)s::timestamptz is null or updated_at > %(since)s::timestamptz) order by file_order""",
+            {"a": analysis_id, "since": since},
+        )
+
+    async def web_timing(self, analysis_id: str, window_s: float = 30.0) -> dict:
+        """Chunks finished (aggregate done) in total and within the last ``window_s``, with the clock of the database."""
+        return await self._fetchone(
+            f"""select count(*) as done, count(*) filter (where s.updated_at > now() - make_interval(secs => %(w)s)) as recent,
+                  min(s.updated_at) as first_done, max(s.updated_at) as last_done, now() as now,
+                  (select created_at from {SCHEMA}.analyses where analysis_id = %(a)s) as created_at,
+                  (select max(updated_at) from {SCHEMA}.chunk_stages where analysis_id = %(a)s) as cursor
+                from {SCHEMA}.chunk_stages s where s.analysis_id = %(a)s and s.stage = 'aggregate' and s.status = 'done'""",
+            {"a": analysis_id, "w": window_s},
+        ) or {}
+
+    async def web_file_chunks(self, analysis_id: str, source_file: str) -> list[dict]:
+        """Every chunk of one file with its retrieval, judgment (and accounting) and stage rows."""
+        return await self._fetchall(
+            f"""select c.chunk_id, c.chunk_order, c.start_line, c.end_line, c.chunk,
+                  (select jsonb_agg(jsonb_build_object('stage', s.stage, 'status', s.status, 'attempts', s.attempts,
+                      'last_error', s.last_error, 'worker', s.worker, 'trace_id', s.trace_id,
+                      'started_at', s.started_at, 'updated_at', s.updated_at) order by s.stage)
+                     from {SCHEMA}.chunk_stages s where s.analysis_id = c.analysis_id and s.chunk_id = c.chunk_id) as stages,
+                  r.query, r.hits, r.kb_version,
+                  j.judgment, j.judge_kind, j.model, j.prompt_version, j.latency_ms, j.prompt_tokens, j.completion_tokens,
+                  j.llm_calls, j.route, j.cached, j.status as judgment_status, j.error as judgment_error
+                from {SCHEMA}.chunks c
+                left join {SCHEMA}.retrievals r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id
+                left join {SCHEMA}.judgments j on j.analysis_id = c.analysis_id and j.chunk_id = c.chunk_id
+                where c.analysis_id = %s and c.source_file = %s order by c.chunk_order""",
+            (analysis_id, source_file),
+        )
+
+    async def web_file_versions(self, project_id: str, source_file: str) -> list[dict]:
+        """The analyses of a project that list this file, newest first, with the file's content hash."""
+        return await self._fetchall(
+            f"""select a.analysis_id, a.created_at, a.status, f.sha256, f.included from {SCHEMA}.analyses a
+                join {SCHEMA}.files f on f.analysis_id = a.analysis_id and f.source_file = %s
+                where a.project_id = %s order by a.created_at desc limit 20""",
+            (source_file, project_id),
+        )
+
+    async def web_latest_analysis(self, project_id: str) -> dict | None:
+        return await self._fetchone(
+            f"select analysis_id, created_at from {SCHEMA}.analyses where project_id = %s order by created_at desc limit 1",
+            (project_id,),
+        )
+
+    async def cached_embedding(self, model: str, sha: str) -> list[float] | None:
+        async with self.pool.connection() as conn:
+            text = await kb_store.get_cached_embedding(conn, model, sha)
+        return None if text is None else [float(x) for x in text.strip("[]").split(",")]
+
+    async def find_records(self, text: str) -> list[dict]:
+        async with self.pool.connection() as conn:
+            rows = await kb_store.find_records(conn, text)
+            await conn.rollback()
+        return rows
+
+    async def rank_record(self, query: RetrieverQuery, **kwargs):
+        async with self.pool.connection() as conn:
+            facts = await kb_store.rank_record(conn, query, **kwargs)
+            await conn.rollback()
+        return facts

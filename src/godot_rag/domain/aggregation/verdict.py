@@ -102,8 +102,21 @@ def _kinds_of(o: ChunkOutcome) -> set[str]:
     return kinds
 
 
-def _weight(o: ChunkOutcome) -> float:
+def chunk_weight(o: ChunkOutcome) -> float:
+    """What one judged chunk adds to its side's signal weight."""
     return CHUNK_KIND_WEIGHT.get(o.chunk_kind, KIND_WEIGHT.get(o.source_kind, 0.5)) * o.confidence
+
+
+def file_signal_weights(outcomes: list[ChunkOutcome]) -> dict[str, tuple[float, float]]:
+    """(Godot 3 weight, Godot 4 weight) per file, the sums compute_verdict weighs."""
+    out: dict[str, tuple[float, float]] = {}
+    for o in outcomes:
+        if o.status != "done" or o.signal not in (SIGNAL_GODOT3, SIGNAL_GODOT4):
+            continue
+        w3, w4 = out.get(o.source_file, (0.0, 0.0))
+        w = chunk_weight(o)
+        out[o.source_file] = (w3 + w, w4) if o.signal == SIGNAL_GODOT3 else (w3, w4 + w)
+    return out
 
 
 def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
@@ -122,7 +135,7 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
         counts[o.signal] += 1
         if o.signal == SIGNAL_NEUTRAL:
             continue
-        w = _weight(o)
+        w = chunk_weight(o)
         kinds = _kinds_of(o)
         side = files.setdefault(o.source_file, _File(o.source_file, o.source_kind)).sides[o.signal]
         side.weight += w
