@@ -1,0 +1,966 @@
+"""GDScript 3 -> 4 edits made on the tree-sitter AST.
+
+Every edit is anchored on a syntax node, so a comment or a string literal is
+never rewritten: the only strings a rule reads are the signal and method names
+of ``connect``/``disconnect``/``is_connected``/``emit_signal`` and the signal of
+``yield(obj, "signal")``, whose role the call's shape proves, and they are
+turned into code (``sig.connect(_on_x)``), never renamed in place.
+
+Renames (the converter's tables) apply to identifiers in the role their table
+names: a class pair to a type or class identifier, a method pair to the name
+of a call, a property pair to a member access, an enum or colour pair to a
+constant.  Before renaming a member the receiver is resolved
+(``symbols.Receiver``) and the project index is asked whether the name is the
+project's own; a user-defined member that shares an engine name is kept (and
+listed as such).  A rename that depends on a receiver the rules cannot type,
+where the old name still exists in Godot 4, becomes a TODO.
+
+Structural rules: ``tool``, ``export``, ``onready``, ``setget``, the RPC
+keywords, ``.method()`` super calls, ``func _init().()``, ``yield``, string
+connects, ``move_and_slide``/``move_and_slide_with_snap``/``move_and_collide``
+arguments, and a few moved members with a receiver check (``instance()``,
+``empty()``, ``update()``, ``OS.get_ticks_msec()``, ``parse_json``/``to_json``).
+A structural edit that contains smaller edits (renames inside its arguments)
+absorbs them: its text is built from its children as already patched, and it
+carries the basis of each.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tree_sitter import Node, Parser
+
+from godot_rag.domain.chunking.gdscript import _language
+from godot_rag.domain.patching.knowledge import PatchKnowledge, Rename
+from godot_rag.domain.patching.model import Basis, Edit, Kept, Todo
+from godot_rag.domain.patching.symbols import ENGINE, GLOBAL, NODE, SELF, UNKNOWN, USER, ProjectIndex, Receiver
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_PUNCT = frozenset({"(", ")", ",", "[", "]", "{", "}"})
+_STATEMENTS = frozenset({"expression_statement", "variable_statement", "return_statement"})
+_VAR_NODES = frozenset({"variable_statement", "export_variable_statement", "onready_variable_statement"})
+_KINEMATIC = frozenset({"KinematicBody2D", "KinematicBody"})
+_ZERO_VECTORS = frozenset({"Vector2.ZERO", "Vector2()", "Vector2(0, 0)", "Vector2(0,0)", "Vector3.ZERO", "Vector3()",
+                           "Vector3(0, 0, 0)", "Vector3(0,0,0)"})
+
+# The RPC keywords and their Godot 4 annotation (the converter's mapping).
+_RPC = {
+    "remote": '@rpc("any_peer")',
+    "remotesync": '@rpc("any_peer", "call_local")',
+    "sync": '@rpc("any_peer", "call_local")',
+    "puppet": "@rpc",
+    "slave": "@rpc",
+    "puppetsync": '@rpc("call_local")',
+    "master": "@rpc",
+    "mastersync": '@rpc("call_local")',
+}
+
+# Members moved to another name where the rename table's pair is disabled or
+# absent; applied only on a receiver that can be the engine class named here
+# (the basis cites the migration-guide record).
+@dataclass(frozen=True)
+class _Move:
+    klass: str  # Godot 3 class the member belongs to
+    new: str
+    record_id: str
+    arity: int | None = None  # only calls with this many arguments
+
+
+_METHOD_MOVES = {
+    "instance": _Move("PackedScene", "instantiate", "change:instance-instantiate", 0),
+    "empty": _Move("Array", "is_empty", "change:array-empty", 0),
+    "update": _Move("CanvasItem", "queue_redraw", "change:update-queue-redraw", 0),
+}
+# Receivers of `empty()`: Array, Dictionary, String and the pool arrays.
+_EMPTY_OWNERS = frozenset({"Array", "Dictionary", "String", "PoolStringArray", "PoolIntArray", "PoolRealArray",
+                           "PoolByteArray", "PoolVector2Array", "PoolVector3Array", "PoolColorArray"})
+# Class-qualified members that moved to another singleton with the same arguments and result.
+_QUALIFIED_MOVES = {
+    ("OS", "get_ticks_msec"): ("Time.get_ticks_msec", "change:os-time"),
+    ("OS", "get_ticks_usec"): ("Time.get_ticks_usec", "change:os-time"),
+    ("OS", "get_unix_time"): ("Time.get_unix_time_from_system", "change:os-time"),
+    ("OS", "get_system_time_secs"): ("Time.get_unix_time_from_system", "change:os-time"),
+}
+# Global functions replaced by a call with the same arguments and result.
+_GLOBAL_MOVES = {
+    "parse_json": ("JSON.parse_string", "change:to-json"),
+    "to_json": ("JSON.stringify", "change:to-json"),
+}
+# Renamed engine virtuals whose contract also changed.
+_VIRTUAL_NOTES = {
+    "_get_configuration_warning": "Godot 4's _get_configuration_warnings() returns a PackedStringArray (one entry per "
+                                  "warning) instead of a String: return [] / [message] instead of \"\" / message.",
+}
+# export(TYPE, HINT...) hints with a Godot 4 annotation of their own.
+_EXPORT_HINTS = {
+    ("String", "FILE"): "@export_file",
+    ("String", "DIR"): "@export_dir",
+    ("String", "MULTILINE"): "@export_multiline",
+    ("String", "GLOBAL", "FILE"): "@export_global_file",
+    ("String", "FILE", "GLOBAL"): "@export_global_file",
+    ("String", "GLOBAL", "DIR"): "@export_global_dir",
+    ("String", "DIR", "GLOBAL"): "@export_global_dir",
+    ("Color", "RGB"): "@export_color_no_alpha",
+    ("float", "EASE"): "@export_exp_easing",
+    ("int", "LAYERS_2D_PHYSICS"): "@export_flags_2d_physics",
+    ("int", "LAYERS_2D_RENDER"): "@export_flags_2d_render",
+    ("int", "LAYERS_3D_PHYSICS"): "@export_flags_3d_physics",
+    ("int", "LAYERS_3D_RENDER"): "@export_flags_3d_render",
+}
+_NUMBER = re.compile(r"-?\s*\d+(\.\d*)?([eE][-+]?\d+)?\Z")
+
+
+def _args(node: Node | None) -> list[Node]:
+    if node is None:
+        return []
+    return [c for c in node.children if c.type not in _PUNCT]
+
+
+def _child(node: Node, type_: str) -> Node | None:
+    for c in node.children:
+        if c.type == type_:
+            return c
+    return None
+
+
+@dataclass
+class _Scope:
+    """Names visible in a function body: locals and parameters with their type ("" = untyped)."""
+
+    types: dict[str, str] = field(default_factory=dict)
+
+
+class GDScriptPatcher:
+    def __init__(self, path: str, src: bytes, knowledge: PatchKnowledge, index: ProjectIndex, parser: Parser | None = None):
+        self.path = path
+        self.src = src
+        self.k = knowledge
+        self.index = index
+        self.tree = (parser or Parser(_language())).parse(src)
+        self.edits: list[Edit] = []
+        self.todos: list[Todo] = []
+        self.kept: list[Kept] = []
+        self.base = index.engine_base(path)  # Godot 3 engine class the script extends ("" unknown)
+        self.declared = index.declared_in(path)
+        self.member_types: dict[str, str] = {}
+        self._line_starts = [0] + [m.end() for m in re.finditer(rb"\n", src)]
+
+    # ------------------------------------------------------------ helpers
+
+    def text(self, node: Node) -> str:
+        return self.src[node.start_byte:node.end_byte].decode("utf-8")
+
+    def line(self, offset: int) -> int:
+        lo, hi = 0, len(self._line_starts)
+        while lo + 1 < hi:
+            mid = (lo + hi) // 2
+            if self._line_starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid
+        return lo + 1
+
+    def indent_of(self, node: Node) -> str | None:
+        """The whitespace before ``node`` on its line, None when code precedes it there."""
+        start = self._line_starts[self.line(node.start_byte) - 1]
+        lead = self.src[start:node.start_byte].decode("utf-8")
+        return lead if lead.strip() == "" else None
+
+    def todo(self, node: Node | int, rule: str, symbol: str, note: str, record_id: str = "") -> None:
+        offset = node if isinstance(node, int) else node.start_byte
+        self.todos.append(Todo(self.path, self.line(offset), rule, symbol, note, record_id))
+
+    def keep(self, node: Node, symbol: str, reason: str) -> None:
+        self.kept.append(Kept(self.path, self.line(node.start_byte), symbol, reason))
+
+    def render(self, start: int, end: int, overrides: tuple[tuple[int, int, str], ...] = ()) -> str:
+        """source[start:end] with the accepted edits (and ``overrides``) inside it applied."""
+        pieces = [(e.start, e.end, e.replacement) for e in self.edits if start <= e.start and e.end <= end]
+        pieces = [p for p in pieces if not any(o[0] <= p[0] and p[1] <= o[1] for o in overrides)] + list(overrides)
+        out: list[bytes] = []
+        pos = start
+        for s, e, rep in sorted(pieces):
+            out.append(self.src[pos:s])
+            out.append(rep.encode("utf-8"))
+            pos = e
+        out.append(self.src[pos:end])
+        return b"".join(out).decode("utf-8")
+
+    def rn(self, node: Node) -> str:
+        return self.render(node.start_byte, node.end_byte)
+
+    def add(self, start: int, end: int, replacement: str, basis: Basis) -> bool:
+        """Accept an edit; one containing earlier edits absorbs them (their basis included)."""
+        inner: list[Edit] = []
+        for e in self.edits:
+            if start <= e.start and e.end <= end and (e.start, e.end) != (start, end) or (start == end == e.start == e.end):
+                inner.append(e)
+            elif e.start < end and start < e.end:
+                self.todo(start, basis.rule, basis.note, "overlaps another change on the same code; left for a person",
+                          basis.record_id)
+                return False
+        for e in inner:
+            self.edits.remove(e)
+        all_basis = (basis,) + tuple(b for e in inner for b in e.basis)
+        self.edits.append(Edit(start, end, replacement, all_basis))
+        return True
+
+    def replace(self, node: Node, replacement: str, basis: Basis) -> bool:
+        return self.add(node.start_byte, node.end_byte, replacement, basis)
+
+    @staticmethod
+    def string_name(node: Node | None, src: bytes) -> str | None:
+        """The identifier a plain string literal holds ("" when it is not one)."""
+        if node is None or node.type != "string":
+            return None
+        raw = src[node.start_byte:node.end_byte].decode("utf-8")
+        if len(raw) < 2 or raw[0] not in "\"'" or raw[-1] != raw[0] or raw.startswith(('"""', "'''")):
+            return None
+        body = raw[1:-1]
+        return body if _IDENT.match(body) else None
+
+    # ------------------------------------------------------------ receivers
+
+    def type_of_value(self, value: Node | None) -> str:
+        """The type a declaration's initialiser gives (``T.new()``, ``$Node``, ``preload("x.tscn")``), "" when unknown."""
+        if value is None:
+            return ""
+        t = value.type
+        if t in ("get_node",):
+            return "node"
+        if t == "call":
+            fn = self.text(value.children[0])
+            args = _args(_child(value, "arguments"))
+            if fn in ("get_node", "get_node_or_null", "get_parent", "find_node", "get_child", "owner"):
+                return "node"
+            if fn in ("preload", "load") and args and args[0].type == "string":
+                raw = self.text(args[0]).strip("\"'")
+                return "PackedScene" if raw.endswith((".tscn", ".scn")) else ""
+            if fn == "get_tree":
+                return "SceneTree"
+            if fn in self.k.vocabulary.classes3 and fn[:1].isupper():
+                return fn  # Vector2(...), Color(...)
+            return ""
+        if t == "attribute":
+            kids = value.children
+            last = kids[-1]
+            if len(kids) == 3 and kids[0].type == "identifier" and last.type == "attribute_call" and self.text(last.children[0]) == "new":
+                return self.text(kids[0])
+            return ""
+        if t == "array":
+            return "Array"
+        if t == "dictionary":
+            return "Dictionary"
+        if t == "string":
+            return "String"
+        return ""
+
+    def declared_type(self, decl: Node) -> str:
+        type_node = _child(decl, "type")
+        if type_node is not None:
+            return self.text(type_node).strip()
+        value = None
+        seen_eq = False
+        for c in decl.children:
+            if seen_eq and c.type not in ("setget", "comment"):
+                value = c
+                break
+            if c.type == "=":
+                seen_eq = True
+        if decl.type == "export_variable_statement":
+            args = _args(_child(decl, "arguments"))
+            if args and args[0].type == "identifier":
+                return self.text(args[0])
+        return self.type_of_value(value)
+
+    def receiver_of_type(self, type_name: str, text: str) -> Receiver:
+        if not type_name:
+            return Receiver(UNKNOWN, "", text)
+        if type_name == "node":
+            return Receiver(NODE, "", text)
+        if type_name in self.k.vocabulary.classes3 or type_name in self.k.vocabulary.singletons3:
+            return Receiver(ENGINE, type_name, text)
+        return Receiver(USER, type_name, text)
+
+    def resolve(self, node: Node | None, scope: _Scope) -> Receiver:
+        """What ``node`` (the expression before a '.') denotes; None = a bare name."""
+        if node is None:
+            return Receiver(SELF, self.base, "")
+        text = self.text(node)
+        if node.type == "identifier":
+            if text == "self":
+                return Receiver(SELF, self.base, "self")
+            if text in scope.types:
+                return self.receiver_of_type(scope.types[text], text)
+            if text in self.member_types:
+                return self.receiver_of_type(self.member_types[text], text)
+            if text in self.declared:
+                return Receiver(UNKNOWN, "", text)
+            if self.k.is_class3(text):
+                return Receiver(ENGINE, text, text)
+            return Receiver(USER, text, text) if text[:1].isupper() else Receiver(UNKNOWN, "", text)
+        if node.type == "get_node":
+            return Receiver(NODE, "", text)
+        t = self.type_of_value(node)
+        return self.receiver_of_type(t, text) if t else Receiver(UNKNOWN, "", text)
+
+    def member_context(self, node: Node) -> tuple[Node | None, bool]:
+        """For a name inside an attribute chain: (the expression before its '.', True); else (None, False)."""
+        parent = node.parent
+        if parent is not None and parent.type == "attribute_call":
+            holder, target = parent.parent, parent
+        else:
+            holder, target = parent, node
+        if holder is None or holder.type != "attribute":
+            return None, False
+        kids = holder.children
+        i = next((j for j, c in enumerate(kids) if c.id == target.id), -1)
+        if i <= 0 or kids[i - 1].type != ".":
+            return None, False
+        if i == 2:
+            return kids[0], True
+        # a.b.c: the receiver of c is the chain up to the dot before it, which is
+        # no single node; only its type matters, and an untyped chain is unknown.
+        return kids[i - 2], True
+
+    def receiver_for(self, node: Node, scope: _Scope) -> tuple[Receiver, bool]:
+        recv_node, dotted = self.member_context(node)
+        if not dotted:
+            return self.resolve(None, scope), False
+        parent = node.parent
+        holder = parent.parent if parent is not None and parent.type == "attribute_call" else parent
+        kids = holder.children
+        if recv_node is not None and recv_node.id != kids[0].id:
+            # a chained receiver: describe it as written, typed only when it is `x.new()` / known call
+            text = self.src[holder.start_byte:recv_node.end_byte].decode("utf-8")
+            return Receiver(UNKNOWN, "", text), True
+        return self.resolve(recv_node, scope), True
+
+    def user_defined(self, name: str, receiver: Receiver, node: Node) -> bool:
+        if self.index.defines(name, receiver, self.path):
+            self.keep(node, name, f"the project defines `{name}` for {receiver.describe()}")
+            return True
+        return False
+
+    # ------------------------------------------------------------ the walk
+
+    def run(self) -> list[Edit]:
+        root = self.tree.root_node
+        for c in root.children:
+            if c.type in _VAR_NODES:
+                name = _child(c, "name")
+                if name is not None:
+                    self.member_types[self.text(name)] = self.declared_type(c)
+        self.visit(root, _Scope())
+        return self.edits
+
+    def visit(self, node: Node, scope: _Scope) -> None:
+        t = node.type
+        if t in ("function_definition", "constructor_definition", "lambda"):
+            scope = _Scope(dict(scope.types))
+            for p in _args(_child(node, "parameters")):
+                name = p if p.type == "identifier" else (p.children[0] if p.children else None)
+                if name is not None and name.type == "identifier":
+                    type_node = _child(p, "type")
+                    scope.types[self.text(name)] = self.text(type_node) if type_node is not None else ""
+        elif t in _VAR_NODES and node.parent is not None and node.parent.type == "body":
+            name = _child(node, "name")
+            if name is not None:
+                scope.types[self.text(name)] = self.declared_type(node)
+        elif t == "for_statement" and len(node.children) > 1 and node.children[1].type == "identifier":
+            scope.types[self.text(node.children[1])] = ""
+        for c in node.children:
+            self.visit(c, scope)
+        handler = getattr(self, "on_" + t, None)
+        if handler is not None:
+            handler(node, scope)
+
+    # ------------------------------------------------------------ identifiers: renames
+
+    def on_identifier(self, node: Node, scope: _Scope) -> None:
+        parent = node.parent
+        if parent is None:
+            return
+        name = self.text(node)
+        if parent.type in ("parameters", "typed_parameter", "default_parameter", "typed_default_parameter") and \
+                parent.children and parent.children[0].id == node.id:
+            return
+        if parent.type == "for_statement" or parent.type == "enumerator" or parent.type == "annotation":
+            return
+        if parent.type == "expression_statement" and name == "tool":
+            return  # the `tool` statement rule handles it
+        if parent.type == "call" and parent.children[0].id == node.id:
+            self.rename_call(node, name, None, scope, _args(_child(parent, "arguments")))
+            return
+        if parent.type == "attribute_call" and parent.children[0].id == node.id:
+            self.rename_call(node, name, parent, scope, _args(_child(parent, "arguments")))
+            return
+        recv_node, dotted = self.member_context(node)
+        if dotted:
+            self.rename_member(node, name, recv_node, scope)
+            return
+        self.rename_bare(node, name, scope)
+
+    def rename_bare(self, node: Node, name: str, scope: _Scope) -> None:
+        if name in scope.types:
+            return
+        r = self.k.class_rename(name)
+        if r is not None:
+            if name in self.declared or self.index.defines(name, Receiver(UNKNOWN), self.path) or \
+                    getattr(self.index, "is_project_class", lambda n: False)(name):
+                self.keep(node, name, f"the project declares `{name}`")
+                return
+            conf = 0.8 if r.old_in_godot4 else 0.95
+            self.replace(node, r.new, Basis("rename-class", r.record_id, conf, "type name", f"{name} -> {r.new}"))
+            return
+        r = self.k.rename("enum_renames", name)
+        if r is not None and name.isupper():
+            if name in self.declared or self.index.defines(name, Receiver(UNKNOWN), self.path):
+                self.keep(node, name, f"the project declares `{name}`")
+                return
+            self.replace(node, r.new, Basis("rename-enum", r.record_id, 0.95, "global scope", f"{name} -> {r.new}"))
+            return
+        r = self.k.rename("gdscript_properties_renames", name)
+        if r is not None and self.base and self.k.has_member3(self.base, name) and name not in self.declared:
+            self.replace(node, r.new, Basis("rename-property", r.record_id, 0.9, f"self (extends {self.base})",
+                                            f"{name} -> {r.new}"))
+
+    def rename_member(self, node: Node, name: str, recv_node: Node | None, scope: _Scope) -> None:
+        receiver, _ = self.receiver_for(node, scope)
+        if receiver.kind == ENGINE and receiver.text == "Color":
+            r = self.k.rename("color_renames", name)
+            if r is not None:
+                self.replace(node, r.new, Basis("rename-color", r.record_id, 0.95, receiver.describe(), f"Color.{name} -> Color.{r.new}"))
+            return
+        r = self.k.rename("enum_renames", name)
+        if r is not None and name.isupper() and receiver.kind == ENGINE:
+            self.replace(node, r.new, Basis("rename-enum", r.record_id, 0.9, receiver.describe(), f"{name} -> {r.new}"))
+            return
+        r = self.k.rename("gdscript_properties_renames", name)
+        if r is not None:
+            self.rename_engine_member(node, name, r, receiver, "rename-property")
+            return
+        if receiver.kind == ENGINE and receiver.text == "OS" and name in ("window_fullscreen", "window_size"):
+            return  # left to the residual TODOs (DisplayServer / Window API)
+
+    def rename_engine_member(self, node: Node, name: str, r: Rename, receiver: Receiver, rule: str) -> None:
+        if self.user_defined(name, receiver, node):
+            return
+        if receiver.kind == ENGINE or (receiver.kind == SELF and receiver.type_name):
+            if not self.k.has_member3(receiver.type_name, name):
+                return  # not a member of that class in Godot 3: some other name
+            conf = 0.95
+        elif receiver.kind == SELF:
+            conf = 0.7
+        elif r.old_in_godot4:
+            self.todo(node, rule, name, f"`{name}` is renamed `{r.new}` on {r.context or 'some engine classes'} in Godot 4, "
+                                        f"but `{name}` also exists in Godot 4 and the receiver "
+                                        f"({receiver.describe()}) is not typed: rename it if the receiver is one of those",
+                      r.record_id)
+            return
+        else:
+            conf = 0.75
+        self.replace(node, r.new, Basis(rule, r.record_id, conf, receiver.describe(), f"{name} -> {r.new}"))
+
+    def rename_call(self, node: Node, name: str, call: Node | None, scope: _Scope, args: list[Node]) -> None:
+        receiver, dotted = self.receiver_for(node, scope)
+        r = self.k.rename("gdscript_function_renames", name)
+        if not dotted:
+            if name in scope.types:
+                return
+            if r is not None and name.startswith("_") and self.base and self.k.has_member3(self.base, name):
+                # A renamed engine virtual the script overrides: calls follow the declaration.
+                self.replace(node, r.new, Basis("rename-virtual", r.record_id, 0.9, f"self (extends {self.base})",
+                                                f"{name} -> {r.new}"))
+                return
+            if name in _GLOBAL_MOVES and not self.index.defines(name, receiver, self.path) and \
+                    name in self.k.vocabulary.globals3:
+                new, rid = _GLOBAL_MOVES[name]
+                self.replace(node, new, Basis("moved-global", rid, 0.95, "global scope", f"{name}() -> {new}()"))
+                return
+            if r is not None and name in self.k.vocabulary.globals3 and not (self.base and self.k.has_member3(self.base, name)):
+                if self.user_defined(name, receiver, node):
+                    return
+                self.replace(node, r.new, Basis("rename-function", r.record_id, 0.95, "global scope", f"{name} -> {r.new}"))
+                return
+        if r is not None:
+            self.rename_engine_member(node, name, r, receiver, "rename-method")
+            return
+        move = _METHOD_MOVES.get(name)
+        if move is not None and (move.arity is None or len(args) == move.arity):
+            if self.index.defines(name, receiver, self.path):
+                self.keep(node, name, f"the project defines `{name}` for {receiver.describe()}")
+                return
+            if receiver.kind in (ENGINE, SELF) and receiver.type_name:
+                owners = _EMPTY_OWNERS if name == "empty" else (move.klass,)
+                if receiver.type_name not in owners and not any(self.k.has_member3(receiver.type_name, name) and
+                                                                 self.k.has_member3(o, name) for o in owners):
+                    return
+                conf = 0.95
+            elif receiver.kind == SELF:
+                return  # a bare call on a script whose base is unknown: not provably the engine's
+            else:
+                conf = 0.8 if name != "update" else 0.0
+                if conf == 0.0:
+                    self.todo(node, "moved-method", name, f"`{receiver.text}.update()` is queue_redraw() if "
+                                                         f"`{receiver.text}` is a CanvasItem (receiver not typed)",
+                              move.record_id)
+                    return
+            self.replace(node, move.new, Basis("moved-method", move.record_id, conf, receiver.describe(),
+                                               f"{name}() -> {move.new}()"))
+            return
+        if dotted and receiver.kind == ENGINE and (receiver.text, name) in _QUALIFIED_MOVES:
+            new, rid = _QUALIFIED_MOVES[(receiver.text, name)]
+            holder = node.parent.parent  # attribute
+            recv = holder.children[0]
+            self.add(recv.start_byte, node.end_byte, new,
+                     Basis("moved-method", rid, 0.95, receiver.describe(), f"{receiver.text}.{name} -> {new}"))
+
+    # ------------------------------------------------------------ declarations
+
+    def on_function_definition(self, node: Node, scope: _Scope) -> None:
+        name = _child(node, "name")
+        if name is not None:
+            n = self.text(name)
+            r = self.k.rename("gdscript_function_renames", n)
+            if r is not None and n.startswith("_") and self.base and self.k.has_member3(self.base, n):
+                self.replace(name, r.new, Basis("rename-virtual", r.record_id, 0.9, f"self (extends {self.base})",
+                                                f"func {n} -> func {r.new}"))
+                if n in _VIRTUAL_NOTES:
+                    self.todo(name, "rename-virtual", n, _VIRTUAL_NOTES[n], r.record_id)
+        kw = _child(node, "remote_keyword")
+        if kw is not None:
+            self.rpc_keyword(kw)
+
+    def rpc_keyword(self, kw: Node) -> None:
+        word = self.text(kw).strip()
+        annotation = _RPC.get(word)
+        if annotation is None:
+            return
+        if kw.parent is not None and kw.parent.type in _VAR_NODES:
+            self.todo(kw, "rpc-keyword", word, "RPC keywords on variables (rset) are removed in Godot 4: synchronise the "
+                                               "property with a MultiplayerSynchronizer or an @rpc setter function",
+                      "change:rset-removed")
+            return
+        self.replace(kw, annotation, Basis("rpc-annotation", "change:rpc-keywords", 0.9, "", f"{word} -> {annotation}"))
+        if word in ("master", "mastersync"):
+            self.todo(kw, "rpc-annotation", word, "`master` RPCs are not supported in Godot 4: the function is now callable "
+                                                  "by the authority only; check multiplayer.get_remote_sender_id() "
+                                                  "if it must run for the server only", "change:rpc-keywords")
+
+    def on_expression_statement(self, node: Node, scope: _Scope) -> None:
+        kids = node.children
+        if len(kids) == 1 and kids[0].type == "identifier" and self.text(kids[0]) == "tool" and \
+                node.parent is not None and node.parent.type == "source":
+            self.replace(node, "@tool", Basis("tool-annotation", "change:tool", 0.99, "", "tool -> @tool"))
+            return
+        self.move_and_slide(node, scope)
+
+    def on_variable_statement(self, node: Node, scope: _Scope) -> None:
+        kw = _child(node, "remote_keyword")
+        if kw is not None:
+            self.rpc_keyword(kw)
+        if node.parent is not None and node.parent.type == "body":
+            self.move_and_slide(node, scope)
+        elif node.parent is not None and node.parent.type == "source":
+            self.inherited_velocity(node)
+
+    def on_return_statement(self, node: Node, scope: _Scope) -> None:
+        self.move_and_slide(node, scope)
+
+    def on_onready_variable_statement(self, node: Node, scope: _Scope) -> None:
+        kw = _child(node, "onready")
+        if kw is not None:
+            self.replace(kw, "@onready", Basis("onready-annotation", "change:onready", 0.99, "", "onready -> @onready"))
+
+    def on_export_variable_statement(self, node: Node, scope: _Scope) -> None:
+        kw = _child(node, "export")
+        var = _child(node, "var")
+        name = _child(node, "name")
+        if kw is None or var is None or name is None:
+            return
+        args = _args(_child(node, "arguments"))
+        has_type = _child(node, "type") is not None or _child(node, "inferred_type") is not None or \
+            any(c.type == ":=" for c in node.children)
+        annotation, type_text, note = self.export_annotation(args)
+        rid = "change:export-keyword" if not args else "change:export-range" if "range" in annotation else \
+            "change:export-file" if "file" in annotation or "dir" in annotation else \
+            "change:export-enum" if "enum" in annotation else "change:export-color-no-alpha" if "color" in annotation else \
+            "change:export-flags-layers" if "flags" in annotation else "change:export-resource" if type_text else "change:export-keyword"
+        # `export(...) ` up to `var` becomes the annotation; onready between them stays for its own rule.
+        onready = _child(node, "onready")
+        head_end = (onready or var).start_byte
+        self.add(kw.start_byte, head_end, annotation + " ",
+                 Basis("export-annotation", rid, 0.95 if not note else 0.8, "", f"{self.src[kw.start_byte:head_end].decode().strip()} -> {annotation}"))
+        if type_text and not has_type:
+            self.add(name.end_byte, name.end_byte, f": {type_text}",
+                     Basis("export-annotation", rid, 0.95, "", f"type {type_text} from the export hint"))
+        if note:
+            self.todo(kw, "export-annotation", "export", note, rid)
+
+    def export_annotation(self, args: list[Node]) -> tuple[str, str, str]:
+        """(annotation, type to add, TODO note) for export(args)."""
+        if not args:
+            return "@export", "", ""
+        texts = [self.rn(a) for a in args]
+        raw = [self.text(a) for a in args]
+        first = texts[0]
+        if args[0].type != "identifier":
+            return "@export", "", f"export hint ({', '.join(raw)}) not carried over: write the Godot 4 annotation by hand"
+        rest = raw[1:]
+        if not rest:
+            if first == "Array":
+                return "@export", "Array", ""
+            return "@export", first, ""
+        words = tuple([raw[0]] + rest)
+        if words[:3] in _EXPORT_HINTS or words[:2] in _EXPORT_HINTS:
+            key = words[:3] if words[:3] in _EXPORT_HINTS else words[:2]
+            extra = rest[len(key) - 1:]
+            ann = _EXPORT_HINTS[key]
+            if extra and all(a.type == "string" for a in args[len(key):]):
+                ann += "(" + ", ".join(extra) + ")"
+            elif extra:
+                return "@export", first, f"export hint ({', '.join(raw)}) not carried over"
+            return ann, "" if ann.startswith(("@export_file", "@export_dir", "@export_global", "@export_multiline")) else first, ""
+        if raw[0] in ("int", "float") and all(_NUMBER.match(a) for a in rest) and 2 <= len(rest) <= 3:
+            return f"@export_range({', '.join(rest)})", first, ""
+        if raw[0] in ("int", "String") and all(a.type == "string" for a in args[1:]):
+            return f"@export_enum({', '.join(rest)})", first, ""
+        if raw[0] == "int" and rest[0] == "FLAGS" and all(a.type == "string" for a in args[2:]) and len(rest) > 1:
+            return f"@export_flags({', '.join(rest[1:])})", "int", ""
+        if raw[0] == "float" and rest[0] == "EXP" and all(_NUMBER.match(a) for a in rest[1:]) and len(rest) >= 3:
+            return f"@export_range({', '.join(rest[1:])}, \"exp\")", "float", ""
+        if raw[0] == "Array" and len(args) == 2 and args[1].type == "identifier":
+            return "@export", "Array", (f"the element type {rest[0]} of export(Array, {rest[0]}) is not carried over: "
+                                        f"Array[{texts[1]}] would make the array typed")
+        return "@export", first, f"export hint ({', '.join(raw)}) not carried over: write the Godot 4 annotation by hand"
+
+    def on_setget(self, node: Node, scope: _Scope) -> None:
+        kw = node.children[0] if node.children else None
+        if kw is None or kw.type != "setget":
+            return  # already the Godot 4 form
+        setter = _child(node, "setter")
+        getter = _child(node, "getter")
+        parts = []
+        if setter is not None:
+            parts.append(f"set = {self.text(setter)}")
+        if getter is not None:
+            parts.append(f"get = {self.text(getter)}")
+        if not parts:
+            return
+        # Replace from the end of the previous token, so `= 100 setget s` becomes `= 100: set = s`.
+        prev = node.prev_sibling
+        start = prev.end_byte if prev is not None else node.start_byte
+        self.add(start, node.end_byte, ": " + ", ".join(parts),
+                 Basis("setget-property", "change:setget", 0.9, "", f"setget -> {', '.join(parts)}"))
+        decl = node.parent
+        name = _child(decl, "name") if decl is not None else None
+        var = self.text(name) if name is not None else "the property"
+        self.todo(node, "setget-property", "setget",
+                  f"Godot 4 calls the accessors of `{var}` also from inside the class (Godot 3 only through self. or "
+                  f"from outside): check assignments to `{var}` inside the script, including in its own setter",
+                  "change:setget")
+
+    # ------------------------------------------------------------ calls
+
+    def on_base_call(self, node: Node, scope: _Scope) -> None:
+        self.add(node.start_byte, node.start_byte, "super",
+                 Basis("super-call", "change:super-call", 0.99, "parent class", ".method() -> super.method()"))
+
+    def on_constructor_definition(self, node: Node, scope: _Scope) -> None:
+        kids = node.children
+        dot = next((c for c in kids if c.type == "."), None)
+        if dot is None:
+            return
+        args = dot.next_sibling
+        colon = next((c for c in kids if c.type == ":" and c.start_byte > dot.start_byte), None)
+        body = _child(node, "body")
+        if args is None or args.type != "arguments" or colon is None or body is None:
+            return
+        first = body.children[0] if body.children else None
+        indent = self.indent_of(first) if first is not None else None
+        if indent is None or self.line(first.start_byte) == self.line(colon.start_byte):
+            self.todo(node, "super-constructor", "_init", "`func _init().(args)` with its body on the same line: "
+                                                          "move the body to its own line and call super(args) first",
+                      "change:super-call")
+            return
+        call = "super" + self.rn(args)
+        # `func _init(a).(b) -> void:`: the return type stays, the parent call moves into the body.
+        between = self.render(args.end_byte, colon.start_byte)
+        self.add(dot.start_byte, colon.end_byte, between.lstrip() and (" " + between.strip()) + ":" or ":",
+                 Basis("super-constructor", "change:super-call", 0.95, "parent class", "_init().(args) -> super(args)"))
+        self.add(colon.end_byte, colon.end_byte, "\n" + indent + call,
+                 Basis("super-constructor", "change:super-call", 0.95, "parent class", "_init().(args) -> super(args)"))
+
+    def on_call(self, node: Node, scope: _Scope) -> None:
+        fn = node.children[0] if node.children else None
+        if fn is None or fn.type != "identifier":
+            return
+        name = self.text(fn)
+        args = _args(_child(node, "arguments"))
+        if name == "yield":
+            self.yield_await(node, args, scope)
+        elif name in ("connect", "disconnect", "is_connected", "emit_signal"):
+            self.signal_call(node, name, None, args, scope)
+        elif name == "move_and_collide":
+            self.move_and_collide(node, None, args, scope)
+
+    def on_attribute_call(self, node: Node, scope: _Scope) -> None:
+        fn = node.children[0] if node.children else None
+        if fn is None:
+            return
+        name = self.text(fn)
+        args = _args(_child(node, "arguments"))
+        if name in ("connect", "disconnect", "is_connected", "emit_signal"):
+            self.signal_call(node, name, fn, args, scope)
+        elif name == "move_and_collide":
+            self.move_and_collide(node, fn, args, scope)
+
+    def yield_await(self, node: Node, args: list[Node], scope: _Scope) -> None:
+        if not args:
+            self.todo(node, "yield-await", "yield()", "a bare yield() (resumed with .resume()) has no Godot 4 "
+                                                      "equivalent: make the caller await a signal or the coroutine",
+                      "change:yield-coroutine")
+            return
+        if len(args) != 2:
+            return
+        sig = self.string_name(args[1], self.src)
+        if sig is None:
+            self.todo(node, "yield-await", "yield", "yield with a signal name that is not a plain string literal: "
+                                                    "write `await obj.signal` by hand", "change:yield-await")
+            return
+        obj = args[0]
+        obj_text = self.rn(obj)
+        if sig == "completed" and obj.type in ("call", "attribute") and obj.children and \
+                (obj.type == "call" or obj.children[-1].type == "attribute_call"):
+            self.replace(node, f"await {obj_text}",
+                         Basis("yield-await", "change:yield-coroutine", 0.9, "coroutine call",
+                               'yield(f(), "completed") -> await f()'))
+            return
+        receiver = self.resolve(obj, scope)
+        sig_new, basis = self.signal_rename(sig, receiver, obj)
+        wrapped = obj_text if obj.type in ("identifier", "attribute", "call", "get_node") else f"({obj_text})"
+        b = Basis("yield-await", "change:yield-await", 0.95, receiver.describe(), f'yield(obj, "{sig}") -> await obj.{sig_new}')
+        if self.replace(node, f"await {wrapped}.{sig_new}", b) and basis is not None:
+            self.edits[-1] = Edit(self.edits[-1].start, self.edits[-1].end, self.edits[-1].replacement,
+                                  self.edits[-1].basis + (basis,))
+
+    def signal_rename(self, sig: str, receiver: Receiver, node: Node) -> tuple[str, Basis | None]:
+        r = self.k.rename("gdscript_signals_renames", sig)
+        if r is None:
+            return sig, None
+        if self.index.defines(sig, receiver, self.path):
+            self.keep(node, sig, f"the project declares signal `{sig}` for {receiver.describe()}")
+            return sig, None
+        if receiver.type_name and not self.k.has_member3(receiver.type_name, sig):
+            return sig, None
+        conf = 0.9 if receiver.type_name else 0.7
+        return r.new, Basis("rename-signal", r.record_id, conf, receiver.describe(), f"{sig} -> {r.new}")
+
+    def signal_call(self, node: Node, name: str, fn: Node | None, args: list[Node], scope: _Scope) -> None:
+        receiver, dotted = self.receiver_for(fn if fn is not None else node.children[0], scope)
+        if self.index.defines(name, receiver, self.path):
+            self.keep(node, name, f"the project defines `{name}` for {receiver.describe()}")
+            return
+        sig = self.string_name(args[0], self.src) if args else None
+        if sig is None:
+            return
+        sig_new, sig_basis = self.signal_rename(sig, receiver, args[0])
+        extra = (sig_basis,) if sig_basis else ()
+        if name == "emit_signal":
+            # Only a signal the receiver provably has: declared by the script or by its engine class.
+            if not (receiver.kind == SELF and (sig in self.declared or (receiver.type_name and self.k.has_member3(receiver.type_name, sig)))):
+                return
+            rest = ", ".join(self.rn(a) for a in args[1:])
+            self._signal_edit(node, f"{sig_new}.emit({rest})", Basis("emit-signal", "change:emit-signal", 0.95,
+                                                                     receiver.describe(), f'emit_signal("{sig}") -> {sig_new}.emit()'), extra)
+            return
+        if len(args) < 3:
+            return  # connect("sig", callable): already the Godot 4 form
+        method = self.string_name(args[2], self.src)
+        if method is None:
+            self.todo(node, "connect-callable", name, f"{name}() with a method name that is not a plain string literal: "
+                                                      f"pass a Callable by hand", "change:connect-callable")
+            return
+        target = args[1]
+        target_text = self.rn(target)
+        if target.type == "identifier" and target_text == "self":
+            target_recv = Receiver(SELF, self.base, "self")
+            engine_method = bool(self.base) and self.k.has_member3(self.base, method)
+            if self.index.defines(method, target_recv, self.path) or engine_method:
+                callable_text = method
+            else:
+                callable_text = f'Callable(self, "{method}")'
+        elif target.type in ("identifier", "get_node", "attribute", "call"):
+            callable_text = f"{target_text}.{method}"
+        else:
+            callable_text = f'Callable({target_text}, "{method}")'
+        if name == "connect" and len(args) >= 4:
+            binds = args[3]
+            if binds.type == "array":
+                items = ", ".join(self.rn(a) for a in _args(binds))
+                if items:
+                    callable_text += f".bind({items})"
+            else:
+                callable_text += f".bindv({self.rn(binds)})"
+        tail = ""
+        if name == "connect" and len(args) >= 5:
+            tail = ", " + ", ".join(self.rn(a) for a in args[4:])
+        elif name != "connect" and len(args) > 3:
+            return
+        rid = "change:connect-binds" if name == "connect" and len(args) >= 4 else \
+            "change:disconnect-callable" if name == "disconnect" else "change:connect-callable"
+        self._signal_edit(node, f"{sig_new}.{name}({callable_text}{tail})",
+                          Basis("connect-callable", rid, 0.9, receiver.describe(),
+                                f'{name}("{sig}", {self.text(target)}, "{method}") -> {sig_new}.{name}({callable_text})'), extra)
+
+    def _signal_edit(self, node: Node, text: str, basis: Basis, extra: tuple[Basis, ...]) -> None:
+        if node.type == "call" and node.parent is not None and node.parent.type == "attribute" and \
+                node.parent.children[0].id != node.id:
+            return
+        if self.replace(node, text, basis) and extra:
+            e = self.edits[-1]
+            self.edits[-1] = Edit(e.start, e.end, e.replacement, e.basis + extra)
+
+    # ------------------------------------------------------------ move_and_slide / move_and_collide
+
+    def _kinematic(self, name: str, receiver: Receiver, node: Node) -> bool:
+        if self.index.defines(name, receiver, self.path):
+            self.keep(node, name, f"the project defines `{name}` for {receiver.describe()}")
+            return False
+        if receiver.type_name and not self.k.has_member3(receiver.type_name, name):
+            return False
+        return True
+
+    def move_and_slide(self, stmt: Node, scope: _Scope) -> None:
+        found = self._find_slide(stmt)
+        if found is None:
+            return
+        call, fn, name, args, recv_node = found
+        receiver = self.resolve(recv_node, scope)
+        if not args or not self._kinematic(name, receiver, fn):
+            return
+        indent = self.indent_of(stmt)
+        if indent is None:
+            self.todo(stmt, "move-and-slide", name, f"{name}() with arguments on a line shared with other code: set the "
+                                                    "velocity property and call move_and_slide() by hand",
+                      "change:move-and-slide")
+            return
+        prefix = (self.rn(recv_node) + ".") if recv_node is not None else ""
+        props = ["velocity", "up_direction", "floor_stop_on_slope", "max_slides", "floor_max_angle", None]
+        if name == "move_and_slide_with_snap":
+            props = ["velocity", "floor_snap", "up_direction", "floor_stop_on_slope", "max_slides", "floor_max_angle", None]
+        lines: list[str] = []
+        notes: list[str] = []
+        for prop, arg in zip(props, args):
+            value = self.rn(arg)
+            if prop is None:
+                notes.append(f"infinite_inertia ({value}) is removed in Godot 4")
+            elif prop == "floor_snap":
+                notes.append(f"the snap vector ({value}) became floor_snap_length, a float, in Godot 4: "
+                             f"set floor_snap_length by hand")
+            elif not (prop == "velocity" and value == "velocity" and not prefix):
+                lines.append(f"{prefix}{prop} = {value}")
+        up_given = len(args) > props.index("up_direction")
+        if not up_given:
+            notes.append("Godot 3 used no up direction here (Vector2.ZERO: no floor, every collision a wall); Godot 4's "
+                         "default up_direction is UP: set up_direction = Vector2.ZERO to keep Godot 3's behaviour")
+        if len(args) <= props.index("floor_stop_on_slope"):
+            notes.append("Godot 3's stop_on_slope defaulted to false, Godot 4's floor_stop_on_slope to true")
+        lines.append(f"{prefix}move_and_slide()")
+        whole = stmt.type == "expression_statement" and stmt.children and stmt.children[0].id == call.id
+        if not whole:
+            first = stmt.children[0] if stmt.children else None
+            is_velocity_assignment = stmt.type == "expression_statement" and first is not None and \
+                first.type == "assignment" and first.children and self.text(first.children[0]) == f"{prefix}velocity" and \
+                first.children[-1].id == call.id
+            if not is_velocity_assignment:
+                lines.append(self.render(stmt.start_byte, stmt.end_byte, ((call.start_byte, call.end_byte, f"{prefix}velocity"),)))
+        record = "change:move-and-slide-with-snap" if name == "move_and_slide_with_snap" else "change:move-and-slide"
+        ok = self.replace(stmt, ("\n" + indent).join(lines),
+                          Basis("move-and-slide", record, 0.9, receiver.describe(),
+                                f"{name}(args) -> velocity property + move_and_slide()"))
+        if ok:
+            for n in notes:
+                self.todo(call, "move-and-slide", name, n, record)
+
+    def _find_slide(self, stmt: Node):
+        stack = list(stmt.children)
+        while stack:
+            n = stack.pop()
+            if n.type in ("lambda", "body"):
+                continue
+            if n.type == "call" and n.children and n.children[0].type == "identifier" and \
+                    self.text(n.children[0]) in ("move_and_slide", "move_and_slide_with_snap"):
+                return n, n.children[0], self.text(n.children[0]), _args(_child(n, "arguments")), None
+            if n.type == "attribute" and len(n.children) == 3 and n.children[-1].type == "attribute_call":
+                ac = n.children[-1]
+                nm = self.text(ac.children[0])
+                if nm in ("move_and_slide", "move_and_slide_with_snap"):
+                    return n, ac.children[0], nm, _args(_child(ac, "arguments")), n.children[0]
+            stack.extend(n.children)
+        return None
+
+    def move_and_collide(self, node: Node, fn: Node | None, args: list[Node], scope: _Scope) -> None:
+        if len(args) < 2:
+            return
+        receiver, _ = self.receiver_for(fn if fn is not None else node.children[0], scope)
+        if not self._kinematic("move_and_collide", receiver, node):
+            return
+        kept = [self.rn(args[0])]
+        dropped = [self.text(a) for a in args[1:3]]
+        if len(args) >= 4:
+            kept.append(self.rn(args[3]))
+        self.replace(node, f"move_and_collide({', '.join(kept)})",
+                     Basis("move-and-collide", "change:move-and-slide", 0.85, receiver.describe(),
+                           "move_and_collide(motion, infinite_inertia, exclude_raycast_shapes, test_only) -> "
+                           "move_and_collide(motion, test_only)"))
+        if any(d.strip() not in ("true",) for d in dropped):
+            self.todo(node, "move-and-collide", "move_and_collide",
+                      f"infinite_inertia / exclude_raycast_shapes ({', '.join(dropped)}) are removed in Godot 4",
+                      "change:move-and-slide")
+
+    def inherited_velocity(self, node: Node) -> None:
+        """`var velocity` in a KinematicBody script collides with CharacterBody's own velocity property."""
+        name = _child(node, "name")
+        if name is None or self.text(name) != "velocity" or self.base not in _KINEMATIC:
+            return
+        if any(c.type in ("setget", "annotations", "remote_keyword") for c in node.children):
+            return
+        value = None
+        seen_eq = False
+        for c in node.children:
+            if seen_eq:
+                value = c
+                break
+            if c.type == "=":
+                seen_eq = True
+        type_node = _child(node, "type")
+        value_text = re.sub(r"\s+", " ", self.text(value)).strip() if value is not None else ""
+        type_ok = type_node is None or self.text(type_node) in ("Vector2", "Vector3")
+        line_start = self._line_starts[self.line(node.start_byte) - 1]
+        line_end = self.src.find(b"\n", node.end_byte)
+        line_end = len(self.src) if line_end < 0 else line_end + 1
+        rest = self.src[node.end_byte:line_end].strip()
+        if type_ok and (value is None or value_text in _ZERO_VECTORS) and not rest and self.indent_of(node) == "":
+            self.add(line_start, line_end, "",
+                     Basis("inherited-velocity", "change:move-and-slide", 0.9, f"self (extends {self.base})",
+                           "remove `var velocity`: CharacterBody's own velocity property (same zero default) replaces it"))
+        else:
+            self.todo(node, "inherited-velocity", "velocity",
+                      "the script declares `velocity`, which CharacterBody already has in Godot 4 (a parse error there): "
+                      "remove the declaration and set the initial value in _ready()", "change:move-and-slide")
+
+
+def patch_gdscript(path: str, source: str, knowledge: PatchKnowledge, index: ProjectIndex,
+                   parser: Parser | None = None) -> tuple[list[Edit], list[Todo], list[Kept], bool]:
+    """Edits, TODOs and kept names for one .gd file; the bool says whether it parsed without errors."""
+    p = GDScriptPatcher(path, source.encode("utf-8"), knowledge, index, parser)
+    clean = not p.tree.root_node.has_error
+    if not clean:
+        p.todo(0, "parse", path, "the file does not parse cleanly with tree-sitter: no change is made to it")
+        return [], p.todos, [], False
+    edits = p.run()
+    return edits, p.todos, p.kept, True

@@ -1,0 +1,209 @@
+"""Receiver resolution and the project symbol index the patch asks "is this name the project's own?".
+
+The patch renames an engine member only where the name does not belong to the
+project: ``func update()`` declared by a script makes its ``update()`` calls the
+user's, not ``CanvasItem.update``.  The question is asked through the small
+``ProjectIndex`` protocol so that the shared project index of the rules judge
+(receiver types across files, scenes and autoloads) can replace
+``LocalProjectIndex`` without touching the rules: it only has to answer
+``defines`` and ``engine_base``.
+
+``LocalProjectIndex`` is the minimal implementation kept here until then: it
+reads every ``.gd`` file of the project with tree-sitter and knows each
+script's ``class_name``, ``extends`` and declared names.  Its answers are
+conservative: a receiver it cannot type counts as the project's whenever any
+script of the project declares the name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Protocol
+
+from tree_sitter import Node, Parser
+
+from godot_rag.domain.chunking.gdscript import _language
+
+# Receiver kinds.
+SELF = "self"  # bare name or self.name inside the script
+ENGINE = "engine"  # an engine class, singleton or a value typed as one (type_name: its Godot 3 name)
+USER = "user"  # a project class (class_name, or a script path): type_name names it
+NODE = "node"  # a node reached by path ($Node, get_node): any script may be attached
+UNKNOWN = "unknown"  # an untyped variable or expression
+GLOBAL = "global"  # a global function or constant (@GlobalScope / @GDScript)
+
+
+@dataclass(frozen=True)
+class Receiver:
+    kind: str
+    type_name: str = ""
+    text: str = ""  # the receiver as written ("" for a bare name)
+
+    def describe(self) -> str:
+        what = {
+            SELF: "self",
+            ENGINE: "engine type",
+            USER: "project class",
+            NODE: "node path (type not resolved)",
+            UNKNOWN: "untyped receiver",
+            GLOBAL: "global scope",
+        }[self.kind]
+        parts = [what]
+        if self.type_name:
+            parts.append(self.type_name)
+        if self.text:
+            parts.append(f"`{self.text}`")
+        return " ".join(parts)
+
+
+class ProjectIndex(Protocol):
+    """What the rules ask about the project; to be implemented by the shared project index."""
+
+    def defines(self, name: str, receiver: Receiver, script: str) -> bool:
+        """True when ``name`` on ``receiver`` (seen from ``script``) may be the project's own declaration."""
+
+    def engine_base(self, script: str) -> str:
+        """The engine class (Godot 3 name) that ``script`` finally extends, "" when unknown."""
+
+    def declared_in(self, script: str) -> frozenset[str]:
+        """Names ``script`` itself declares (functions, variables, constants, signals, enums, classes)."""
+
+
+@dataclass
+class ScriptInfo:
+    path: str
+    class_name: str = ""
+    extends: str = ""  # identifier, or the res:// path of a string extends
+    functions: set[str] = field(default_factory=set)
+    variables: set[str] = field(default_factory=set)
+    constants: set[str] = field(default_factory=set)  # const, enum names and enum values
+    signals: set[str] = field(default_factory=set)
+    classes: set[str] = field(default_factory=set)  # inner classes
+
+    @property
+    def declared(self) -> frozenset[str]:
+        return frozenset(self.functions | self.variables | self.constants | self.signals | self.classes)
+
+
+def _text(src: bytes, node: Node) -> str:
+    return src[node.start_byte:node.end_byte].decode("utf-8", "replace")
+
+
+def _child(node: Node, type_: str) -> Node | None:
+    for c in node.children:
+        if c.type == type_:
+            return c
+    return None
+
+
+def script_info(path: str, src: bytes, parser: Parser | None = None) -> ScriptInfo:
+    parser = parser or Parser(_language())
+    tree = parser.parse(src)
+    info = ScriptInfo(path)
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        t = node.type
+        if t == "class_name_statement":
+            name = _child(node, "name")
+            if name is not None:
+                info.class_name = _text(src, name)
+            ext = _child(node, "extends_statement")
+            if ext is not None:
+                stack.append(ext)
+        elif t == "extends_statement" and not info.extends and node.parent is not None and node.parent.type in ("source", "class_name_statement"):
+            target = node.children[-1] if node.children else None
+            if target is not None:
+                raw = _text(src, target).strip()
+                info.extends = raw.strip("\"'") if raw[:1] in "\"'" else raw.split(".")[0]
+        elif t in ("function_definition", "constructor_definition"):
+            name = _child(node, "name")
+            info.functions.add(_text(src, name) if name is not None else "_init")
+            continue  # locals are not members
+        elif t in ("variable_statement", "export_variable_statement", "onready_variable_statement"):
+            name = _child(node, "name")
+            if name is not None:
+                info.variables.add(_text(src, name))
+        elif t == "const_statement":
+            name = _child(node, "name")
+            if name is not None:
+                info.constants.add(_text(src, name))
+        elif t == "signal_statement":
+            name = _child(node, "name")
+            if name is not None:
+                info.signals.add(_text(src, name))
+        elif t == "enum_definition":
+            name = _child(node, "name")
+            if name is not None:
+                info.constants.add(_text(src, name))
+            body = _child(node, "enumerator_list")
+            for e in (body.children if body is not None else ()):
+                if e.type == "enumerator" and e.children:
+                    info.constants.add(_text(src, e.children[0]))
+            continue
+        elif t == "class_definition":
+            name = _child(node, "name")
+            if name is not None:
+                info.classes.add(_text(src, name))
+        stack.extend(reversed(node.children))
+    return info
+
+
+class LocalProjectIndex:
+    """The project's scripts, read with tree-sitter (see the module docstring)."""
+
+    def __init__(self, scripts: Iterable[ScriptInfo], engine_classes: frozenset[str] | set[str]):
+        self.scripts = {s.path: s for s in scripts}
+        self.engine_classes = engine_classes
+        self.by_class_name = {s.class_name: s.path for s in self.scripts.values() if s.class_name}
+        self.everywhere: frozenset[str] = frozenset(n for s in self.scripts.values() for n in s.declared)
+
+    @classmethod
+    def from_sources(cls, files: Mapping[str, str], engine_classes: frozenset[str] | set[str]) -> "LocalProjectIndex":
+        parser = Parser(_language())
+        return cls((script_info(p, t.encode("utf-8"), parser) for p, t in files.items() if p.endswith(".gd")), engine_classes)
+
+    def _script_for(self, ref: str) -> ScriptInfo | None:
+        if ref in self.by_class_name:
+            return self.scripts[self.by_class_name[ref]]
+        if ref.startswith("res://"):
+            return self.scripts.get(ref[len("res://"):])
+        return self.scripts.get(ref)
+
+    def _chain(self, script: str) -> list[ScriptInfo]:
+        out: list[ScriptInfo] = []
+        seen: set[str] = set()
+        info = self.scripts.get(script)
+        while info is not None and info.path not in seen:
+            seen.add(info.path)
+            out.append(info)
+            info = self._script_for(info.extends) if info.extends else None
+        return out
+
+    def engine_base(self, script: str) -> str:
+        chain = self._chain(script)
+        if not chain:
+            return ""
+        last = chain[-1].extends
+        return last if last in self.engine_classes else ""
+
+    def declared_in(self, script: str) -> frozenset[str]:
+        info = self.scripts.get(script)
+        return info.declared if info else frozenset()
+
+    def is_project_class(self, name: str) -> bool:
+        return name in self.by_class_name
+
+    def defines(self, name: str, receiver: Receiver, script: str) -> bool:
+        if receiver.kind == SELF:
+            if not self.scripts.get(script):
+                return name in self.everywhere
+            return any(name in s.declared for s in self._chain(script))
+        if receiver.kind == USER:
+            target = self._script_for(receiver.type_name)
+            if target is None:
+                return name in self.everywhere
+            return any(name in s.declared for s in self._chain(target.path))
+        if receiver.kind in (ENGINE, GLOBAL):
+            return False
+        return name in self.everywhere
