@@ -48,6 +48,8 @@ class Receiver:
             UNKNOWN: "untyped receiver",
             GLOBAL: "global scope",
         }[self.kind]
+        if self.kind == SELF:
+            return f"self (extends {self.type_name})" if self.type_name else "self (base class not resolved)"
         parts = [what]
         if self.type_name:
             parts.append(self.type_name)
