@@ -109,6 +109,62 @@ _EXPORT_HINTS = {
     ("int", "LAYERS_3D_PHYSICS"): "@export_flags_3d_physics",
     ("int", "LAYERS_3D_RENDER"): "@export_flags_3d_render",
 }
+_SIGNAL_METHODS = frozenset({"connect", "disconnect", "is_connected", "emit_signal"})
+# Calls whose arguments changed: name -> (Godot 3 owner classes, accepted argument counts, record: a
+# "change:" id, or a needle naming the converter example the rule follows).
+_ARG_RULES: dict[str, tuple[tuple[str, ...], tuple[int, ...] | None, str]] = {
+    "set_cell_item": (("GridMap",), (4, 5), "set_cell_item("),
+    "get_cell_item": (("GridMap",), (3,), "get_cell_item("),
+    "get_cell_item_orientation": (("GridMap",), (3,), "get_cell_item_orientation("),
+    "map_to_world": (("GridMap",), (3,), "map_to_world("),
+    "apply_impulse": (("RigidBody2D", "RigidBody", "Physics2DDirectBodyState", "PhysicsDirectBodyState"), (2,),
+                      "apply_impulse("),
+    "add_force": (("RigidBody2D", "RigidBody", "Physics2DDirectBodyState", "PhysicsDirectBodyState"), (2,), "apply_force("),
+    "get_focus_owner": (("Control",), (0,), "get_focus_owner("),
+    "create_from_image": (("ImageTexture",), (2,), "create_from_image("),
+    "lock": (("Image",), (0,), "image.lock("),
+    "unlock": (("Image",), (0,), "image.unlock("),
+    "tween_callback": (("SceneTreeTween",), (2, 3), "tween_callback("),
+    "tween_method": (("SceneTreeTween",), (5, 6), "tween_method("),
+    "join": (("PoolStringArray",), (1,), ".join("),
+    "list_dir_begin": (("Directory",), (0, 1, 2), "change:list-dir-begin"),
+}
+# OS window and screen properties: name -> (Godot 4 expression reading it, statement setting it to {v});
+# the converter's own rewrites, which assume a Node script (get_window()).
+_OS_WINDOW = {
+    "window_resizable": ("(not get_window().unresizable)", "get_window().unresizable = not ({v})"),
+    "window_fullscreen": ("((get_window().mode == Window.MODE_EXCLUSIVE_FULLSCREEN) or "
+                          "(get_window().mode == Window.MODE_FULLSCREEN))",
+                          "get_window().mode = Window.MODE_EXCLUSIVE_FULLSCREEN if ({v}) else Window.MODE_WINDOWED"),
+    "window_maximized": ("(get_window().mode == Window.MODE_MAXIMIZED)",
+                         "get_window().mode = Window.MODE_MAXIMIZED if ({v}) else Window.MODE_WINDOWED"),
+    "window_minimized": ("(get_window().mode == Window.MODE_MINIMIZED)",
+                         "get_window().mode = Window.MODE_MINIMIZED if ({v}) else Window.MODE_WINDOWED"),
+    "vsync_enabled": ("(DisplayServer.window_get_vsync_mode() != DisplayServer.VSYNC_DISABLED)",
+                      "DisplayServer.window_set_vsync_mode(DisplayServer.VSYNC_ENABLED if ({v}) else "
+                      "DisplayServer.VSYNC_DISABLED)"),
+    "screen_orientation": ("DisplayServer.screen_get_orientation()", "DisplayServer.screen_set_orientation({v})"),
+    "window_always_on_top": ("get_window().always_on_top", "get_window().always_on_top = ({v})"),
+    "window_borderless": ("get_window().borderless", "get_window().borderless = ({v})"),
+}
+_OS_GETTERS = {
+    "is_window_resizable": "window_resizable", "is_window_fullscreen": "window_fullscreen",
+    "is_window_maximized": "window_maximized", "is_window_minimized": "window_minimized",
+    "is_vsync_enabled": "vsync_enabled", "get_screen_orientation": "screen_orientation",
+    "is_window_always_on_top": "window_always_on_top", "get_borderless_window": "window_borderless",
+}
+_OS_SETTERS = {
+    "set_window_resizable": "window_resizable", "set_window_fullscreen": "window_fullscreen",
+    "set_window_maximized": "window_maximized", "set_window_minimized": "window_minimized",
+    "set_use_vsync": "vsync_enabled", "set_screen_orientation": "screen_orientation",
+    "set_window_always_on_top": "window_always_on_top", "set_borderless_window": "window_borderless",
+}
+
+
+def replace_note(basis: Basis, note: str) -> Basis:
+    return Basis(basis.rule, basis.record_id, basis.confidence, basis.receiver, note)
+
+
 _NUMBER = re.compile(r"-?\s*\d+(\.\d*)?([eE][-+]?\d+)?\Z")
 
 
@@ -240,6 +296,8 @@ class GDScriptPatcher:
                 return "PackedScene" if raw.endswith((".tscn", ".scn")) else ""
             if fn == "get_tree":
                 return "SceneTree"
+            if fn == "create_tween":
+                return "SceneTreeTween"
             if fn in self.k.vocabulary.classes3 and fn[:1].isupper():
                 return fn  # Vector2(...), Color(...)
             return ""
@@ -553,7 +611,7 @@ class GDScriptPatcher:
     def on_expression_statement(self, node: Node, scope: _Scope) -> None:
         kids = node.children
         if len(kids) == 1 and kids[0].type == "identifier" and self.text(kids[0]) == "tool" and \
-                node.parent is not None and node.parent.type == "source":
+                node.parent is not None and node.parent.type == "source" and self.indent_of(node) == "":
             self.replace(node, "@tool", Basis("tool-annotation", "change:tool", 0.99, "", "tool -> @tool"))
             return
         self.move_and_slide(node, scope)
@@ -644,10 +702,10 @@ class GDScriptPatcher:
         setter = _child(node, "setter")
         getter = _child(node, "getter")
         parts = []
-        if setter is not None:
-            parts.append(f"set = {self.text(setter)}")
         if getter is not None:
             parts.append(f"get = {self.text(getter)}")
+        if setter is not None:
+            parts.append(f"set = {self.text(setter)}")
         if not parts:
             return
         # Replace from the end of the previous token, so `= 100 setget s` becomes `= 100: set = s`.
@@ -668,6 +726,15 @@ class GDScriptPatcher:
     def on_base_call(self, node: Node, scope: _Scope) -> None:
         self.add(node.start_byte, node.start_byte, "super",
                  Basis("super-call", "change:super-call", 0.99, "parent class", ".method() -> super.method()"))
+        fn = _child(node, "identifier")
+        if fn is not None and self.text(fn) in _SIGNAL_METHODS:
+            args = _args(_child(node, "arguments"))
+            self.signal_call((fn.start_byte, node.end_byte), self.text(fn), Receiver(SELF, self.base, "super"), args,
+                             scope, node)
+
+    def indent_unit(self) -> str:
+        m = re.search(rb":[ \t]*(?:#[^\n]*)?\n([ \t]+)\S", self.src)
+        return m.group(1).decode() if m and m.group(1).startswith(b" ") else "\t"
 
     def on_constructor_definition(self, node: Node, scope: _Scope) -> None:
         kids = node.children
@@ -676,23 +743,29 @@ class GDScriptPatcher:
             return
         args = dot.next_sibling
         colon = next((c for c in kids if c.type == ":" and c.start_byte > dot.start_byte), None)
+        if args is None or args.type != "arguments" or colon is None:
+            return
         body = _child(node, "body")
-        if args is None or args.type != "arguments" or colon is None or body is None:
-            return
-        first = body.children[0] if body.children else None
-        indent = self.indent_of(first) if first is not None else None
-        if indent is None or self.line(first.start_byte) == self.line(colon.start_byte):
-            self.todo(node, "super-constructor", "_init", "`func _init().(args)` with its body on the same line: "
-                                                          "move the body to its own line and call super(args) first",
-                      "change:super-call")
-            return
+        first = body.children[0] if body is not None and body.children else None
+        head_indent = self.indent_of(node) or ""
         call = "super" + self.rn(args)
         # `func _init(a).(b) -> void:`: the return type stays, the parent call moves into the body.
-        between = self.render(args.end_byte, colon.start_byte)
-        self.add(dot.start_byte, colon.end_byte, between.lstrip() and (" " + between.strip()) + ":" or ":",
-                 Basis("super-constructor", "change:super-call", 0.95, "parent class", "_init().(args) -> super(args)"))
-        self.add(colon.end_byte, colon.end_byte, "\n" + indent + call,
-                 Basis("super-constructor", "change:super-call", 0.95, "parent class", "_init().(args) -> super(args)"))
+        between = self.render(args.end_byte, colon.start_byte).strip()
+        head = (" " + between if between else "") + ":"
+        basis = Basis("super-constructor", "change:super-call", 0.95, "parent class", "_init().(args) -> super(args)")
+        if first is not None and self.line(first.start_byte) > self.line(colon.start_byte):
+            indent = self.indent_of(first)
+            if indent is None:
+                return
+            self.add(dot.start_byte, colon.end_byte, head, basis)
+            self.add(colon.end_byte, colon.end_byte, "\n" + indent + call, basis)
+            return
+        indent = head_indent + self.indent_unit()
+        if first is None:
+            self.add(dot.start_byte, colon.end_byte, head + "\n" + indent + call, basis)
+        else:
+            # A body on the `func` line moves below the parent call.
+            self.add(dot.start_byte, first.start_byte, head + "\n" + indent + call + "\n" + indent, basis)
 
     def on_call(self, node: Node, scope: _Scope) -> None:
         fn = node.children[0] if node.children else None
@@ -702,10 +775,13 @@ class GDScriptPatcher:
         args = _args(_child(node, "arguments"))
         if name == "yield":
             self.yield_await(node, args, scope)
-        elif name in ("connect", "disconnect", "is_connected", "emit_signal"):
-            self.signal_call(node, name, None, args, scope)
-        elif name == "move_and_collide":
-            self.move_and_collide(node, None, args, scope)
+        elif name in _SIGNAL_METHODS:
+            receiver = self.resolve(None, scope)
+            self.signal_call((node.start_byte, node.end_byte), name, receiver, args, scope, node)
+        elif name == "Color" and len(args) == 1:
+            self.color_hex(node, args[0])
+        else:
+            self.engine_call(node, fn, name, args, None, scope)
 
     def on_attribute_call(self, node: Node, scope: _Scope) -> None:
         fn = node.children[0] if node.children else None
@@ -713,10 +789,300 @@ class GDScriptPatcher:
             return
         name = self.text(fn)
         args = _args(_child(node, "arguments"))
-        if name in ("connect", "disconnect", "is_connected", "emit_signal"):
-            self.signal_call(node, name, fn, args, scope)
-        elif name == "move_and_collide":
+        receiver, _ = self.receiver_for(fn, scope)
+        if name in _SIGNAL_METHODS:
+            self.signal_call((node.start_byte, node.end_byte), name, receiver, args, scope, node)
+        else:
+            self.engine_call(node, fn, name, args, receiver, scope)
+
+    def engine_call(self, node: Node, fn: Node, name: str, args: list[Node], receiver: Receiver | None,
+                    scope: _Scope) -> None:
+        """Calls whose arguments changed: move_and_collide, GridMap cells, impulses, focus owner, create_from_image."""
+        if name == "move_and_collide":
             self.move_and_collide(node, fn, args, scope)
+            return
+        if name not in _ARG_RULES:
+            return
+        receiver = receiver or self.resolve(None, scope)
+        owners, arity, record = _ARG_RULES[name]
+        if arity is not None and len(args) not in arity:
+            return
+        if self.index.defines(name, receiver, self.path):
+            self.keep(fn, name, f"the project defines `{name}` for {receiver.describe()}")
+            return
+        if receiver.type_name and not any(self.k.is_subclass3(receiver.type_name, o) for o in owners):
+            return
+        rid = record if record.startswith("change:") else self.k.example_id(record)
+        conf = 0.9 if receiver.type_name else 0.75
+        basis = Basis("argument-change", rid, conf, receiver.describe(), "")
+        texts = [self.rn(a) for a in args]
+        if name in ("set_cell_item", "get_cell_item", "get_cell_item_orientation", "map_to_world"):
+            new_name = "map_to_local" if name == "map_to_world" else name
+            packed = f"Vector3i({', '.join(texts[:3])})"
+            self.replace(node, f"{new_name}({', '.join([packed] + texts[3:])})",
+                         replace_note(basis, f"{name}(x, y, z, ...) -> {new_name}(Vector3i(x, y, z), ...)"))
+        elif name == "apply_impulse":
+            self.replace(node, f"apply_impulse({texts[1]}, {texts[0]})",
+                         replace_note(basis, "apply_impulse(position, impulse) -> apply_impulse(impulse, position)"))
+        elif name == "add_force":
+            r = self.k.rename("gdscript_function_renames", "add_force")
+            is2d = receiver.type_name in ("RigidBody2D", "Physics2DDirectBodyState")
+            if not is2d and receiver.type_name not in ("RigidBody", "PhysicsDirectBodyState"):
+                self.todo(node, "argument-change", name, "add_force is apply_force in Godot 4 with the force first: "
+                                                         "Godot 3's 2D add_force(offset, force) swaps its arguments, the 3D "
+                                                         "add_force(force, position) does not; the receiver's type is not known",
+                          r.record_id if r else "")
+                return
+            order = [texts[1], texts[0]] if is2d else texts
+            self.replace(node, f"apply_force({', '.join(order)})",
+                         Basis("argument-change", r.record_id if r else rid, conf, receiver.describe(),
+                               "add_force(offset, force) -> apply_force(force, position)" if is2d else "add_force -> apply_force"))
+        elif name in ("lock", "unlock"):
+            stmt = node.parent.parent if node.type == "attribute_call" else node.parent
+            if receiver.type_name != "Image":
+                self.todo(node, "argument-change", name, f"if `{receiver.text}` is an Image, remove this {name}() call "
+                                                         "(Godot 4 images need no locking); Mutex and Semaphore keep "
+                                                         f"{name}()", rid)
+            elif stmt is not None and stmt.type == "expression_statement" and len(stmt.children) == 1:
+                self.replace(stmt, "pass", replace_note(basis, f"Image.{name}() removed: Godot 4 images need no locking"))
+        elif name in ("tween_callback", "tween_method"):
+            obj, method = texts[0], texts[1]
+            extra = args[2:] if name == "tween_callback" else args[5:]
+            binds = ""
+            if extra:
+                b = extra[0]
+                inner = self.render(b.start_byte + 1, b.end_byte - 1).strip() if b.type == "array" else ""
+                binds = f".bind({inner})" if b.type == "array" else f".bindv({self.rn(b)})"
+            callable_text = f"Callable({obj}, {method}){binds}"
+            rest = "" if name == "tween_callback" else ", " + ", ".join(texts[2:5])
+            self.replace(node, f"{name}({callable_text}{rest})",
+                         replace_note(basis, f"{name}(object, method, ...) -> {name}(Callable(object, method), ...)"))
+        elif name == "join":
+            if node.type != "attribute_call":
+                return
+            holder = node.parent
+            dot = node.prev_sibling
+            recv = self.render(holder.start_byte, dot.start_byte)
+            if holder.children[-1].id != node.id:
+                return
+            self.replace(holder, f"{texts[0]}.join({recv})",
+                         replace_note(basis, "PoolStringArray.join(delimiter) -> delimiter.join(array)"))
+        elif name == "list_dir_begin":
+            if args:
+                self.todo(node, "argument-change", name, "DirAccess.list_dir_begin() takes no arguments in Godot 4: set "
+                                                         "include_navigational / include_hidden on the DirAccess instead "
+                                                         "(they are the opposite of skip_navigational / skip_hidden)", rid)
+            else:
+                self.todo(node, "argument-change", name, "Godot 3 listed '.' and '..' by default; Godot 4's "
+                                                         "include_navigational defaults to false", rid)
+        elif name == "get_focus_owner":
+            self.replace(node, "get_viewport().gui_get_focus_owner()",
+                         replace_note(basis, "get_focus_owner() -> get_viewport().gui_get_focus_owner()"))
+        elif name == "create_from_image":
+            self.todo(node, "argument-change", name, "ImageTexture.create_from_image() is static in Godot 4 and returns a "
+                                                     "new texture (flags are gone): write `tex = ImageTexture."
+                                                     "create_from_image(image)`; calling it on an instance changes nothing",
+                      rid)
+
+    def color_hex(self, node: Node, arg: Node) -> None:
+        """Color("#ARGB") in Godot 3 is Color("#RGBA") in Godot 4: the alpha digits move to the end."""
+        if self.index.defines("Color", Receiver(UNKNOWN), self.path) or arg.type != "string":
+            return
+        raw = self.text(arg)
+        m = re.fullmatch(r"([\"'])(#?)([0-9a-fA-F]{4}|[0-9a-fA-F]{8})\1", raw)
+        if not m:
+            return
+        q, hash_, digits = m.groups()
+        n = 1 if len(digits) == 4 else 2
+        new = f"{q}{hash_}{digits[n:]}{digits[:n]}{q}"
+        self.replace(arg, new, Basis("color-hex-argb", self.k.example_id("Color(\"#"), 0.95, "Color constructor",
+                                     f"Color({raw}) ARGB -> Color({new}) RGBA"))
+
+    def on_attribute(self, node: Node, scope: _Scope) -> None:
+        kids = node.children
+        if len(kids) < 3:
+            return
+        head, last = kids[0], kids[-1]
+        head_text = self.text(head)
+        if head.type == "identifier" and head_text == "OS" and len(kids) == 3 and \
+                not self.index.defines("OS", Receiver(UNKNOWN), self.path):
+            self.os_window(node, last, scope)
+            return
+        if head.type == "identifier" and head_text == "JSON" and len(kids) >= 3 and kids[2].type == "attribute_call" and \
+                self.text(kids[2].children[0]) == "parse":
+            args = _args(_child(kids[2], "arguments"))
+            if len(kids) == 5 and kids[4].type == "identifier" and self.text(kids[4]) == "result" and len(args) == 1:
+                self.replace(node, f"JSON.parse_string({self.rn(args[0])})",
+                             Basis("json-parse", "change:json-parse", 0.9, "engine type JSON",
+                                   "JSON.parse(text).result -> JSON.parse_string(text)"))
+            else:
+                self.todo(node, "json-parse", "JSON.parse", "JSON.parse(text) returned a JSONParseResult (.result, .error) "
+                                                            "in Godot 3: use JSON.parse_string(text) (null on error) or "
+                                                            "JSON.new().parse(text) and get_data()", "change:json-parse")
+            return
+        if last.type == "attribute_call" and self.text(last.children[0]) in ("xform", "xform_inv"):
+            self.xform(node, last, scope)
+            return
+        if last.type == "identifier" and self.text(last) == "pressed":
+            self.button_pressed(node, last, scope)
+
+    def os_window(self, node: Node, member: Node, scope: _Scope) -> None:
+        if member.type == "identifier":
+            name = self.text(member)
+            m = re.fullmatch(r"SCREEN_ORIENTATION_([A-Z_]+)", name)
+            if m:
+                self.replace(node, f"DisplayServer.SCREEN_{m.group(1)}",
+                             Basis("os-window", "change:os-window-fullscreen", 0.9, "engine singleton OS",
+                                   f"OS.{name} -> DisplayServer.SCREEN_{m.group(1)}"))
+                return
+            if name not in _OS_WINDOW:
+                return
+            parent = node.parent
+            if parent is not None and parent.type == "assignment" and parent.children[0].id == node.id:
+                return  # the assignment is rewritten as a whole (on_assignment)
+            getter = _OS_WINDOW[name][0]
+            self.os_edit(node, getter, f"OS.{name} -> {getter}")
+            return
+        if member.type != "attribute_call":
+            return
+        name = self.text(member.children[0])
+        args = _args(_child(member, "arguments"))
+        if name in _OS_GETTERS and not args:
+            getter = _OS_WINDOW[_OS_GETTERS[name]][0]
+            self.os_edit(node, getter, f"OS.{name}() -> {getter}")
+        elif name in _OS_SETTERS and len(args) == 1:
+            setter = _OS_WINDOW[_OS_SETTERS[name]][1]
+            text = setter.format(v=self.rn(args[0]))
+            if " = " in setter and not (node.parent is not None and node.parent.type == "expression_statement"):
+                self.todo(node, "os-window", name, f"OS.{name}() inside an expression: write `{text}` as its own statement",
+                          "change:os-window-fullscreen")
+                return
+            self.os_edit(node, text, f"OS.{name}(v) -> {setter}")
+
+    def os_edit(self, node: Node, text: str, note: str) -> None:
+        if "get_window()" in text and self.base and not self.k.has_member3(self.base, "get_tree"):
+            self.todo(node, "os-window", "OS", f"{note}: get_window() needs a Node, and this script extends {self.base}",
+                      "change:os-window-fullscreen")
+            return
+        rid = "change:os-vsync" if "vsync" in text.lower() else "change:os-window-fullscreen"
+        self.replace(node, text, Basis("os-window", rid, 0.85 if self.base else 0.75,
+                                       f"self (extends {self.base})" if self.base else "self (base class not resolved)", note))
+
+    def on_assignment(self, node: Node, scope: _Scope) -> None:
+        kids = node.children
+        if len(kids) != 3 or kids[1].type != "=" or kids[0].type != "attribute":
+            return
+        left = kids[0].children
+        if len(left) == 3 and self.text(left[0]) == "OS" and left[2].type == "identifier" and \
+                self.text(left[2]) in _OS_WINDOW and not self.index.defines("OS", Receiver(UNKNOWN), self.path):
+            name = self.text(left[2])
+            setter = _OS_WINDOW[name][1]
+            text = setter.format(v=self.rn(kids[2]))
+            if node.parent is None or node.parent.type != "expression_statement":
+                return
+            self.os_edit(node, text, f"OS.{name} = v -> {setter}")
+
+    def xform(self, node: Node, call: Node, scope: _Scope) -> None:
+        name = self.text(call.children[0])
+        args = _args(_child(call, "arguments"))
+        if len(args) != 1:
+            return
+        dot = call.prev_sibling
+        receiver, _ = self.receiver_for(call.children[0], scope)
+        if self.index.defines(name, receiver, self.path):
+            self.keep(call, name, f"the project defines `{name}` for {receiver.describe()}")
+            return
+        if receiver.type_name and receiver.type_name not in ("Transform", "Transform2D", "Basis", "Quat"):
+            return
+        recv = self.render(node.start_byte, dot.start_byte)
+        arg = self.rn(args[0])
+        text = f"{recv} * ({arg})" if name == "xform" else f"({arg}) * {recv}"
+        if node.parent is not None and node.parent.type not in ("expression_statement", "assignment", "variable_statement",
+                                                                 "arguments", "return_statement", "parenthesized_expression"):
+            text = f"({text})"
+        self.replace(node, text, Basis("xform-operator", self.k.example_id(".xform("), 0.85, receiver.describe(),
+                                       f"{name}(v) -> {'t * v' if name == 'xform' else 'v * t'}"))
+
+    def button_pressed(self, node: Node, member: Node, scope: _Scope) -> None:
+        parent = node.parent
+        if parent is None or parent.type != "assignment" or parent.children[0].id != node.id:
+            return
+        receiver, _ = self.receiver_for(member, scope)
+        if self.index.defines("pressed", receiver, self.path):
+            self.keep(member, "pressed", f"the project defines `pressed` for {receiver.describe()}")
+            return
+        if receiver.type_name:
+            if self.k.has_member3(receiver.type_name, "toggle_mode"):
+                self.replace(member, "button_pressed", Basis("button-pressed", "change:button-pressed", 0.9,
+                                                             receiver.describe(), "pressed -> button_pressed"))
+            return
+        self.todo(member, "button-pressed", "pressed", f"if `{receiver.text}` is a Button (BaseButton), `pressed` is "
+                                                       f"`button_pressed` in Godot 4; on an InputEvent it stays `pressed`",
+                  "change:button-pressed")
+
+    def signal_call(self, span: tuple[int, int], name: str, receiver: Receiver, args: list[Node], scope: _Scope,
+                    node: Node) -> None:
+        if self.index.defines(name, receiver, self.path):
+            self.keep(node, name, f"the project defines `{name}` for {receiver.describe()}")
+            return
+        if not args:
+            return
+        sig = self.string_name(args[0], self.src)
+        if name == "emit_signal":
+            # Only a signal the receiver provably has: declared by the script or by its engine class.
+            if sig is None or not (receiver.kind == SELF and receiver.text != "super" and
+                                   (sig in self.declared or (receiver.type_name and self.k.has_member3(receiver.type_name, sig)))):
+                return
+            sig_new, sig_basis = self.signal_rename(sig, receiver, args[0])
+            rest = ", ".join(self.rn(a) for a in args[1:])
+            self._signal_edit(span, f"{sig_new}.emit({rest})", Basis("emit-signal", "change:emit-signal", 0.95,
+                                                                     receiver.describe(), f'emit_signal("{sig}") -> {sig_new}.emit()'),
+                              (sig_basis,) if sig_basis else ())
+            return
+        if len(args) < 3 or (name != "connect" and len(args) > 3):
+            return  # connect("sig", callable): already the Godot 4 form
+        method = self.string_name(args[2], self.src)
+        target = args[1]
+        target_text = self.rn(target)
+        binds = ""
+        if name == "connect" and len(args) >= 4:
+            b = args[3]
+            if b.type == "array":
+                inner = self.render(b.start_byte + 1, b.end_byte - 1).strip()
+                binds = f".bind({inner})" if inner else ""
+            else:
+                binds = f".bindv({self.rn(b)})"
+        tail = (", " + ", ".join(self.rn(a) for a in args[4:])) if name == "connect" and len(args) >= 5 else ""
+        rid = "change:connect-binds" if binds else "change:disconnect-callable" if name == "disconnect" else \
+            "change:connect-callable"
+        if sig is None or method is None or receiver.text == "super":
+            # Names not provable from literals: keep the call, pass a Callable.
+            callable_text = f"Callable({target_text}, {self.rn(args[2])}){binds}"
+            self._signal_edit(span, f"{name}({self.rn(args[0])}, {callable_text}{tail})",
+                              Basis("connect-callable", rid, 0.85, receiver.describe(),
+                                    f"{name}(signal, target, method) -> {name}(signal, Callable(target, method))"), ())
+            return
+        sig_new, sig_basis = self.signal_rename(sig, receiver, args[0])
+        if target.type == "identifier" and target_text == "self":
+            target_recv = Receiver(SELF, self.base, "self")
+            engine_method = bool(self.base) and self.k.has_member3(self.base, method)
+            if self.index.defines(method, target_recv, self.path) or engine_method:
+                callable_text = method
+            else:
+                callable_text = f'Callable(self, "{method}")'
+        elif target.type in ("identifier", "get_node", "attribute", "call"):
+            callable_text = f"{target_text}.{method}"
+        else:
+            callable_text = f'Callable({target_text}, "{method}")'
+        self._signal_edit(span, f"{sig_new}.{name}({callable_text}{binds}{tail})",
+                          Basis("connect-callable", rid, 0.9, receiver.describe(),
+                                f'{name}("{sig}", {self.text(target)}, "{method}") -> {sig_new}.{name}({callable_text}{binds})'),
+                          (sig_basis,) if sig_basis else ())
+
+    def _signal_edit(self, span: tuple[int, int], text: str, basis: Basis, extra: tuple[Basis, ...]) -> None:
+        if self.add(span[0], span[1], text, basis) and extra:
+            e = self.edits[-1]
+            self.edits[-1] = Edit(e.start, e.end, e.replacement, e.basis + extra)
 
     def yield_await(self, node: Node, args: list[Node], scope: _Scope) -> None:
         if not args:
@@ -758,71 +1124,6 @@ class GDScriptPatcher:
             return sig, None
         conf = 0.9 if receiver.type_name else 0.7
         return r.new, Basis("rename-signal", r.record_id, conf, receiver.describe(), f"{sig} -> {r.new}")
-
-    def signal_call(self, node: Node, name: str, fn: Node | None, args: list[Node], scope: _Scope) -> None:
-        receiver, dotted = self.receiver_for(fn if fn is not None else node.children[0], scope)
-        if self.index.defines(name, receiver, self.path):
-            self.keep(node, name, f"the project defines `{name}` for {receiver.describe()}")
-            return
-        sig = self.string_name(args[0], self.src) if args else None
-        if sig is None:
-            return
-        sig_new, sig_basis = self.signal_rename(sig, receiver, args[0])
-        extra = (sig_basis,) if sig_basis else ()
-        if name == "emit_signal":
-            # Only a signal the receiver provably has: declared by the script or by its engine class.
-            if not (receiver.kind == SELF and (sig in self.declared or (receiver.type_name and self.k.has_member3(receiver.type_name, sig)))):
-                return
-            rest = ", ".join(self.rn(a) for a in args[1:])
-            self._signal_edit(node, f"{sig_new}.emit({rest})", Basis("emit-signal", "change:emit-signal", 0.95,
-                                                                     receiver.describe(), f'emit_signal("{sig}") -> {sig_new}.emit()'), extra)
-            return
-        if len(args) < 3:
-            return  # connect("sig", callable): already the Godot 4 form
-        method = self.string_name(args[2], self.src)
-        if method is None:
-            self.todo(node, "connect-callable", name, f"{name}() with a method name that is not a plain string literal: "
-                                                      f"pass a Callable by hand", "change:connect-callable")
-            return
-        target = args[1]
-        target_text = self.rn(target)
-        if target.type == "identifier" and target_text == "self":
-            target_recv = Receiver(SELF, self.base, "self")
-            engine_method = bool(self.base) and self.k.has_member3(self.base, method)
-            if self.index.defines(method, target_recv, self.path) or engine_method:
-                callable_text = method
-            else:
-                callable_text = f'Callable(self, "{method}")'
-        elif target.type in ("identifier", "get_node", "attribute", "call"):
-            callable_text = f"{target_text}.{method}"
-        else:
-            callable_text = f'Callable({target_text}, "{method}")'
-        if name == "connect" and len(args) >= 4:
-            binds = args[3]
-            if binds.type == "array":
-                items = ", ".join(self.rn(a) for a in _args(binds))
-                if items:
-                    callable_text += f".bind({items})"
-            else:
-                callable_text += f".bindv({self.rn(binds)})"
-        tail = ""
-        if name == "connect" and len(args) >= 5:
-            tail = ", " + ", ".join(self.rn(a) for a in args[4:])
-        elif name != "connect" and len(args) > 3:
-            return
-        rid = "change:connect-binds" if name == "connect" and len(args) >= 4 else \
-            "change:disconnect-callable" if name == "disconnect" else "change:connect-callable"
-        self._signal_edit(node, f"{sig_new}.{name}({callable_text}{tail})",
-                          Basis("connect-callable", rid, 0.9, receiver.describe(),
-                                f'{name}("{sig}", {self.text(target)}, "{method}") -> {sig_new}.{name}({callable_text})'), extra)
-
-    def _signal_edit(self, node: Node, text: str, basis: Basis, extra: tuple[Basis, ...]) -> None:
-        if node.type == "call" and node.parent is not None and node.parent.type == "attribute" and \
-                node.parent.children[0].id != node.id:
-            return
-        if self.replace(node, text, basis) and extra:
-            e = self.edits[-1]
-            self.edits[-1] = Edit(e.start, e.end, e.replacement, e.basis + extra)
 
     # ------------------------------------------------------------ move_and_slide / move_and_collide
 

@@ -37,6 +37,13 @@ class PatchKnowledge:
     vocabulary: EngineVocabulary
     # table -> old -> Rename (first enabled pair wins, as in the converter's table order)
     renames: dict[str, dict[str, Rename]] = field(default_factory=dict)
+    # (label_prototypes record id, before) of the converter's own GDScript self-test cases: the
+    # basis of the rules that follow one of the converter's custom rewrites.
+    examples: list[tuple[str, str]] = field(default_factory=list)
+
+    def example_id(self, needle: str) -> str:
+        """The record id of the first converter example whose code contains ``needle`` ("" when none)."""
+        return next((rid for rid, before in self.examples if needle in before), "")
 
     @classmethod
     def from_records(cls, records: Iterable[tuple[str, dict]], vocabulary: EngineVocabulary) -> "PatchKnowledge":
@@ -71,6 +78,14 @@ class PatchKnowledge:
     def has_member4(self, klass: str, member: str) -> bool:
         return member in self.vocabulary.members4.get(klass, frozenset())
 
+    def is_subclass3(self, klass: str, base: str) -> bool:
+        """Does Godot 3's ``klass`` inherit ``base`` (or is it)?  Members include inherited ones, so a
+        subclass has every member of its base."""
+        if klass == base:
+            return True
+        mine, theirs = self.vocabulary.members3.get(klass), self.vocabulary.members3.get(base)
+        return bool(mine and theirs) and theirs <= mine
+
     def godot4_class(self, klass3: str) -> str:
         r = self.class_rename(klass3)
         return r.new if r else klass3
@@ -79,10 +94,13 @@ class PatchKnowledge:
 @lru_cache(maxsize=1)
 def shipped_knowledge() -> PatchKnowledge:
     """The rename pairs and class references shipped in kb_data (read once per process)."""
-    from godot_rag.domain.retrieval.knowledge import read_jsonl_gz, rename_records
+    from godot_rag.domain.retrieval.knowledge import converter_example_records, read_jsonl_gz, rename_records
 
     vocab = shipped_vocabulary()
     names3 = set(vocab.classes3 | vocab.member_names3 | vocab.globals3 | vocab.constants3 | vocab.singletons3)
     names4 = set(vocab.classes4 | vocab.member_names4 | vocab.globals4 | vocab.constants4 | vocab.singletons4)
     records = rename_records(read_jsonl_gz("godot_renames_3to4.jsonl.gz"), names3, names4)
-    return PatchKnowledge.from_records(((r.id, r.payload) for r in records), vocab)
+    k = PatchKnowledge.from_records(((r.id, r.payload) for r in records), vocab)
+    k.examples = [(r.id, r.payload["before_code"])
+                  for r in converter_example_records(read_jsonl_gz("godot_converter_examples_3to4.jsonl.gz"))]
+    return k

@@ -198,7 +198,8 @@ class LocalProjectIndex:
 
     def defines(self, name: str, receiver: Receiver, script: str) -> bool:
         if receiver.kind == SELF:
-            if not self.scripts.get(script):
+            if not self.scripts.get(script) or not self.engine_base(script):
+                # The chain ends in a script the index does not have: any project name may be inherited.
                 return name in self.everywhere
             return any(name in s.declared for s in self._chain(script))
         if receiver.kind == USER:

@@ -100,6 +100,7 @@ def patch_project_godot(path: str, text: str, k: PatchKnowledge) -> tuple[list[E
             value_from = 0
         if section == "input":
             _input_events(k, start, line, edits)
+            _joypad(k, start, line, edits)
         _value_renames(k, n, start, line, value_from, edits)
     return edits, todos
 
@@ -150,6 +151,38 @@ def _lost_properties(k: PatchKnowledge, old: str, new: str, keys: list[str]) -> 
         if not k.has_member4(new, name):
             lost.append(key)
     return lost
+
+
+# Godot 3 -> 4 joypad button indices (SDL order in Godot 4); 6 and 7 (L2, R2) became the trigger axes.
+_JOY_BUTTONS = {4: 9, 5: 10, 8: 7, 9: 8, 10: 4, 11: 6, 12: 11, 13: 12, 14: 13, 15: 14, 16: 5, 17: 15, 18: 16, 19: 17,
+                20: 18, 21: 19, 22: 20}
+_JOY_TRIGGERS = {6: 4, 7: 5}
+_JOY_AXES = {6: 4, 7: 5}
+
+
+def _joypad(k: PatchKnowledge, start: int, line: str, edits: list[Edit]) -> None:
+    rid = k.example_id('"button_index"')
+    # "pressure" follows button_index only in InputEventJoypadButton: mouse buttons keep their numbers.
+    for m in re.finditer(r'(InputEventJoypadButton,)?([^()]*?)"button_index":(\d+),"pressure":[^,]*,"pressed":[^,]*,', line):
+        old = int(m.group(3))
+        if old in _JOY_TRIGGERS and m.group(1):
+            new_text = f'InputEventJoypadMotion,{m.group(2)}"axis":{_JOY_TRIGGERS[old]},"axis_value":1.0,'
+            s = start + _boff(line, m.start())
+            edits.append(Edit(s, start + _boff(line, m.end()), new_text,
+                              (Basis("joypad-remap", rid, 0.9, "InputEventJoypadButton value",
+                                     f"trigger button {old} -> InputEventJoypadMotion axis {_JOY_TRIGGERS[old]}"),)))
+        elif old in _JOY_BUTTONS:
+            s = start + _boff(line, m.start(3))
+            edits.append(Edit(s, s + len(m.group(3)), str(_JOY_BUTTONS[old]),
+                              (Basis("joypad-remap", rid, 0.9, "InputEventJoypadButton value",
+                                     f"joypad button {old} -> {_JOY_BUTTONS[old]}"),)))
+    for m in re.finditer(r'"axis":(\d+),', line):
+        old = int(m.group(1))
+        if old in _JOY_AXES:
+            s = start + _boff(line, m.start(1))
+            edits.append(Edit(s, s + len(m.group(1)), str(_JOY_AXES[old]),
+                              (Basis("joypad-remap", rid, 0.9, "InputEventJoypadMotion value",
+                                     f"trigger axis {old} -> {_JOY_AXES[old]}"),)))
 
 
 def patch_scene(path: str, text: str, k: PatchKnowledge) -> tuple[list[Edit], list[Todo]]:
