@@ -214,7 +214,10 @@ def patch_files(files: Mapping[str, str], knowledge: PatchKnowledge | None = Non
                     continue
                 own.add((orig_line, "residual"))
                 note = f"still Godot 3 after the patch: {what}" + (f" ({old} -> {new})" if old and new else "")
-                fp.todos.append(Todo(path, orig_line, "residual", old or what, note))
+                change = knowledge.change_for(old.split(".")[-1].rstrip("()")) if old else None
+                if change is not None:
+                    note += f". {change[1]}"
+                fp.todos.append(Todo(path, orig_line, "residual", old or what, note, change[0] if change else ""))
         fp.todos.sort(key=lambda t: (t.line, t.rule))
         patches.append(fp)
     hunks = [h for fp in patches for h in _hunks(fp)]

@@ -10,6 +10,7 @@ and cites the migration-guide record (``change:instance-instantiate``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable
@@ -40,6 +41,18 @@ class PatchKnowledge:
     # (label_prototypes record id, before) of the converter's own GDScript self-test cases: the
     # basis of the rules that follow one of the converter's custom rewrites.
     examples: list[tuple[str, str]] = field(default_factory=list)
+
+    # (record id, old symbol, description) of the migration-guide changes (api_mapping_extra.jsonl):
+    # the notes of the TODOs a rename cannot settle.
+    changes: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def change_for(self, symbol: str) -> tuple[str, str] | None:
+        """(record id, description) of the first migration-guide change whose old symbol names ``symbol``."""
+        pattern = re.compile(rf"(?<![\w]){re.escape(symbol)}(?![\w])")
+        for rid, old, desc in self.changes:
+            if pattern.search(old):
+                return rid, desc
+        return None
 
     def example_id(self, needle: str) -> str:
         """The record id of the first converter example whose code contains ``needle`` ("" when none)."""
@@ -94,7 +107,8 @@ class PatchKnowledge:
 @lru_cache(maxsize=1)
 def shipped_knowledge() -> PatchKnowledge:
     """The rename pairs and class references shipped in kb_data (read once per process)."""
-    from godot_rag.domain.retrieval.knowledge import converter_example_records, read_jsonl_gz, rename_records
+    from godot_rag.domain.retrieval.knowledge import (converter_example_records, read_jsonl,
+                                                     read_jsonl_gz, rename_records)
 
     vocab = shipped_vocabulary()
     names3 = set(vocab.classes3 | vocab.member_names3 | vocab.globals3 | vocab.constants3 | vocab.singletons3)
@@ -103,4 +117,5 @@ def shipped_knowledge() -> PatchKnowledge:
     k = PatchKnowledge.from_records(((r.id, r.payload) for r in records), vocab)
     k.examples = [(r.id, r.payload["before_code"])
                   for r in converter_example_records(read_jsonl_gz("godot_converter_examples_3to4.jsonl.gz"))]
+    k.changes = [(f"change:{row['id']}", row["old_symbol"], row["description"]) for row in read_jsonl("api_mapping_extra.jsonl")]
     return k
