@@ -191,7 +191,7 @@ func _on_text(value):
 
 
 def test_comments_strings_and_user_members_stay_untouched():
-    fp, result = patch_one(TRAPS)
+    fp, _ = patch_one(TRAPS)
     out = fp.patched
     assert "# KinematicBody2D, yield(get_tree(), \"idle_frame\") and Color.white in a comment stay." in out
     assert '"rand_range(0, 1) and OS.get_ticks_msec() inside a string"' in out

@@ -16,7 +16,7 @@ def git_status(root: Path) -> list[str] | None:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
     try:
         inside = subprocess.run(["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"], capture_output=True,
-                                text=True, timeout=GIT_TIMEOUT_S, env=env)
+                                text=True, timeout=GIT_TIMEOUT_S, env=env, check=False)
     except FileNotFoundError:
         return None  # no git on this machine: the folder cannot be a checked work tree for us
     if inside.returncode != 0 or inside.stdout.strip() != "true":

@@ -25,7 +25,7 @@ from godot_rag.domain.models import SIGNAL_GODOT3
 from godot_rag.domain.patching.gdscript import patch_gdscript
 from godot_rag.domain.patching.knowledge import PatchKnowledge, shipped_knowledge
 from godot_rag.domain.patching.model import Basis, Edit, EditConflict, FilePatch, Hunk, PatchResult, Todo, apply_edits
-from godot_rag.domain.patching.symbols import LocalProjectIndex, ProjectIndex
+from godot_rag.domain.patching.symbols import LocalProjectIndex, ProjectSymbols
 from godot_rag.domain.patching.text_files import patch_project_godot, patch_scene
 
 PATCH_VERSION = "patch/1"
@@ -116,7 +116,7 @@ def _line_of(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
 
 
-def patch_file(path: str, text: str, knowledge: PatchKnowledge, index: ProjectIndex,
+def patch_file(path: str, text: str, knowledge: PatchKnowledge, index: ProjectSymbols,
                parser: Parser | None = None) -> FilePatch:
     kind = source_kind(path)
     fp = FilePatch(path, text, text)
@@ -191,7 +191,7 @@ def render_diff(files: list[FilePatch], hunks: list[Hunk]) -> str:
 
 
 def patch_files(files: Mapping[str, str], knowledge: PatchKnowledge | None = None,
-                index: ProjectIndex | None = None, *, residual: bool = True) -> PatchResult:
+                index: ProjectSymbols | None = None, *, residual: bool = True) -> PatchResult:
     """Patch a project given as {project-relative path: text}; files of other kinds pass through unchanged."""
     knowledge = knowledge or shipped_knowledge()
     index = index or default_index(files, knowledge)
@@ -232,7 +232,7 @@ def _map_lines(fp: FilePatch) -> dict[int, int]:
     new = fp.patched.splitlines()
     out: dict[int, int] = {}
     sm = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
-    for tag, a0, a1, b0, b1 in sm.get_opcodes():
+    for tag, a0, _a1, b0, b1 in sm.get_opcodes():
         for k in range(b1 - b0):
             out[b0 + k + 1] = (a0 + k + 1) if tag == "equal" else a0 + 1
     return out

@@ -35,7 +35,7 @@ from tree_sitter import Node, Parser
 from godot_rag.domain.chunking.gdscript import _language
 from godot_rag.domain.patching.knowledge import PatchKnowledge, Rename
 from godot_rag.domain.patching.model import Basis, Edit, Kept, Todo
-from godot_rag.domain.patching.symbols import ENGINE, GLOBAL, NODE, SELF, UNKNOWN, USER, ProjectIndex, Receiver
+from godot_rag.domain.patching.symbols import ENGINE, NODE, SELF, UNKNOWN, USER, ProjectSymbols, Receiver
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PUNCT = frozenset({"(", ")", ",", "[", "]", "{", "}"})
@@ -189,7 +189,7 @@ class _Scope:
 
 
 class GDScriptPatcher:
-    def __init__(self, path: str, src: bytes, knowledge: PatchKnowledge, index: ProjectIndex, parser: Parser | None = None):
+    def __init__(self, path: str, src: bytes, knowledge: PatchKnowledge, index: ProjectSymbols, parser: Parser | None = None):
         self.path = path
         self.src = src
         self.k = knowledge
@@ -1155,7 +1155,7 @@ class GDScriptPatcher:
             props = ["velocity", "floor_snap", "up_direction", "floor_stop_on_slope", "max_slides", "floor_max_angle", None]
         lines: list[str] = []
         notes: list[str] = []
-        for prop, arg in zip(props, args):
+        for prop, arg in zip(props, args, strict=False):  # extra arguments: not Godot 3 code
             value = self.rn(arg)
             if prop is None:
                 notes.append(f"infinite_inertia ({value}) is removed in Godot 4")
@@ -1255,7 +1255,7 @@ class GDScriptPatcher:
                       "remove the declaration and set the initial value in _ready()", "change:move-and-slide")
 
 
-def patch_gdscript(path: str, source: str, knowledge: PatchKnowledge, index: ProjectIndex,
+def patch_gdscript(path: str, source: str, knowledge: PatchKnowledge, index: ProjectSymbols,
                    parser: Parser | None = None) -> tuple[list[Edit], list[Todo], list[Kept], bool]:
     """Edits, TODOs and kept names for one .gd file; the bool says whether it parsed without errors."""
     p = GDScriptPatcher(path, source.encode("utf-8"), knowledge, index, parser)

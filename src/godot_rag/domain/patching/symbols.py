@@ -3,7 +3,7 @@
 The patch renames an engine member only where the name does not belong to the
 project: ``func update()`` declared by a script makes its ``update()`` calls the
 user's, not ``CanvasItem.update``.  The question is asked through the small
-``ProjectIndex`` protocol so that the shared project index of the rules judge
+``ProjectSymbols`` protocol so that the shared project index of the rules judge
 (receiver types across files, scenes and autoloads) can replace
 ``LocalProjectIndex`` without touching the rules: it only has to answer
 ``defines`` and ``engine_base``.
@@ -58,7 +58,7 @@ class Receiver:
         return " ".join(parts)
 
 
-class ProjectIndex(Protocol):
+class ProjectSymbols(Protocol):
     """What the rules ask about the project; to be implemented by the shared project index."""
 
     def defines(self, name: str, receiver: Receiver, script: str) -> bool:

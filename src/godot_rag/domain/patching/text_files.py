@@ -163,17 +163,20 @@ _JOY_AXES = {6: 4, 7: 5}
 def _joypad(k: PatchKnowledge, start: int, line: str, edits: list[Edit]) -> None:
     rid = k.example_id('"button_index"')
     # "pressure" follows button_index only in InputEventJoypadButton: mouse buttons keep their numbers.
-    for m in re.finditer(r'(InputEventJoypadButton,)?([^()]*?)"button_index":(\d+),"pressure":[^,]*,"pressed":[^,]*,', line):
-        old = int(m.group(3))
-        if old in _JOY_TRIGGERS and m.group(1):
-            new_text = f'InputEventJoypadMotion,{m.group(2)}"axis":{_JOY_TRIGGERS[old]},"axis_value":1.0,'
-            s = start + _boff(line, m.start())
-            edits.append(Edit(s, start + _boff(line, m.end()), new_text,
-                              (Basis("joypad-remap", rid, 0.9, "InputEventJoypadButton value",
-                                     f"trigger button {old} -> InputEventJoypadMotion axis {_JOY_TRIGGERS[old]}"),)))
-        elif old in _JOY_BUTTONS:
-            s = start + _boff(line, m.start(3))
-            edits.append(Edit(s, s + len(m.group(3)), str(_JOY_BUTTONS[old]),
+    triggers = re.compile(r'InputEventJoypadButton,([^()]*?)"button_index":([67]),"pressure":[^,]*,"pressed":[^,]*,')
+    taken: list[tuple[int, int]] = []
+    for m in triggers.finditer(line):
+        old = int(m.group(2))
+        new_text = f'InputEventJoypadMotion,{m.group(1)}"axis":{_JOY_TRIGGERS[old]},"axis_value":1.0,'
+        edits.append(Edit(start + _boff(line, m.start()), start + _boff(line, m.end()), new_text,
+                          (Basis("joypad-remap", rid, 0.9, "InputEventJoypadButton value",
+                                 f"trigger button {old} -> InputEventJoypadMotion axis {_JOY_TRIGGERS[old]}"),)))
+        taken.append((m.start(), m.end()))
+    for m in re.finditer(r'"button_index":(\d+),"pressure":', line):
+        old = int(m.group(1))
+        if old in _JOY_BUTTONS and not any(a <= m.start() < b for a, b in taken):
+            s = start + _boff(line, m.start(1))
+            edits.append(Edit(s, s + len(m.group(1)), str(_JOY_BUTTONS[old]),
                               (Basis("joypad-remap", rid, 0.9, "InputEventJoypadButton value",
                                      f"joypad button {old} -> {_JOY_BUTTONS[old]}"),)))
     for m in re.finditer(r'"axis":(\d+),', line):
