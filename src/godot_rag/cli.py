@@ -274,8 +274,7 @@ def cmd_patch(args, settings: Settings) -> int:
 
     target = Path(args.target)
     if not target.exists():
-        # An analysis id names stored chunks, not files: the patch needs whole files, so the
-        # stored analysis cannot be patched yet (see docs/patch.md).
+        # The store keeps the files of an analysis, but no gateway RPC returns them yet (docs/patch.md).
         raise CliError(f"{args.target}: no such folder (patching a stored ANALYSIS_ID is not available yet; "
                        "pass the project folder)")
     try:
