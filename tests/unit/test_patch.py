@@ -243,6 +243,11 @@ def test_untyped_receiver_where_old_name_lives_on_in_godot4_is_a_todo_not_a_gues
     ("extends Node\nexport(String, FILE, \"*.json\") var path\nexport(int, \"A\", \"B\") var mode\n",
      "extends Node\n@export_file(\"*.json\") var path\n@export_enum(\"A\", \"B\") var mode: int\n"),
     ("extends Node\nremotesync func hit():\n\tpass\n", "extends Node\n@rpc(\"any_peer\", \"call_local\") func hit():\n\tpass\n"),
+    ("extends Spatial\nfunc f():\n\tvar t = Transform()\n\tvar a = [1]\n\ta.invert()\n",
+     "extends Node3D\nfunc f():\n\tvar t = Transform3D()\n\tvar a = [1]\n\ta.reverse()\n"),
+    ("extends KinematicBody2D\r\nfunc f(v):\r\n\treturn move_and_slide(v, Vector2.UP)\r\n",
+     "extends CharacterBody2D\r\nfunc f(v):\r\n\tvelocity = v\r\n\tup_direction = Vector2.UP\r\n\tmove_and_slide()\r\n"
+     "\treturn velocity\r\n"),
     ("extends KinematicBody\nfunc _physics_process(d):\n\tvar c = move_and_collide(v * d, false)\n",
      "extends CharacterBody3D\nfunc _physics_process(d):\n\tvar c = move_and_collide(v * d)\n"),
 ])

@@ -62,20 +62,21 @@ _RPC = {
 # (the basis cites the migration-guide record).
 @dataclass(frozen=True)
 class _Move:
-    klass: str  # Godot 3 class the member belongs to
+    owners: tuple[str, ...]  # Godot 3 classes the member belongs to
     new: str
     record_id: str
     arity: int | None = None  # only calls with this many arguments
 
 
+_POOL_ARRAYS = ("PoolStringArray", "PoolIntArray", "PoolRealArray", "PoolByteArray", "PoolVector2Array",
+                "PoolVector3Array", "PoolColorArray")
 _METHOD_MOVES = {
-    "instance": _Move("PackedScene", "instantiate", "change:instance-instantiate", 0),
-    "empty": _Move("Array", "is_empty", "change:array-empty", 0),
-    "update": _Move("CanvasItem", "queue_redraw", "change:update-queue-redraw", 0),
+    "instance": _Move(("PackedScene",), "instantiate", "change:instance-instantiate", 0),
+    # Containers: no script extends them, so a bare empty() / invert() is the script's own method.
+    "empty": _Move(("Array", "Dictionary", "String") + _POOL_ARRAYS, "is_empty", "change:array-empty", 0),
+    "invert": _Move(("Array",) + _POOL_ARRAYS, "reverse", "change:array-invert", 0),
+    "update": _Move(("CanvasItem",), "queue_redraw", "change:update-queue-redraw", 0),
 }
-# Receivers of `empty()`: Array, Dictionary, String and the pool arrays.
-_EMPTY_OWNERS = frozenset({"Array", "Dictionary", "String", "PoolStringArray", "PoolIntArray", "PoolRealArray",
-                           "PoolByteArray", "PoolVector2Array", "PoolVector3Array", "PoolColorArray"})
 # Class-qualified members that moved to another singleton with the same arguments and result.
 _QUALIFIED_MOVES = {
     ("OS", "get_ticks_msec"): ("Time.get_ticks_msec", "change:os-time"),
@@ -202,6 +203,8 @@ class GDScriptPatcher:
         self.declared = index.declared_in(path)
         self.member_types: dict[str, str] = {}
         self._line_starts = [0] + [m.end() for m in re.finditer(rb"\n", src)]
+        # Lines a rule inserts end like the file's own.
+        self.nl = "\r\n" if b"\r\n" in src else "\n"
 
     # ------------------------------------------------------------ helpers
 
@@ -528,6 +531,9 @@ class GDScriptPatcher:
         if not dotted:
             if name in scope.types:
                 return
+            if self.k.class_rename(name) is not None:
+                self.rename_bare(node, name, scope)  # a constructor: Transform(), PoolStringArray(...)
+                return
             if r is not None and name.startswith("_") and self.base and self.k.has_member3(self.base, name):
                 # A renamed engine virtual the script overrides: calls follow the declaration.
                 self.replace(node, r.new, Basis("rename-virtual", r.record_id, 0.9, f"self (extends {self.base})",
@@ -552,9 +558,7 @@ class GDScriptPatcher:
                 self.keep(node, name, f"the project defines `{name}` for {receiver.describe()}")
                 return
             if receiver.kind in (ENGINE, SELF) and receiver.type_name:
-                owners = _EMPTY_OWNERS if name == "empty" else (move.klass,)
-                if receiver.type_name not in owners and not any(self.k.has_member3(receiver.type_name, name) and
-                                                                 self.k.has_member3(o, name) for o in owners):
+                if not any(self.k.is_subclass3(receiver.type_name, o) for o in move.owners):
                     return
                 conf = 0.95
             elif receiver.kind == SELF:
@@ -758,14 +762,14 @@ class GDScriptPatcher:
             if indent is None:
                 return
             self.add(dot.start_byte, colon.end_byte, head, basis)
-            self.add(colon.end_byte, colon.end_byte, "\n" + indent + call, basis)
+            self.add(colon.end_byte, colon.end_byte, self.nl + indent + call, basis)
             return
         indent = head_indent + self.indent_unit()
         if first is None:
-            self.add(dot.start_byte, colon.end_byte, head + "\n" + indent + call, basis)
+            self.add(dot.start_byte, colon.end_byte, head + self.nl + indent + call, basis)
         else:
             # A body on the `func` line moves below the parent call.
-            self.add(dot.start_byte, first.start_byte, head + "\n" + indent + call + "\n" + indent, basis)
+            self.add(dot.start_byte, first.start_byte, head + self.nl + indent + call + self.nl + indent, basis)
 
     def on_call(self, node: Node, scope: _Scope) -> None:
         fn = node.children[0] if node.children else None
@@ -1180,7 +1184,7 @@ class GDScriptPatcher:
             if not is_velocity_assignment:
                 lines.append(self.render(stmt.start_byte, stmt.end_byte, ((call.start_byte, call.end_byte, f"{prefix}velocity"),)))
         record = "change:move-and-slide-with-snap" if name == "move_and_slide_with_snap" else "change:move-and-slide"
-        ok = self.replace(stmt, ("\n" + indent).join(lines),
+        ok = self.replace(stmt, (self.nl + indent).join(lines),
                           Basis("move-and-slide", record, 0.9, receiver.describe(),
                                 f"{name}(args) -> velocity property + move_and_slide()"))
         if ok:
