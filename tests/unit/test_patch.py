@@ -379,6 +379,18 @@ def test_write_outputs_writes_the_diff_and_one_basis_line_per_hunk(tmp_path, pat
     assert {"file", "hunk", "rules", "record_ids", "confidence", "receivers", "changes"} <= set(lines[0])
 
 
+def test_patch_result_json_groups_hunks_and_todos_per_file(patched):
+    from godot_rag.pipeline.patch import patch_result_json
+
+    doc = patch_result_json(patched)
+    json.dumps(doc)  # plain data
+    assert doc["summary"] == patched.summary()
+    player = next(f for f in doc["files"] if f["file"] == "player.gd")
+    assert player["changed"] and player["hunks"] and all(h["text"].startswith("@@ ") for h in player["hunks"])
+    assert sum(len(f["hunks"]) for f in doc["files"]) == len(patched.hunks)
+    assert sum(len(f["todos"]) for f in doc["files"]) == len(patched.todos)
+
+
 def test_cli_patch_writes_the_diff_and_applies(project, tmp_path, capsys):
     from godot_rag.cli import main
 

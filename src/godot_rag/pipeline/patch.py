@@ -78,6 +78,27 @@ def todos_json(result: PatchResult) -> list[dict]:
     return [t.as_dict() for t in result.todos]
 
 
+def patch_result_json(result: PatchResult) -> dict:
+    """The whole result as plain data, per file (for an RPC or a per-file view): diff text, hunks with their
+    basis, TODOs and the engine-named project members that were kept."""
+    by_file: dict[str, list[dict]] = {}
+    for row in basis_lines(result):
+        by_file.setdefault(row["file"], []).append(row)
+    hunk_text = {(h.path, h.old_start, h.new_start): h.text for h in result.hunks}
+    files = []
+    for f in result.files:
+        hunks = [dict(row, text=hunk_text[(f.path, row["old_start"], row["new_start"])]) for row in by_file.get(f.path, [])]
+        files.append({
+            "file": f.path,
+            "changed": f.changed,
+            "edits": len(f.edits),
+            "hunks": hunks,
+            "todos": [t.as_dict() for t in f.todos],
+            "kept": [{"line": k.line, "symbol": k.symbol, "reason": k.reason} for k in f.kept],
+        })
+    return {"summary": result.summary(), "files": files, "diff": result.diff}
+
+
 @dataclass(frozen=True)
 class Applied:
     written: list[str]
