@@ -289,10 +289,7 @@ def cmd_patch(args, settings: Settings) -> int:
     else:
         diff_path, basis_path = write_outputs(result, Path(args.out))
         console.print(f"wrote {diff_path} and {basis_path}")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"summary": result.summary(), "todos": todos_json(result)}, indent=2,
-                                              ensure_ascii=False))
-    out = Console(stderr=True)
+    out = console
     for t in result.todos:
         out.print(f"[yellow]TODO[/yellow] {escape(f'{t.path}:{t.line} [{t.rule}] {t.note}')}", highlight=False)
     summary = result.summary()
@@ -305,6 +302,10 @@ def cmd_patch(args, settings: Settings) -> int:
         applied = len(done.written)
         if done.git_dirty:
             out.print(f"[red]--force:[/red] applied over {len(done.git_dirty)} uncommitted change(s)")
+    if args.json:
+        summary_doc = {**summary, "applied": applied}
+        Path(args.json).write_text(json.dumps({"summary": summary_doc, "todos": todos_json(result)}, indent=2,
+                                              ensure_ascii=False))
     out.print(f"files {summary['files']} (changed {summary['files_changed']}), hunks {summary['hunks']}, "
               f"edits {summary['edits']}, applied {applied} file(s), left for a person {summary['todos']} TODO(s), "
               f"engine names kept as the project's own {summary['kept']}", highlight=False)

@@ -400,7 +400,9 @@ def test_cli_patch_writes_the_diff_and_applies(project, tmp_path, capsys):
     summary = json.loads((tmp_path / "s.json").read_text())
     assert summary["summary"]["hunks"] > 0 and summary["todos"]
     assert "onready var" in (project / "hud.gd").read_text()  # no --apply: nothing written
-    assert main(["patch", str(project), "--out", str(out), "--apply"]) == 0
+    assert summary["summary"]["applied"] == 0
+    assert main(["patch", str(project), "--out", str(out), "--apply", "--json", str(tmp_path / "s.json")]) == 0
     assert "@onready var" in (project / "hud.gd").read_text()
+    assert json.loads((tmp_path / "s.json").read_text())["summary"]["applied"] >= 8
     assert main(["patch", str(tmp_path / "missing")]) == 1
     assert "ANALYSIS_ID" in capsys.readouterr().err
