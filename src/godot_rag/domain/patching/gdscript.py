@@ -502,9 +502,6 @@ class GDScriptPatcher:
         r = self.k.rename("gdscript_properties_renames", name)
         if r is not None:
             self.rename_engine_member(node, name, r, receiver, "rename-property")
-            return
-        if receiver.kind == ENGINE and receiver.text == "OS" and name in ("window_fullscreen", "window_size"):
-            return  # left to the residual TODOs (DisplayServer / Window API)
 
     def rename_engine_member(self, node: Node, name: str, r: Rename, receiver: Receiver, rule: str) -> None:
         if self.user_defined(name, receiver, node):
@@ -563,13 +560,14 @@ class GDScriptPatcher:
                 conf = 0.95
             elif receiver.kind == SELF:
                 return  # a bare call on a script whose base is unknown: not provably the engine's
+            elif name == "update":
+                # update() is also AESContext/HashingContext/HMACContext.update(), which stays.
+                self.todo(node, "moved-method", name, f"`{receiver.text}.update()` is queue_redraw() if "
+                                                     f"`{receiver.text}` is a CanvasItem (receiver not typed)",
+                          move.record_id)
+                return
             else:
-                conf = 0.8 if name != "update" else 0.0
-                if conf == 0.0:
-                    self.todo(node, "moved-method", name, f"`{receiver.text}.update()` is queue_redraw() if "
-                                                         f"`{receiver.text}` is a CanvasItem (receiver not typed)",
-                              move.record_id)
-                    return
+                conf = 0.8
             self.replace(node, move.new, Basis("moved-method", move.record_id, conf, receiver.describe(),
                                                f"{name}() -> {move.new}()"))
             return
