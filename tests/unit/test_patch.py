@@ -248,6 +248,10 @@ def test_untyped_receiver_where_old_name_lives_on_in_godot4_is_a_todo_not_a_gues
     ("extends KinematicBody2D\r\nfunc f(v):\r\n\treturn move_and_slide(v, Vector2.UP)\r\n",
      "extends CharacterBody2D\r\nfunc f(v):\r\n\tvelocity = v\r\n\tup_direction = Vector2.UP\r\n\tmove_and_slide()\r\n"
      "\treturn velocity\r\n"),
+    ("extends KinematicBody2D\nvar velocity := Vector2(100, 0)\n",
+     "extends CharacterBody2D\nvar velocity := Vector2(100, 0)\n"),  # not the default: a TODO, not removed
+    ("extends Node\nfunc f(r: KinematicBody2D):\n\tr.velocity = r.move_and_slide(r.velocity, Vector2.UP)\n",
+     "extends Node\nfunc f(r: CharacterBody2D):\n\tr.up_direction = Vector2.UP\n\tr.move_and_slide()\n"),
     ("extends KinematicBody\nfunc _physics_process(d):\n\tvar c = move_and_collide(v * d, false)\n",
      "extends CharacterBody3D\nfunc _physics_process(d):\n\tvar c = move_and_collide(v * d)\n"),
 ])

@@ -175,6 +175,17 @@ def _args(node: Node | None) -> list[Node]:
     return [c for c in node.children if c.type not in _PUNCT]
 
 
+def _initialiser(decl: Node) -> Node | None:
+    """The value after `=` or `:=` in a variable declaration."""
+    seen = False
+    for c in decl.children:
+        if seen and c.type not in ("setget", "comment"):
+            return c
+        if c.type in ("=", "inferred_type"):
+            seen = True
+    return None
+
+
 def _child(node: Node, type_: str) -> Node | None:
     for c in node.children:
         if c.type == type_:
@@ -322,14 +333,7 @@ class GDScriptPatcher:
         type_node = _child(decl, "type")
         if type_node is not None:
             return self.text(type_node).strip()
-        value = None
-        seen_eq = False
-        for c in decl.children:
-            if seen_eq and c.type not in ("setget", "comment"):
-                value = c
-                break
-            if c.type == "=":
-                seen_eq = True
+        value = _initialiser(decl)
         if decl.type == "export_variable_statement":
             args = _args(_child(decl, "arguments"))
             if args and args[0].type == "identifier":
@@ -1164,7 +1168,7 @@ class GDScriptPatcher:
             elif prop == "floor_snap":
                 notes.append(f"the snap vector ({value}) became floor_snap_length, a float, in Godot 4: "
                              f"set floor_snap_length by hand")
-            elif not (prop == "velocity" and value == "velocity" and not prefix):
+            elif not (prop == "velocity" and value == f"{prefix}velocity"):
                 lines.append(f"{prefix}{prop} = {value}")
         up_given = len(args) > props.index("up_direction")
         if not up_given:
@@ -1232,14 +1236,8 @@ class GDScriptPatcher:
             return
         if any(c.type in ("setget", "annotations", "remote_keyword") for c in node.children):
             return
-        value = None
-        seen_eq = False
-        for c in node.children:
-            if seen_eq:
-                value = c
-                break
-            if c.type == "=":
-                seen_eq = True
+        value = _initialiser(node)
+        has_value = any(c.type in ("=", "inferred_type") for c in node.children)
         type_node = _child(node, "type")
         value_text = re.sub(r"\s+", " ", self.text(value)).strip() if value is not None else ""
         type_ok = type_node is None or self.text(type_node) in ("Vector2", "Vector3")
@@ -1247,7 +1245,7 @@ class GDScriptPatcher:
         line_end = self.src.find(b"\n", node.end_byte)
         line_end = len(self.src) if line_end < 0 else line_end + 1
         rest = self.src[node.end_byte:line_end].strip()
-        if type_ok and (value is None or value_text in _ZERO_VECTORS) and not rest and self.indent_of(node) == "":
+        if type_ok and (not has_value or value_text in _ZERO_VECTORS) and not rest and self.indent_of(node) == "":
             self.add(line_start, line_end, "",
                      Basis("inherited-velocity", "change:move-and-slide", 0.9, f"self (extends {self.base})",
                            "remove `var velocity`: CharacterBody's own velocity property (same zero default) replaces it"))
