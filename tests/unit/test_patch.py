@@ -242,6 +242,8 @@ def test_untyped_receiver_where_old_name_lives_on_in_godot4_is_a_todo_not_a_gues
      "extends Node\nfunc f(b):\n\tb.pressed.connect(_on.bind(1, 2), CONNECT_ONE_SHOT)\nfunc _on(x, y):\n\tpass\n"),
     ("extends Node\nexport(String, FILE, \"*.json\") var path\nexport(int, \"A\", \"B\") var mode\n",
      "extends Node\n@export_file(\"*.json\") var path\n@export_enum(\"A\", \"B\") var mode: int\n"),
+    ("extends Node\nexport(Texture) var icon\nexport onready var n = 1\n",
+     "extends Node\n@export var icon: Texture2D\n@export @onready var n = 1\n"),
     ("extends Node\nremotesync func hit():\n\tpass\n", "extends Node\n@rpc(\"any_peer\", \"call_local\") func hit():\n\tpass\n"),
     ("extends Spatial\nfunc f():\n\tvar t = Transform()\n\tvar a = [1]\n\ta.invert()\n",
      "extends Node3D\nfunc f():\n\tvar t = Transform3D()\n\tvar a = [1]\n\ta.reverse()\n"),
@@ -259,6 +261,15 @@ def test_structural_rewrites(source, expected):
     fp, _ = patch_one(source)
     assert fp.patched == expected
     assert not _parser().parse(fp.patched.encode()).root_node.has_error
+
+
+def test_an_edit_that_would_lose_a_comment_is_refused_with_a_todo():
+    text = ("extends KinematicBody2D\nfunc f(v):\n\tvelocity = move_and_slide(v, # the walk speed\n"
+            "\t\tVector2.UP)\n")
+    fp, _ = patch_one(text)
+    assert "# the walk speed" in fp.patched
+    assert "move_and_slide(v," in fp.patched  # not rewritten: the comment would be lost
+    assert any(t.rule == "move-and-slide" and "comment" in t.note for t in fp.todos)
 
 
 def test_overlapping_edits_are_refused():

@@ -110,6 +110,9 @@ _EXPORT_HINTS = {
     ("int", "LAYERS_3D_PHYSICS"): "@export_flags_3d_physics",
     ("int", "LAYERS_3D_RENDER"): "@export_flags_3d_render",
 }
+# Rules whose proven role lets them turn a string literal into code (signal and method names of
+# connect/emit_signal/yield) or reorder its digits (Color("#ARGB")).
+_STRING_RULES = frozenset({"connect-callable", "emit-signal", "yield-await", "color-hex-argb"})
 _SIGNAL_METHODS = frozenset({"connect", "disconnect", "is_connected", "emit_signal"})
 # Calls whose arguments changed: name -> (Godot 3 owner classes, accepted argument counts, record: a
 # "change:" id, or a needle naming the converter example the rule follows).
@@ -170,9 +173,10 @@ _NUMBER = re.compile(r"-?\s*\d+(\.\d*)?([eE][-+]?\d+)?\Z")
 
 
 def _args(node: Node | None) -> list[Node]:
+    """The argument expressions; a comment between them is no argument (and add() keeps it from being lost)."""
     if node is None:
         return []
-    return [c for c in node.children if c.type not in _PUNCT]
+    return [c for c in node.children if c.type not in _PUNCT and c.type not in ("comment", "region_start", "region_end")]
 
 
 def _initialiser(decl: Node) -> Node | None:
@@ -214,6 +218,18 @@ class GDScriptPatcher:
         self.declared = index.declared_in(path)
         self.member_types: dict[str, str] = {}
         self._line_starts = [0] + [m.end() for m in re.finditer(rb"\n", src)]
+        # Comment and string literal spans: no edit may lose or alter one (see add()).
+        self._comments: list[tuple[int, int]] = []
+        self._strings: list[tuple[int, int]] = []
+        stack = [self.tree.root_node]
+        while stack:
+            n = stack.pop()
+            if n.type in ("comment", "region_start", "region_end"):
+                self._comments.append((n.start_byte, n.end_byte))
+            elif n.type == "string":
+                self._strings.append((n.start_byte, n.end_byte))
+            else:
+                stack.extend(n.children)
         # Lines a rule inserts end like the file's own.
         self.nl = "\r\n" if b"\r\n" in src else "\n"
 
@@ -262,15 +278,33 @@ class GDScriptPatcher:
         return self.render(node.start_byte, node.end_byte)
 
     def add(self, start: int, end: int, replacement: str, basis: Basis) -> bool:
-        """Accept an edit; one containing earlier edits absorbs them (their basis included)."""
+        """Accept an edit; one containing earlier edits absorbs them (their basis included).
+
+        Refused, with a TODO, when it overlaps another edit, when it would drop a comment inside its
+        range, or a string literal (except the signal and method names the call-shape rules turn into
+        code, and the Color hex digits they reorder), or the text of an edit it absorbs.
+        """
+        def refuse(why: str) -> bool:
+            self.todo(start, basis.rule, basis.note or basis.rule, f"{why}; left for a person", basis.record_id)
+            return False
+
         inner: list[Edit] = []
         for e in self.edits:
-            if start <= e.start and e.end <= end and (e.start, e.end) != (start, end) or (start == end == e.start == e.end):
+            if start == end == e.start == e.end:
+                return refuse("two insertions at the same place")
+            if start <= e.start and e.end <= end and (e.start, e.end) != (start, end):
+                if e.replacement and e.replacement not in replacement:
+                    return refuse(f"would drop the change `{e.replacement[:40]}` inside it")
                 inner.append(e)
             elif e.start < end and start < e.end:
-                self.todo(start, basis.rule, basis.note, "overlaps another change on the same code; left for a person",
-                          basis.record_id)
-                return False
+                return refuse("overlaps another change on the same code")
+        for a, b in self._comments:
+            if start <= a and b <= end and self.src[a:b].decode("utf-8") not in replacement:
+                return refuse("a comment inside the change would be lost")
+        if basis.rule not in _STRING_RULES:
+            for a, b in self._strings:
+                if start <= a and b <= end and self.src[a:b].decode("utf-8") not in replacement:
+                    return refuse("a string literal inside the change would be altered")
         for e in inner:
             self.edits.remove(e)
         all_basis = (basis,) + tuple(b for e in inner for b in e.basis)
@@ -653,14 +687,15 @@ class GDScriptPatcher:
             "change:export-file" if "file" in annotation or "dir" in annotation else \
             "change:export-enum" if "enum" in annotation else "change:export-color-no-alpha" if "color" in annotation else \
             "change:export-flags-layers" if "flags" in annotation else "change:export-resource" if type_text else "change:export-keyword"
-        # `export(...) ` up to `var` becomes the annotation; onready between them stays for its own rule.
+        # One edit from `export` to the name: the annotation, `@onready` for `export onready var`, and the
+        # type the hint gave (absorbing any rename inside the hint, such as Texture -> Texture2D).
         onready = _child(node, "onready")
-        head_end = (onready or var).start_byte
-        self.add(kw.start_byte, head_end, annotation + " ",
-                 Basis("export-annotation", rid, 0.95 if not note else 0.8, "", f"{self.src[kw.start_byte:head_end].decode().strip()} -> {annotation}"))
+        text = annotation + " " + ("@onready " if onready is not None else "") + self.render(var.start_byte, name.end_byte)
         if type_text and not has_type:
-            self.add(name.end_byte, name.end_byte, f": {type_text}",
-                     Basis("export-annotation", rid, 0.95, "", f"type {type_text} from the export hint"))
+            text += f": {type_text}"
+        self.add(kw.start_byte, name.end_byte, text,
+                 Basis("export-annotation", rid, 0.95 if not note else 0.8, "",
+                       f"{self.src[kw.start_byte:var.start_byte].decode().strip()} -> {annotation}"))
         if note:
             self.todo(kw, "export-annotation", "export", note, rid)
 
