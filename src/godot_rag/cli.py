@@ -384,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ref", default="", help="branch or tag to clone")
     p.add_argument("-o", "--output", help="write the text to this file instead of standard output")
     p = sub.add_parser("patch", help="the mechanical Godot 3 -> 4 changes as a unified diff, with the basis of every hunk")
-    p.add_argument("target", metavar="PATH", help="project folder")
+    p.add_argument("target", metavar="PATH", help="project folder, or an expanded-text file (diff only)")
     p.add_argument("--out", default="-", help="write the diff here (and its basis beside it as <name>.basis.jsonl); "
                                               "default: the diff on standard output")
     p.add_argument("--apply", action="store_true", help="also write the patched files into the project")

@@ -385,6 +385,19 @@ def test_apply_refuses_a_file_changed_since_it_was_read(project):
 # ---------------------------------------------------------------- outputs and the command
 
 
+def test_expanded_text_form_is_patched_but_never_applied(tmp_path, repo):
+    from godot_rag.domain.ingest.policy import expand, scan_folder
+
+    text = expand(scan_folder(repo / "samples" / "godot3_project", max_bytes=1 << 20))
+    path = tmp_path / "project.txt"
+    path.write_text(text)
+    files = read_project(path)
+    assert files == read_project(repo / "samples" / "godot3_project")
+    with pytest.raises(PatchRefused, match="not a folder"):
+        apply_patch(path, patch_files(files), force=True)
+    assert path.read_text() == text
+
+
 def test_write_outputs_writes_the_diff_and_one_basis_line_per_hunk(tmp_path, patched):
     diff_path, basis_path = write_outputs(patched, tmp_path / "out" / "changes.diff")
     assert basis_path == basis_path_for(diff_path) == tmp_path / "out" / "changes.basis.jsonl"

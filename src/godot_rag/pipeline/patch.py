@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from godot_rag.domain.ingest.policy import scan_folder
+from godot_rag.domain.ingest.policy import IngestError, files_from_expanded_text, scan_folder
 from godot_rag.domain.patching import PatchResult, basis_lines, patch_files, source_kind
 from godot_rag.errors import InvalidInputError
 from godot_rag.infra.worktree import contained_path, git_status, write_atomic
@@ -45,14 +45,30 @@ def patch_project(files: Mapping[str, str]) -> PatchResult:
 def read_project(root: Path, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> dict[str, str]:
     """The files the patch handles (.gd, .tscn, .tres, project.godot), by project-relative path.
 
+    ``root`` is a project folder or a file in the expanded '# <relative/path>' text form.
     The ingest policy decides what is read: no symlink is followed, caches and
     VCS folders are skipped, binary and oversized files are left out.
     """
     root = Path(root)
-    if not root.is_dir():
-        raise InvalidInputError(f"not a folder: {root}")
+    if root.is_file():
+        # The expanded '# <relative/path>' text form: a diff can be made, nothing can be applied.
+        try:
+            text = root.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(f"{root}: not UTF-8 text") from exc
+        try:
+            sources = files_from_expanded_text(text, max_bytes=max_bytes)
+        except IngestError as exc:
+            raise InvalidInputError(f"{root}: {exc}") from exc
+    elif root.is_dir():
+        try:
+            sources = scan_folder(root, max_bytes=max_bytes)
+        except IngestError as exc:
+            raise InvalidInputError(str(exc)) from exc
+    else:
+        raise InvalidInputError(f"not a folder or an expanded-text file: {root}")
     files: dict[str, str] = {}
-    for f in scan_folder(root, max_bytes=max_bytes):
+    for f in sources:
         if f.included and source_kind(f.source_file):
             files[f.source_file] = f.data.decode("utf-8")
     return files
@@ -109,6 +125,8 @@ class Applied:
 def apply_patch(root: Path, result: PatchResult, *, force: bool = False) -> Applied:
     """Write the patched files into ``root`` (see the module docstring for the checks)."""
     root = Path(root)
+    if not root.is_dir():
+        raise PatchRefused(f"{root} is not a folder: --apply writes into a project folder only")
     status = git_status(root)
     if status is None and not force:
         raise PatchRefused(f"{root} is not inside a git work tree: nothing to go back to if the patch is wrong "
