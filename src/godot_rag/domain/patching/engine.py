@@ -165,6 +165,8 @@ def _hunks(fp: FilePatch) -> list[Hunk]:
         while j < len(diff) and not diff[j].startswith("@@"):
             j += 1
         body = diff[i:j]
+        if m is None:  # difflib writes a header before every hunk
+            raise AssertionError(f"unexpected diff line {header!r}")
         os_, ol, ns, nl = int(m.group(1)), int(m.group(2) or 1), int(m.group(3)), int(m.group(4) or 1)
         lo, hi = (os_, os_ + max(ol, 1) - 1) if ol else (os_ + 1, os_ + 1)
         basis: list[Basis] = []

@@ -430,6 +430,8 @@ class GDScriptPatcher:
             return self.resolve(None, scope), False
         parent = node.parent
         holder = parent.parent if parent is not None and parent.type == "attribute_call" else parent
+        if holder is None:
+            return Receiver(UNKNOWN, "", ""), True
         kids = holder.children
         if recv_node is not None and recv_node.id != kids[0].id:
             # a chained receiver: describe it as written, typed only when it is `x.new()` / known call
@@ -611,7 +613,9 @@ class GDScriptPatcher:
             return
         if dotted and receiver.kind == ENGINE and (receiver.text, name) in _QUALIFIED_MOVES:
             new, rid = _QUALIFIED_MOVES[(receiver.text, name)]
-            holder = node.parent.parent  # attribute
+            holder = node.parent.parent if node.parent is not None else None  # the attribute
+            if holder is None:
+                return
             recv = holder.children[0]
             self.add(recv.start_byte, node.end_byte, new,
                      Basis("moved-method", rid, 0.95, receiver.describe(), f"{receiver.text}.{name} -> {new}"))
@@ -879,7 +883,9 @@ class GDScriptPatcher:
                          Basis("argument-change", r.record_id if r else rid, conf, receiver.describe(),
                                "add_force(offset, force) -> apply_force(force, position)" if is2d else "add_force -> apply_force"))
         elif name in ("lock", "unlock"):
-            stmt = node.parent.parent if node.type == "attribute_call" else node.parent
+            stmt = node.parent
+            if stmt is not None and node.type == "attribute_call":
+                stmt = stmt.parent
             if receiver.type_name != "Image":
                 self.todo(node, "argument-change", name, f"if `{receiver.text}` is an Image, remove this {name}() call "
                                                          "(Godot 4 images need no locking); Mutex and Semaphore keep "
@@ -903,9 +909,9 @@ class GDScriptPatcher:
                 return
             holder = node.parent
             dot = node.prev_sibling
-            recv = self.render(holder.start_byte, dot.start_byte)
-            if holder.children[-1].id != node.id:
+            if holder is None or dot is None or holder.children[-1].id != node.id:
                 return
+            recv = self.render(holder.start_byte, dot.start_byte)
             self.replace(holder, f"{texts[0]}.join({recv})",
                          replace_note(basis, "PoolStringArray.join(delimiter) -> delimiter.join(array)"))
         elif name == "list_dir_begin":
@@ -1029,6 +1035,8 @@ class GDScriptPatcher:
         if len(args) != 1:
             return
         dot = call.prev_sibling
+        if dot is None:
+            return
         receiver, _ = self.receiver_for(call.children[0], scope)
         if self.index.defines(name, receiver, self.path):
             self.keep(call, name, f"the project defines `{name}` for {receiver.describe()}")

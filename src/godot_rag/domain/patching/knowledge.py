@@ -97,7 +97,9 @@ class PatchKnowledge:
         if klass == base:
             return True
         mine, theirs = self.vocabulary.members3.get(klass), self.vocabulary.members3.get(base)
-        return bool(mine and theirs) and theirs <= mine
+        if not mine or not theirs:
+            return False
+        return theirs <= mine
 
     def godot4_class(self, klass3: str) -> str:
         r = self.class_rename(klass3)
