@@ -244,6 +244,8 @@ def test_untyped_receiver_where_old_name_lives_on_in_godot4_is_a_todo_not_a_gues
      "extends Node\n@export_file(\"*.json\") var path\n@export_enum(\"A\", \"B\") var mode: int\n"),
     ("extends Node\nexport(Texture) var icon\nexport onready var n = 1\n",
      "extends Node\n@export var icon: Texture2D\n@export @onready var n = 1\n"),
+    ("extends Node\nfunc f(a: PoolStringArray, s, parts):\n\tprint(a.join(\", \"), s.join(parts))\n",
+     "extends Node\nfunc f(a: PackedStringArray, s, parts):\n\tprint(\", \".join(a), s.join(parts))\n"),
     ("extends Node\nremotesync func hit():\n\tpass\n", "extends Node\n@rpc(\"any_peer\", \"call_local\") func hit():\n\tpass\n"),
     ("extends Spatial\nfunc f():\n\tvar t = Transform()\n\tvar a = [1]\n\ta.invert()\n",
      "extends Node3D\nfunc f():\n\tvar t = Transform3D()\n\tvar a = [1]\n\ta.reverse()\n"),
@@ -434,3 +436,12 @@ def test_cli_patch_writes_the_diff_and_applies(project, tmp_path, capsys):
     assert json.loads((tmp_path / "s.json").read_text())["summary"]["applied"] >= 8
     assert main(["patch", str(tmp_path / "missing")]) == 1
     assert "ANALYSIS_ID" in capsys.readouterr().err
+
+
+def test_add_force_on_an_untyped_receiver_is_a_todo_not_a_half_rename():
+    # Godot 3's 2D add_force(offset, force) and 3D add_force(force, position) order their arguments
+    # differently, so without the receiver's type neither the name nor the order can be settled.
+    text = "extends Node\n\nfunc push(body):\n\tbody.add_force(Vector2.ZERO, Vector2.UP)\n"
+    fp, _ = patch_one(text)
+    assert fp.patched == text
+    assert any(t.rule == "argument-change" and t.symbol == "add_force" and t.line == 4 for t in fp.todos)

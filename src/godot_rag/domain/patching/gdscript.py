@@ -587,6 +587,8 @@ class GDScriptPatcher:
                 self.replace(node, r.new, Basis("rename-function", r.record_id, 0.95, "global scope", f"{name} -> {r.new}"))
                 return
         if r is not None:
+            if name == "add_force" and not receiver.type_name:
+                return  # 2D and 3D order its arguments differently: engine_call lists a TODO
             self.rename_engine_member(node, name, r, receiver, "rename-method")
             return
         move = _METHOD_MOVES.get(name)
@@ -906,6 +908,12 @@ class GDScriptPatcher:
                          replace_note(basis, f"{name}(object, method, ...) -> {name}(Callable(object, method), ...)"))
         elif name == "join":
             if node.type != "attribute_call":
+                return
+            # Godot 3's String.join(parts) is already Godot 4's form: only a PoolStringArray receiver (typed, or
+            # proven by a string-literal delimiter, which String.join cannot take) is rewritten.
+            if receiver.type_name != "PoolStringArray" and args[0].type != "string":
+                self.todo(node, "argument-change", name, f"if `{receiver.text}` is a PoolStringArray, write "
+                                                         f"`{texts[0]}.join({receiver.text})` (String.join stays)", rid)
                 return
             holder = node.parent
             dot = node.prev_sibling
