@@ -215,6 +215,14 @@ def test_an_engine_name_on_an_engine_receiver_is_renamed_but_not_on_a_project_cl
     assert any(k.symbol == "add_force" for k in fp.kept)
 
 
+def test_a_rename_pair_written_the_wrong_way_round_is_not_applied():
+    # The table pairs SIDE_LEFT -> MARGIN_LEFT; SIDE_LEFT is valid Godot 4, MARGIN_LEFT is not.
+    assert shipped_knowledge().rename("enum_renames", "SIDE_LEFT") is None
+    text = "extends Control\n\nfunc f():\n\tprint(SIDE_LEFT, MARGIN_LEFT, KEY_CONTROL)\n"
+    fp, _ = patch_one(text)
+    assert "print(SIDE_LEFT, MARGIN_LEFT, KEY_CTRL)" in fp.patched
+
+
 def test_user_connect_method_is_not_rewritten():
     text = 'extends Node\n\nfunc connect(host, port, user):\n\tpass\n\nfunc _ready():\n\tconnect("db", 5432, "admin")\n'
     fp, _ = patch_one(text)

@@ -18,6 +18,10 @@ from typing import Iterable
 from godot_rag.domain.judging.rules import EngineVocabulary, shipped_vocabulary
 
 
+# Tables of constants: the class references list every constant, so a pair can be checked against them.
+_CONSTANT_TABLES = frozenset({"enum_renames", "color_renames"})
+
+
 @dataclass(frozen=True)
 class Rename:
     record_id: str
@@ -62,12 +66,18 @@ class PatchKnowledge:
     def from_records(cls, records: Iterable[tuple[str, dict]], vocabulary: EngineVocabulary) -> "PatchKnowledge":
         """From (record_id, api_mapping payload) pairs, as ``rename_records`` makes them."""
         k = cls(vocabulary=vocabulary)
+        v = vocabulary
+        names4 = v.classes4 | v.member_names4 | v.globals4 | v.constants4 | v.singletons4
         for rid, p in records:
             table = p.get("rename_table")
             if not table or not p.get("enabled") or p.get("language") == "csharp":
                 continue
             old, new = p["old_symbol"], p["new_symbol"]
             if not old or old == new:
+                continue
+            if table in _CONSTANT_TABLES and vocabulary.classes4 and old in names4 and new not in names4:
+                # A constant pair that would replace a valid Godot 4 name with one Godot 4 lacks
+                # (SIDE_LEFT -> MARGIN_LEFT is written the wrong way round in the table).
                 continue
             k.renames.setdefault(table, {}).setdefault(
                 old, Rename(rid, table, old, new, p.get("context") or "", bool(p.get("old_in_godot4"))))
