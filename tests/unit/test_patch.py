@@ -243,7 +243,7 @@ def test_untyped_receiver_where_old_name_lives_on_in_godot4_is_a_todo_not_a_gues
     ("func _ready():\n\t._ready()\n", "func _ready():\n\tsuper._ready()\n"),
     ("extends Node\nfunc _init(a).(a, 2):\n\tpass\n", "extends Node\nfunc _init(a):\n\tsuper(a, 2)\n\tpass\n"),
     ("extends Node\nfunc f():\n\tvar x = yield(get_tree(), \"idle_frame\")\n",
-     "extends Node\nfunc f():\n\tvar x = await get_tree().idle_frame\n"),
+     "extends Node\nfunc f():\n\tvar x = await get_tree().process_frame\n"),
     ("extends Node\nfunc f():\n\tyield(g(), \"completed\")\nfunc g():\n\tpass\n",
      "extends Node\nfunc f():\n\tawait g()\nfunc g():\n\tpass\n"),
     ("extends Node\nfunc f(b):\n\tb.connect(\"pressed\", self, \"_on\", [1, 2], CONNECT_ONESHOT)\nfunc _on(x, y):\n\tpass\n",

@@ -113,6 +113,8 @@ _EXPORT_HINTS = {
 # Rules whose proven role lets them turn a string literal into code (signal and method names of
 # connect/emit_signal/yield) or reorder its digits (Color("#ARGB")).
 _STRING_RULES = frozenset({"connect-callable", "emit-signal", "yield-await", "color-hex-argb"})
+# Signals renamed outside the converter's table: name -> (Godot 3 owner, Godot 4 name, record).
+_SIGNAL_MOVES = {"idle_frame": ("SceneTree", "process_frame", "change:yield-idle-frame")}
 _SIGNAL_METHODS = frozenset({"connect", "disconnect", "is_connected", "emit_signal"})
 # Calls whose arguments changed: name -> (Godot 3 owner classes, accepted argument counts, record: a
 # "change:" id, or a needle naming the converter example the rule follows).
@@ -1172,6 +1174,13 @@ class GDScriptPatcher:
 
     def signal_rename(self, sig: str, receiver: Receiver, node: Node) -> tuple[str, Basis | None]:
         r = self.k.rename("gdscript_signals_renames", sig)
+        if r is None and sig in _SIGNAL_MOVES:
+            owner, new, rid = _SIGNAL_MOVES[sig]
+            if self.index.defines(sig, receiver, self.path) or \
+                    (receiver.type_name and not self.k.is_subclass3(receiver.type_name, owner)):
+                return sig, None
+            return new, Basis("rename-signal", rid, 0.9 if receiver.type_name else 0.75, receiver.describe(),
+                              f"{owner}.{sig} -> {new}")
         if r is None:
             return sig, None
         if self.index.defines(sig, receiver, self.path):
