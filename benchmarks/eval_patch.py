@@ -334,6 +334,48 @@ def evaluate(rows: list[dict]) -> tuple[dict, list[Outcome]]:
     return metrics, outcomes
 
 
+JUDGE_CORPUS = REPO / "tests" / "corpus" / "judge"
+
+
+def judge_corpus_figures() -> dict:
+    """On the rules judge's labelled scripts: how many chunks the judge calls godot3 before and after the
+    patch, and which chunks labelled godot4 or neutral the patch changes (with the rules that did)."""
+    from godot_rag.domain.chunking.gdscript import parse_gdscript
+    from godot_rag.domain.judging.rules import declared_names, judge_chunk
+    from godot_rag.domain.patching.engine import _rename_index
+
+    index = _rename_index(shipped_knowledge())
+    before = after = 0
+    touched_other: list[str] = []
+    for folder in ("functions", "holdout"):
+        labels: dict[tuple[str, str], str] = {}
+        for raw in (JUDGE_CORPUS / folder / "labels.tsv").read_text(encoding="utf-8").splitlines():
+            if raw.strip() and not raw.startswith("#"):
+                file, key, label = raw.split("\t")[:3]
+                labels[(file, key)] = label
+        for path in sorted((JUDGE_CORPUS / folder).glob("*.gd")):
+            text = path.read_text(encoding="utf-8")
+            fp = patch_files({path.name: text}).files[0]
+            for src, count in ((text, "before"), (fp.patched, "after")):
+                result = parse_gdscript(path.name, src.encode())
+                declared = declared_names(result.chunks)
+                n = sum(judge_chunk(c, "gdscript", [], index, declared).signal == "godot3" for c in result.chunks)
+                if count == "before":
+                    before += n
+                else:
+                    after += n
+            chunks = parse_gdscript(path.name, text.encode()).chunks
+            data = text.encode()
+            for e in fp.edits:
+                line = data.count(b"\n", 0, e.start) + 1
+                chunk = next((c for c in chunks if c.span.start_line <= line <= c.span.end_line), None)
+                key = chunk.chunk_id.split(":", 1)[1] if chunk else "?"
+                label = labels.get((path.name, key), "")
+                if label in ("godot4", "neutral"):
+                    touched_other.append(f"{folder}/{path.name} {key} ({label}): {', '.join(sorted({b.rule for b in e.basis}))}")
+    return {"godot3_chunks_before": before, "godot3_chunks_after": after, "godot4_or_neutral_chunks_changed": touched_other}
+
+
 def load_rows(path: Path = CORPUS) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
@@ -359,8 +401,15 @@ def main(argv: list[str] | None = None) -> int:
           f"{metrics['agree_exact']} exact, {metrics['agree_after_other_steps']} once the converter's other steps run")
     for reason, n in metrics["differences_by_reason"].items():
         print(f"  {n:3d}  {reason}")
+    judge = judge_corpus_figures()
+    print(f"rules-judge corpus (tests/corpus/judge): chunks judged godot3 {judge['godot3_chunks_before']} before the "
+          f"patch, {judge['godot3_chunks_after']} after; chunks labelled godot4/neutral the patch changes: "
+          f"{len(judge['godot4_or_neutral_chunks_changed'])}")
+    for line in judge["godot4_or_neutral_chunks_changed"]:
+        print(f"  {line}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"metrics": metrics, "outcomes": [asdict(o) for o in outcomes]}, indent=2))
+        Path(args.json).write_text(json.dumps({"metrics": metrics, "judge_corpus": judge,
+                                               "outcomes": [asdict(o) for o in outcomes]}, indent=2))
     return 0
 
 

@@ -453,3 +453,10 @@ def test_add_force_on_an_untyped_receiver_is_a_todo_not_a_half_rename():
     fp, _ = patch_one(text)
     assert fp.patched == text
     assert any(t.rule == "argument-change" and t.symbol == "add_force" and t.line == 4 for t in fp.todos)
+
+
+def test_judge_corpus_godot4_and_neutral_code_is_left_alone(eval_patch):
+    figures = eval_patch.judge_corpus_figures()
+    # emit_signal("s") -> s.emit() is the one rewrite of code valid in both versions (the Godot 4 form).
+    assert all(line.endswith(": emit-signal") for line in figures["godot4_or_neutral_chunks_changed"]), figures
+    assert figures["godot3_chunks_after"] < figures["godot3_chunks_before"] / 3, figures
