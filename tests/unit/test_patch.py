@@ -460,3 +460,24 @@ def test_judge_corpus_godot4_and_neutral_code_is_left_alone(eval_patch):
     # emit_signal("s") -> s.emit() is the one rewrite of code valid in both versions (the Godot 4 form).
     assert all(line.endswith(": emit-signal") for line in figures["godot4_or_neutral_chunks_changed"]), figures
     assert figures["godot3_chunks_after"] < figures["godot3_chunks_before"] / 3, figures
+
+
+def test_node_paths_are_typed_by_the_scenes_that_attach_the_script():
+    scene = ('[gd_scene load_steps=2 format=2]\n\n[ext_resource path="res://ui.gd" type="Script" id=1]\n'
+             '[ext_resource path="res://item.tscn" type="PackedScene" id=2]\n\n'
+             '[node name="UI" type="Control"]\nscript = ExtResource( 1 )\n\n'
+             '[node name="Panel" type="Panel" parent="."]\n\n'
+             '[node name="Item" parent="." instance=ExtResource( 2 )]\n')
+    item_scene = ('[gd_scene load_steps=2 format=2]\n\n[ext_resource path="res://item.gd" type="Script" id=1]\n\n'
+                  '[node name="Item" type="Control"]\nscript = ExtResource( 1 )\n')
+    item = "extends Control\n\nvar margin_right = 0\n"
+    ui = ("extends Control\n\nonready var p = $Panel\n\n\nfunc _ready():\n\t$Panel.margin_right = 3\n"
+          "\tp.margin_left = 1\n\t$Item.margin_right = 2\n\t$Other.margin_top = 4\n")
+    fp, result = patch_one(ui, "ui.gd", {"ui.tscn": scene, "item.tscn": item_scene, "item.gd": item})
+    out = fp.patched
+    # margin_* also exists in Godot 4 (StyleBox, NinePatchRect): renamed only where the scene types the node.
+    assert "\t$Panel.offset_right = 3\n\tp.offset_left = 1\n" in out
+    assert "\t$Item.margin_right = 2\n" in out  # the instanced scene's script declares margin_right
+    assert "\t$Other.margin_top = 4\n" in out and any(t.line == 10 and t.symbol == "margin_top" for t in fp.todos)
+    receivers = {c["receiver"] for row in basis_lines(result) for c in row["changes"] if c["rule"] == "rename-property"}
+    assert "engine type Panel `$Panel`" in receivers and "engine type Panel `p`" in receivers

@@ -334,11 +334,14 @@ class GDScriptPatcher:
         if value is None:
             return ""
         t = value.type
-        if t in ("get_node",):
-            return "node"
+        if t == "get_node":
+            path = self.text(value)[1:]
+            return "node:" + path.strip("\"'") if path[:1] not in ("%",) else "node"
         if t == "call":
             fn = self.text(value.children[0])
             args = _args(_child(value, "arguments"))
+            if fn in ("get_node", "get_node_or_null") and len(args) == 1 and args[0].type == "string":
+                return "node:" + self.text(args[0]).strip("\"'")
             if fn in ("get_node", "get_node_or_null", "get_parent", "find_node", "get_child", "owner"):
                 return "node"
             if fn in ("preload", "load") and args and args[0].type == "string":
@@ -377,13 +380,29 @@ class GDScriptPatcher:
         return self.type_of_value(value)
 
     def receiver_of_type(self, type_name: str, text: str) -> Receiver:
+        """A receiver from a type as ``type_of_value`` / a declaration gives it."""
         if not type_name:
             return Receiver(UNKNOWN, "", text)
-        if type_name == "node":
+        if type_name.startswith("node"):
+            # $Path: typed by the scenes that attach this script, when they agree.
+            ref = self.index.node_ref(self.path, type_name[5:]) if type_name.startswith("node:") else None
+            if ref is None:
+                return Receiver(NODE, "", text)
+            engine_type, script = ref
+            if script:
+                return Receiver(USER, self.index.engine_base(script) or engine_type, text, script)
+            if engine_type in self.k.vocabulary.classes3:
+                return Receiver(ENGINE, engine_type, text)
             return Receiver(NODE, "", text)
         if type_name in self.k.vocabulary.classes3 or type_name in self.k.vocabulary.singletons3:
             return Receiver(ENGINE, type_name, text)
-        return Receiver(USER, type_name, text)
+        return self.project_class(type_name, text)
+
+    def project_class(self, name: str, text: str) -> Receiver:
+        """A receiver named by a class_name or autoload (or a capitalised name the index does not know)."""
+        script = self.index.script_of(name)
+        base = self.index.engine_base(script) if script else ""
+        return Receiver(USER, base, text, script)
 
     def resolve(self, node: Node | None, scope: _Scope) -> Receiver:
         """What ``node`` (the expression before a '.') denotes; None = a bare name."""
@@ -399,11 +418,11 @@ class GDScriptPatcher:
                 return self.receiver_of_type(self.member_types[text], text)
             if text in self.declared:
                 return Receiver(UNKNOWN, "", text)
+            if self.index.script_of(text):
+                return self.project_class(text, text)
             if self.k.is_class3(text):
                 return Receiver(ENGINE, text, text)
-            return Receiver(USER, text, text) if text[:1].isupper() else Receiver(UNKNOWN, "", text)
-        if node.type == "get_node":
-            return Receiver(NODE, "", text)
+            return self.project_class(text, text) if text[:1].isupper() else Receiver(UNKNOWN, "", text)
         t = self.type_of_value(node)
         return self.receiver_of_type(t, text) if t else Receiver(UNKNOWN, "", text)
 
@@ -548,7 +567,7 @@ class GDScriptPatcher:
     def rename_engine_member(self, node: Node, name: str, r: Rename, receiver: Receiver, rule: str) -> None:
         if self.user_defined(name, receiver, node):
             return
-        if receiver.kind == ENGINE or (receiver.kind == SELF and receiver.type_name):
+        if receiver.type_name:
             if not self.k.has_member3(receiver.type_name, name):
                 return  # not a member of that class in Godot 3: some other name
             conf = 0.95
@@ -598,7 +617,7 @@ class GDScriptPatcher:
             if self.index.defines(name, receiver, self.path):
                 self.keep(node, name, f"the project defines `{name}` for {receiver.describe()}")
                 return
-            if receiver.kind in (ENGINE, SELF) and receiver.type_name:
+            if receiver.type_name:
                 if not any(self.k.is_subclass3(receiver.type_name, o) for o in move.owners):
                     return
                 conf = 0.95

@@ -17,6 +17,7 @@ script of the project declares the name.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Protocol
 
@@ -36,8 +37,9 @@ GLOBAL = "global"  # a global function or constant (@GlobalScope / @GDScript)
 @dataclass(frozen=True)
 class Receiver:
     kind: str
-    type_name: str = ""
+    type_name: str = ""  # the Godot 3 engine class it is (for a project class: the one its chain ends in)
     text: str = ""  # the receiver as written ("" for a bare name)
+    script: str = ""  # a project class's script (project-relative path)
 
     def describe(self) -> str:
         what = {
@@ -50,6 +52,9 @@ class Receiver:
         }[self.kind]
         if self.kind == SELF:
             return f"self (extends {self.type_name})" if self.type_name else "self (base class not resolved)"
+        if self.kind == USER:
+            base = f", extends {self.type_name}" if self.type_name else ""
+            return f"project class {self.script or '?'}{base}" + (f" `{self.text}`" if self.text else "")
         parts = [what]
         if self.type_name:
             parts.append(self.type_name)
@@ -69,6 +74,13 @@ class ProjectSymbols(Protocol):
 
     def declared_in(self, script: str) -> frozenset[str]:
         """Names ``script`` itself declares (functions, variables, constants, signals, enums, classes)."""
+
+    def script_of(self, name: str) -> str:
+        """The script (project-relative path) of a class_name or autoload ``name``; "" when it is neither."""
+
+    def node_ref(self, script: str, node_path: str) -> tuple[str, str] | None:
+        """For ``$node_path`` in ``script``: (Godot 3 engine type, attached script or "") as the scenes that
+        attach the script say; None when no scene says or they disagree."""
 
 
 @dataclass
@@ -151,19 +163,102 @@ def script_info(path: str, src: bytes, parser: Parser | None = None) -> ScriptIn
     return info
 
 
+@dataclass(frozen=True)
+class SceneNodeInfo:
+    path: str  # "." for the root, else the path from the root ("Body/Sprite")
+    type: str  # engine class ("" for an instanced scene)
+    script: str  # project-relative path of the attached script ("" when none)
+    instance: str  # project-relative path of the instanced scene ("" when none)
+
+
+_SCENE_SECTION = re.compile(r"^\[(\w+)((?:\s+\w+=(?:\"[^\"]*\"|\w+\([^)]*\)|[^\s\]]+))*)\s*\]\s*$")
+_SCENE_ATTR = re.compile(r'(\w+)=("[^"]*"|ExtResource\(\s*"?[^)\s"]+"?\s*\)|[^\s\]]+)')
+_EXT_REF = re.compile(r'ExtResource\(\s*"?([^)\s"]+)"?\s*\)')
+
+
+def _res(path: str) -> str:
+    return path[len("res://"):] if path.startswith("res://") else path
+
+
+def scan_scene(text: str) -> list[SceneNodeInfo]:
+    """The nodes of a .tscn text with their type, attached script and instanced scene."""
+    ext: dict[str, str] = {}
+    nodes: list[dict] = []
+    current: dict | None = None
+    for line in text.splitlines():
+        m = _SCENE_SECTION.match(line)
+        if m:
+            attrs = {a.group(1): a.group(2).strip('"') for a in _SCENE_ATTR.finditer(m.group(2))}
+            current = None
+            if m.group(1) == "ext_resource" and "id" in attrs and "path" in attrs:
+                ext[attrs["id"]] = _res(attrs["path"])
+            elif m.group(1) == "node":
+                parent = attrs.get("parent")
+                name = attrs.get("name", "")
+                path = "." if parent is None else (name if parent == "." else f"{parent}/{name}")
+                inst = _EXT_REF.search(attrs.get("instance", ""))
+                current = {"path": path, "type": attrs.get("type", ""), "script": "", "instance": inst.group(1) if inst else ""}
+                nodes.append(current)
+            continue
+        if current is not None and line.startswith("script"):
+            sm = re.match(r"script\s*=\s*" + _EXT_REF.pattern, line)
+            if sm:
+                current["script"] = sm.group(1)
+    return [SceneNodeInfo(n["path"], n["type"], ext.get(n["script"], ""), ext.get(n["instance"], "")) for n in nodes]
+
+
 class LocalProjectIndex:
     """The project's scripts, read with tree-sitter (see the module docstring)."""
 
-    def __init__(self, scripts: Iterable[ScriptInfo], engine_classes: frozenset[str] | set[str]):
+    def __init__(self, scripts: Iterable[ScriptInfo], engine_classes: frozenset[str] | set[str],
+                 scenes: Mapping[str, list[SceneNodeInfo]] | None = None):
         self.scripts = {s.path: s for s in scripts}
         self.engine_classes = engine_classes
         self.by_class_name = {s.class_name: s.path for s in self.scripts.values() if s.class_name}
         self.everywhere: frozenset[str] = frozenset(n for s in self.scripts.values() for n in s.declared)
+        self.scenes = dict(scenes or {})
+        # script -> [(scene, path of the node it is attached to)]
+        self.attached: dict[str, list[tuple[str, str]]] = {}
+        for scene, nodes in self.scenes.items():
+            for n in nodes:
+                if n.script:
+                    self.attached.setdefault(n.script, []).append((scene, n.path))
 
     @classmethod
     def from_sources(cls, files: Mapping[str, str], engine_classes: frozenset[str] | set[str]) -> "LocalProjectIndex":
         parser = Parser(_language())
-        return cls((script_info(p, t.encode("utf-8"), parser) for p, t in files.items() if p.endswith(".gd")), engine_classes)
+        scripts = (script_info(p, t.encode("utf-8"), parser) for p, t in files.items() if p.endswith(".gd"))
+        scenes = {p: scan_scene(t) for p, t in files.items() if p.endswith(".tscn")}
+        return cls(scripts, engine_classes, scenes)
+
+    def script_of(self, name: str) -> str:
+        return self.by_class_name.get(name, "")
+
+    def _node_in(self, scene: str, path: str, depth: int = 0) -> tuple[str, str] | None:
+        for n in self.scenes.get(scene, ()):
+            if n.path == path:
+                if n.instance:
+                    if depth > 8:
+                        return None
+                    root = self._node_in(n.instance, ".", depth + 1)
+                    if root is None:
+                        return None
+                    # A script set on the instancing node replaces the instanced root's.
+                    return root[0], n.script or root[1]
+                return n.type, n.script
+        return None
+
+    def node_ref(self, script: str, node_path: str) -> tuple[str, str] | None:
+        node_path = node_path.strip().strip("\"'")
+        if not node_path or node_path.startswith(("/", ".")) or ".." in node_path.split("/"):
+            return None
+        found: set[tuple[str, str]] = set()
+        for scene, at in self.attached.get(script, ()):
+            ref = self._node_in(scene, node_path if at == "." else f"{at}/{node_path}")
+            if ref is None:
+                return None  # one scene does not have the node: the path is not settled
+            found.add(ref)
+        return found.pop() if len(found) == 1 else None
 
     def _script_for(self, ref: str) -> ScriptInfo | None:
         if ref in self.by_class_name:
@@ -203,7 +298,7 @@ class LocalProjectIndex:
                 return name in self.everywhere
             return any(name in s.declared for s in self._chain(script))
         if receiver.kind == USER:
-            target = self._script_for(receiver.type_name)
+            target = self._script_for(receiver.script or receiver.text)
             if target is None:
                 return name in self.everywhere
             return any(name in s.declared for s in self._chain(target.path))

@@ -29,8 +29,9 @@ import re
 from godot_rag.domain.patching.knowledge import PatchKnowledge
 from godot_rag.domain.patching.model import Basis, Edit, Todo
 
-_SECTION = re.compile(r"^\[([A-Za-z_]+)((?:\s+[A-Za-z_]+=(?:\"[^\"]*\"|[^\s\]]+))*)\s*\]\s*$")
-_ATTR = re.compile(r"([A-Za-z_]+)=(\"[^\"]*\"|[^\s\]]+)")
+# A section header; values are strings, constructors such as ExtResource( 1 ) (spaces inside), or bare words.
+_SECTION = re.compile(r"^\[([A-Za-z_]+)((?:\s+[A-Za-z_]+=(?:\"[^\"]*\"|\w+\([^)]*\)|[^\s\]]+))*)\s*\]\s*$")
+_ATTR = re.compile(r"([A-Za-z_]+)=(\"[^\"]*\"|\w+\([^)]*\)|[^\s\]]+)")
 _KEY = re.compile(r"^([A-Za-z0-9_./\-]+)(\s*=\s*)")
 _SPECIAL_KEY_3 = 1 << 24
 _SPECIAL_KEY_4 = 1 << 22
