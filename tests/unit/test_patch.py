@@ -481,3 +481,21 @@ def test_node_paths_are_typed_by_the_scenes_that_attach_the_script():
     assert "\t$Other.margin_top = 4\n" in out and any(t.line == 10 and t.symbol == "margin_top" for t in fp.todos)
     receivers = {c["receiver"] for row in basis_lines(result) for c in row["changes"] if c["rule"] == "rename-property"}
     assert "engine type Panel `$Panel`" in receivers and "engine type Panel `p`" in receivers
+
+
+def test_scene_properties_are_renamed_by_the_node_type_only():
+    scene = ('[gd_scene load_steps=2 format=2]\n\n[ext_resource path="res://b.tscn" type="PackedScene" id=1]\n\n'
+             '[node name="A" type="Control"]\nrect_min_size = Vector2( 1, 1 )\ncustom_colors/font_color = Color( 1, 1, 1, 1 )\n\n'
+             '[node name="B" parent="." instance=ExtResource( 1 )]\nrect_min_size = Vector2( 2, 2 )\n\n'
+             '[node name="C" type="Sprite" parent="."]\nrect_min_size = 3\n'
+             '[connection signal="text_entered" from="A" to="." method="_on_a"]\n')
+    fp, _ = patch_one(scene, "a.tscn")
+    lines = fp.patched.splitlines()
+    assert "custom_minimum_size = Vector2( 1, 1 )" in lines and "theme_override_colors/font_color = Color( 1, 1, 1, 1 )" in lines
+    assert "rect_min_size = Vector2( 2, 2 )" in lines  # an instanced scene: its root's type is not read here
+    assert "rect_min_size = 3" in lines  # a Sprite has no rect_min_size: not a property rename
+    # ... and Sprite2D has none either: the type stays, with a TODO naming what Godot 4's class lacks.
+    assert '[node name="C" type="Sprite" parent="."]' in lines
+    assert any(t.rule == "rename-class" and "rect_min_size" in t.note for t in fp.todos)
+    # A Control has no text_entered signal in Godot 3 (LineEdit does): the connection stays.
+    assert '[connection signal="text_entered" from="A" to="." method="_on_a"]' in lines
