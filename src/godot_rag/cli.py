@@ -304,8 +304,9 @@ def cmd_patch(args, settings: Settings) -> int:
             out.print(f"[red]--force:[/red] applied over {len(done.git_dirty)} uncommitted change(s)")
     if args.json:
         summary_doc = {**summary, "applied": applied}
-        Path(args.json).write_text(json.dumps({"summary": summary_doc, "todos": todos_json(result)}, indent=2,
-                                              ensure_ascii=False))
+        kept = [{"file": k.path, "line": k.line, "symbol": k.symbol, "reason": k.reason} for k in result.kept]
+        Path(args.json).write_text(json.dumps({"summary": summary_doc, "todos": todos_json(result), "kept": kept},
+                                              indent=2, ensure_ascii=False))
     out.print(f"files {summary['files']} (changed {summary['files_changed']}), hunks {summary['hunks']}, "
               f"edits {summary['edits']}, applied {applied} file(s), left for a person {summary['todos']} TODO(s), "
               f"engine names kept as the project's own {summary['kept']}", highlight=False)
