@@ -20,13 +20,14 @@ from tree_sitter import Parser
 
 from godot_rag.domain.chunking.direct import chunk_direct
 from godot_rag.domain.chunking.gdscript import _language, parse_gdscript
-from godot_rag.domain.judging.rules import RenameIndex, chunk_facts, declared_names
+from godot_rag.domain.judging.rules import RenameEntry, RenameIndex, chunk_facts, declared_names
 from godot_rag.domain.models import SIGNAL_GODOT3
 from godot_rag.domain.patching.gdscript import patch_gdscript
 from godot_rag.domain.patching.knowledge import PatchKnowledge, shipped_knowledge
-from godot_rag.domain.patching.model import Basis, Edit, EditConflict, FilePatch, Hunk, PatchResult, Todo, apply_edits
+from godot_rag.domain.patching.model import Basis, EditConflict, FilePatch, Hunk, PatchResult, Todo, apply_edits
 from godot_rag.domain.patching.symbols import LocalProjectIndex, ProjectSymbols
 from godot_rag.domain.patching.text_files import patch_project_godot, patch_scene
+from godot_rag.domain.retrieval.knowledge import RENAME_TABLE_CHANGE_TYPE
 
 PATCH_VERSION = "patch/1"
 DIFF_CONTEXT = 3
@@ -75,12 +76,9 @@ def default_index(files: Mapping[str, str], knowledge: PatchKnowledge) -> LocalP
 
 
 def _rename_index(knowledge: PatchKnowledge) -> RenameIndex:
-    from godot_rag.domain.judging.rules import RenameEntry
-
+    """The rules judge's rename index over the same pairs the patch applies."""
     index = RenameIndex(vocabulary=knowledge.vocabulary)
     for table, pairs in knowledge.renames.items():
-        from godot_rag.domain.retrieval.knowledge import RENAME_TABLE_CHANGE_TYPE
-
         change = RENAME_TABLE_CHANGE_TYPE.get(table, "behaviour")
         for r in pairs.values():
             v = knowledge.vocabulary
@@ -257,9 +255,5 @@ def basis_lines(result: PatchResult) -> list[dict]:
     return rows
 
 
-def edit_count(result: PatchResult) -> int:
-    return sum(len(f.edits) for f in result.files)
-
-
-__all__ = ["PATCH_VERSION", "patch_files", "patch_file", "basis_lines", "render_diff", "residual_godot3", "source_kind",
-           "default_index", "Edit"]
+__all__ = ["PATCH_VERSION", "basis_lines", "default_index", "patch_file", "patch_files", "render_diff",
+           "residual_godot3", "source_kind"]
