@@ -26,13 +26,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from _kb_env import knowledge_base  # noqa: E402
+from eval_retrieval import load_cases  # noqa: E402
 
 from godot_rag.domain.chunking.gdscript import parse_gdscript  # noqa: E402
-from godot_rag.domain.retrieval.query import TABLE_PRIORITY, build_embedding_text, build_retriever_query  # noqa: E402
 from godot_rag.domain.retrieval import fusion  # noqa: E402
+from godot_rag.domain.retrieval.query import TABLE_PRIORITY, build_embedding_text, build_retriever_query  # noqa: E402
 from godot_rag.infra import kb_store  # noqa: E402
 from godot_rag.infra.embedder import MiniLMEmbedder, text_sha256, vector_literal  # noqa: E402
-from eval_retrieval import load_cases  # noqa: E402
 
 PROMPT = "Is this Godot 3 or Godot 4, and what is the basis for converting it?"
 

@@ -48,8 +48,6 @@ from godot_rag.domain.aggregation.verdict import ChunkOutcome, compute_verdict  
 from godot_rag.domain.chunking.files import chunk_file  # noqa: E402
 from godot_rag.domain.chunking.gdscript import parse_gdscript  # noqa: E402
 from godot_rag.domain.ingest.policy import files_from_expanded_text, scan_projects  # noqa: E402
-from godot_rag.domain.retrieval.knowledge import class_reference_names, read_jsonl_gz, rename_records  # noqa: E402
-from godot_rag.domain.models import SIGNALS, Chunk, RetrievalHit  # noqa: E402
 from godot_rag.domain.judging.project_index import FileScope, build_scopes  # noqa: E402
 from godot_rag.domain.judging.rules import (  # noqa: E402
     RenameIndex,
@@ -57,6 +55,8 @@ from godot_rag.domain.judging.rules import (  # noqa: E402
     judge_chunk,
     shipped_vocabulary,
 )
+from godot_rag.domain.models import SIGNALS, Chunk, RetrievalHit  # noqa: E402
+from godot_rag.domain.retrieval.knowledge import class_reference_names, read_jsonl_gz, rename_records  # noqa: E402
 
 CORPUS = REPO / "tests" / "corpus" / "judge"
 SETS = ("functions", "holdout", "receivers")

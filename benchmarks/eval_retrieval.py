@@ -35,8 +35,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from _kb_env import knowledge_base  # noqa: E402
 
 from godot_rag.domain.chunking.gdscript import parse_gdscript  # noqa: E402
-from godot_rag.domain.retrieval.query import build_embedding_text, build_retriever_query  # noqa: E402
 from godot_rag.domain.retrieval import fusion  # noqa: E402
+from godot_rag.domain.retrieval.query import build_embedding_text, build_retriever_query  # noqa: E402
 from godot_rag.infra import kb_store  # noqa: E402
 from godot_rag.infra.embedder import MiniLMEmbedder  # noqa: E402
 

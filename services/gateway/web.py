@@ -13,6 +13,7 @@ import logging
 from datetime import datetime
 from importlib import resources
 from ipaddress import ip_address
+from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 import jinja2
@@ -144,7 +145,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals.update(file_href=wv.file_href, file_meta_text=wv.file_meta, statuses=wv.STATUSES,
                        status_words=wv.STATUS_WORDS, signals=wv.SIGNALS, legend=wv.SCORE_LEGEND, score_keys=wv.SCORE_KEYS)
-    macros = env.get_template("macros.html").module
+    macros: Any = env.get_template("macros.html").module  # the template's macros, looked up by name
     allowed = allowed_host_names(ctx.settings.host)
     limit = ctx.settings.retrieval_limit_per_table
 

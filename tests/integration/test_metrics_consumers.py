@@ -8,9 +8,9 @@ from nats.js import api
 from prometheus_client.parser import text_string_to_metric_families
 
 from godot_rag.infra.bus import Bus
-from godot_rag.stages import STREAM_CHUNKS, chunk_subject
 from godot_rag.infra.embedded import EmbeddedNats
 from godot_rag.infra.metrics import Metrics, read_consumers, serve_metrics
+from godot_rag.stages import STREAM_CHUNKS, chunk_subject
 
 
 @pytest.fixture
@@ -59,6 +59,6 @@ async def test_pending_and_ack_pending_follow_the_consumer(nats_url):
         for msg in taken:
             await msg.ack_sync()  # confirmed by the server before the next read
         await read_consumers(bus.js, [(STREAM_CHUNKS, "judge")], metrics)
-        assert metrics.consumer_ack_pending.labels(STREAM_CHUNKS, "judge")._value.get() == 0  # noqa: SLF001
+        assert metrics.consumer_ack_pending.labels(STREAM_CHUNKS, "judge")._value.get() == 0
     finally:
         await bus.close()

@@ -40,7 +40,7 @@ class Receiver(tgrpc.TraceServiceServicer):
         self.lock = threading.Lock()
         self.spans: list[tuple[str, object]] = []
 
-    def Export(self, request, context):  # noqa: N802 -- the generated servicer's method name
+    def Export(self, request, context):
         with self.lock:
             for rs in request.resource_spans:
                 service = next((a.value.string_value for a in rs.resource.attributes if a.key == "service.name"), "")

@@ -69,7 +69,7 @@ def kubectl() -> str:
     return found
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _render(overlay: str, exe: str) -> str:
     built = subprocess.run([exe, "kustomize", str(K8S / "overlays" / overlay)], capture_output=True, text=True,
                            timeout=120)

@@ -9,13 +9,13 @@ from importlib import resources
 
 import pytest
 
+from godot_rag.domain.retrieval import fusion
 from godot_rag.domain.retrieval.knowledge import (
     CHANGE_TYPES,
     clean_markup,
     identifier_lexemes,
     rst_sections,
 )
-from godot_rag.domain.retrieval import fusion
 from godot_rag.infra import kb_store
 from godot_rag.infra.embedder import text_sha256
 from godot_rag.pipeline.kb import SHIPPED_VECTORS, knowledge_records

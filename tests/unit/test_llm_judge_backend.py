@@ -16,15 +16,15 @@ import pytest
 
 from godot_rag import convert
 from godot_rag.domain.chunking.gdscript import parse_gdscript
+from godot_rag.domain.judging.backends import CascadeBackend, LLMBackend, RulesBackend, judge_once, judgment_key
 from godot_rag.domain.judging.rules import RenameIndex, shipped_vocabulary
+from godot_rag.domain.models import JudgmentRequest
 from godot_rag.errors import RetryableError
+from godot_rag.infra.bus import keep_alive
 from godot_rag.infra.llm_client import LLMClient, LLMRequestError, chat_url
 from godot_rag.pipeline.results import judge_stats, outcome_rows_to_verdict
-from godot_rag.domain.models import JudgmentRequest
 from godot_rag.v1 import messages_pb2 as pb
 from godot_rag.v1 import services_pb2 as spb
-from godot_rag.domain.judging.backends import CascadeBackend, LLMBackend, RulesBackend, judge_once, judgment_key
-from godot_rag.infra.bus import keep_alive
 
 HIT = pb.RetrievalHit(table="api_mapping", record_id="rename:gdscript_function_renames:rand_range", title="rand_range -> randf_range",
                       content="renamed", metadata_json=json.dumps({"old_symbol": "rand_range", "new_symbol": "randf_range",

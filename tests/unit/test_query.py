@@ -9,6 +9,7 @@ import pytest
 
 from godot_rag.domain.chunking.gdscript import parse_gdscript
 from godot_rag.domain.models import RetrieverQuery
+from godot_rag.domain.retrieval import fusion
 from godot_rag.domain.retrieval.query import (
     INTENT_EXPLAIN,
     INTENT_MIGRATION,
@@ -19,7 +20,6 @@ from godot_rag.domain.retrieval.query import (
     extract_prompt_terms,
     primary_intent,
 )
-from godot_rag.domain.retrieval import fusion
 from godot_rag.infra import kb_store
 
 SEED_PROMPT = "Is this Godot 3 or Godot 4, and what is the basis for converting it?"

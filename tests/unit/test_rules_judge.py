@@ -11,8 +11,8 @@ import pytest
 from godot_rag import convert
 from godot_rag.domain.chunking.gdscript import parse_gdscript
 from godot_rag.domain.judging.contract import ContractScope, from_judgment, validate
-from godot_rag.domain.models import RetrievalHit
 from godot_rag.domain.judging.rules import declared_names, judge_chunk
+from godot_rag.domain.models import RetrievalHit
 from godot_rag.v1 import messages_pb2 as pb
 
 

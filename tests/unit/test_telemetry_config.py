@@ -24,8 +24,8 @@ def test_endpoint_resolution(env, alias, expected):
 
 
 def exporters(provider) -> list:
-    processors = provider._active_span_processor._span_processors  # noqa: SLF001 -- no public accessor
-    return [getattr(p, "span_exporter", None) or p._batch_processor._exporter for p in processors]  # noqa: SLF001
+    processors = provider._active_span_processor._span_processors
+    return [getattr(p, "span_exporter", None) or p._batch_processor._exporter for p in processors]
 
 
 @pytest.fixture(autouse=True)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from godot_rag.pipeline import web_views as wv
 from services.gateway.web import allowed_host_names, check_request, split_host
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _row(chunk_id="player.gd:function:_process", start=12, end=26, stages=None, **kw):

@@ -9,6 +9,23 @@ generated code or any I/O library.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class SourceKind(StrEnum):
+    """What an included file is, which decides the chunker that cuts it."""
+
+    GDSCRIPT = "gdscript"  # .gd: the GDScript AST chunker
+    SCENE = "scene"  # .tscn, .escn
+    RESOURCE = "resource"  # .tres
+    PROJECT_CONFIG = "project_config"  # project.godot
+    IMPORT_META = "import_meta"  # .import
+    UID = "uid"  # .uid
+    CONFIG = "config"  # .cfg and other ini-like files
+    IGNORE = "ignore"  # .gitignore, .gdignore, .gitattributes
+    SHADER = "shader"  # cut as text blocks
+    TEXT = "text"  # any other included text
+
 
 # Status values shared by parser and direct chunker output.
 PARSE_OK = "ok"

@@ -397,7 +397,7 @@ class Store:
         async with self.pool.connection() as conn:
             async with conn.transaction():
                 cur = await conn.execute(f"select status from {SCHEMA}.analyses where analysis_id = %s", (analysis_id,))
-                analysis = await cur.fetchone()
+                analysis = cast("dict | None", await cur.fetchone())
                 if analysis is None or analysis["status"] != "running" or await self._unfinished(conn, analysis_id):
                     return None
         async with self.pool.connection() as conn:
@@ -405,7 +405,7 @@ class Store:
                 # The row lock serialises concurrent aggregators: the first one
                 # finalizes, the others see 'done' and leave.
                 cur = await conn.execute(f"select status from {SCHEMA}.analyses where analysis_id = %s for update", (analysis_id,))
-                analysis = await cur.fetchone()
+                analysis = cast("dict | None", await cur.fetchone())
                 if analysis is None or analysis["status"] != "running" or await self._unfinished(conn, analysis_id):
                     return None
                 cur = await conn.execute(

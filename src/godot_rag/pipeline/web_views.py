@@ -11,7 +11,7 @@ import csv
 import io
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -121,7 +121,7 @@ class ChunkFilter:
     migration: str = ""  # "" | "yes" | "no"
 
     @classmethod
-    def from_query(cls, q: dict) -> ChunkFilter:
+    def from_query(cls, q: Mapping[str, str]) -> ChunkFilter:
         status = q.get("status", "")
         signal = q.get("signal", "")
         migration = q.get("migration", "")

@@ -15,12 +15,12 @@ from godot_rag.domain.chunking.direct import CHUNKER_VERSION, chunk_direct
 from godot_rag.domain.chunking.direct import SOURCE_KINDS as DIRECT_KINDS
 from godot_rag.domain.chunking.gdscript import PARSER_VERSION, parse_gdscript
 from godot_rag.domain.chunking.gdscript import SOURCE_KIND as GDSCRIPT
-from godot_rag.domain.models import ChunkingResult
+from godot_rag.domain.models import ChunkingResult, SourceKind
 
 
 def direct_kind(source_kind: str) -> str:
     """The direct chunker's mode for a kind: its own rules where it has them, plain text blocks otherwise."""
-    return source_kind if source_kind in DIRECT_KINDS else "text"
+    return source_kind if source_kind in DIRECT_KINDS else SourceKind.TEXT
 
 
 def producer_version(source_kind: str) -> str:

@@ -166,11 +166,12 @@ from godot_rag.domain.models import (
     Chunk,
     ChunkingResult,
     SourceError,
+    SourceKind,
     Span,
 )
 
 PARSER_VERSION = "gdscript-ast/1"
-SOURCE_KIND = "gdscript"
+SOURCE_KIND = SourceKind.GDSCRIPT
 
 KIND_TOOL = "tool"
 KIND_CLASS_NAME = "class_name"

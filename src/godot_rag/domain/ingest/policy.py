@@ -17,6 +17,7 @@ from functools import partial
 from pathlib import Path, PurePosixPath
 
 from godot_rag.domain.ids import sha256_hex
+from godot_rag.domain.models import SourceKind
 from godot_rag.errors import InvalidInputError
 
 REASON_DOCS = "documentation files are excluded by default in source-analysis mode"
@@ -46,27 +47,27 @@ OTHER_LANGUAGE_EXTENSIONS = {
 
 # source_kind by extension for included text files.
 KIND_BY_EXTENSION = {
-    ".gd": "gdscript",
-    ".tscn": "scene",
-    ".escn": "scene",
-    ".tres": "resource",
-    ".import": "import_meta",
-    ".uid": "uid",
-    ".cfg": "config",
-    ".gdshader": "shader",
-    ".shader": "shader",
-    ".gdshaderinc": "shader",
-    ".godot": "config",
+    ".gd": SourceKind.GDSCRIPT,
+    ".tscn": SourceKind.SCENE,
+    ".escn": SourceKind.SCENE,
+    ".tres": SourceKind.RESOURCE,
+    ".import": SourceKind.IMPORT_META,
+    ".uid": SourceKind.UID,
+    ".cfg": SourceKind.CONFIG,
+    ".gdshader": SourceKind.SHADER,
+    ".shader": SourceKind.SHADER,
+    ".gdshaderinc": SourceKind.SHADER,
+    ".godot": SourceKind.CONFIG,
 }
 KIND_BY_BASENAME = {
-    "project.godot": "project_config",
-    ".gitignore": "ignore",
-    ".gdignore": "ignore",
-    ".gitattributes": "ignore",
+    "project.godot": SourceKind.PROJECT_CONFIG,
+    ".gitignore": SourceKind.IGNORE,
+    ".gdignore": SourceKind.IGNORE,
+    ".gitattributes": SourceKind.IGNORE,
 }
 
 # Which stage cuts a kind: the parser takes GDScript, the chunker the rest.
-AST_KINDS = frozenset({"gdscript"})
+AST_KINDS = frozenset({SourceKind.GDSCRIPT})
 
 
 @dataclass(frozen=True)
