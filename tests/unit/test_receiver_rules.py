@@ -53,7 +53,7 @@ def test_the_receivers_corpus_meets_the_targets_only_with_the_index(ev, knowledg
     # The same functions judged from their chunk alone flag neutral ones: the index is what decides.
     without = ev.load_cases(ev.CORPUS / "receivers", project_index=False)
     m0, _, _ = ev.evaluate_rules(without, knowledge)
-    assert m0["neutral_false_positive_rate"] > 0.2 and m0["accuracy"] < m["accuracy"]
+    assert m0["neutral_false_positive_rate"] >= 0.15 and m0["accuracy"] < m["accuracy"] - 0.1
 
 
 def test_every_judgment_on_the_receivers_corpus_satisfies_the_contract(ev, knowledge):
@@ -126,13 +126,18 @@ def traps(knowledge):
     return judge_project(files, knowledge), judge_project(files, knowledge, with_index=False)
 
 
-@pytest.mark.parametrize("key", ["function:typed_var", "function:constructor", "function:static_accessor", "function:member_var"])
-def test_project_members_named_like_engine_members_give_no_signal(traps, key):
+@pytest.mark.parametrize("key,misleads_alone", [
+    ("function:typed_var", False),  # `p: Painter` names no engine class: a project class even without the index
+    ("function:constructor", False),
+    ("function:static_accessor", True),  # Lib.instance(): only the index knows Lib
+    ("function:member_var", True),  # `lib` is typed in another chunk
+])
+def test_project_members_named_like_engine_members_give_no_signal(traps, key, misleads_alone):
     with_index, without = traps
     j = with_index["user.gd"][key]
     assert j.signal == "neutral", j.explanation
     assert "the project's own member" in j.explanation
-    assert without["user.gd"][key].signal != "neutral"  # the trap is real: the chunk alone misleads
+    assert (without["user.gd"][key].signal != "neutral") == misleads_alone, without["user.gd"][key].explanation
 
 
 def test_the_same_names_on_engine_receivers_still_count(traps):

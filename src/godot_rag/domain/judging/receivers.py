@@ -27,6 +27,7 @@ from godot_rag.domain.judging.project_index import (
     FileScope,
     declaration_type,
     read_ident,
+    res_path,
     skip_balanced,
     string_at,
 )
@@ -98,8 +99,11 @@ class ReceiverResolver:
                 return self.of_key(self.scope.names[head], f"{basis}: {value}")
             if "." not in value and self._is_engine(value):
                 return Resolved("engine", value, frozenset(), f"{basis}: {value}")
-            if head in self.scope.names or head in self.scope.project_names:
-                return Resolved("project", "", frozenset(), f"{basis}: {value}", known_members=False)
+            if head in self.scope.names or head in self.scope.project_names or \
+                    (head[:1].isupper() and head != "Variant" and not self._is_engine(head)):
+                # A type no engine reference names is the project's (a class_name the
+                # index does not have, or a request without an index).
+                return Resolved("project", "", frozenset(), f"{basis}: {value}, a project class", known_members=False)
             return None
         if kind == "P":
             return self.of_key(f"script:{value}", f"{basis}: preload of {value}")
@@ -248,8 +252,8 @@ class ReceiverResolver:
             if lit is None:
                 # load(path) with a computed path: some engine Resource (a scene, a texture...).
                 return Resolved("engine", "Resource", frozenset(), f"receiver `{name}(...)`: a Resource")
-            p = lit[len("res://"):] if lit.startswith("res://") else lit
-            return self.of_ref(("P:" if p.endswith(".gd") else "S:") + p, f"receiver `{name}(\"{lit}\")`")
+            p = res_path(lit, self.scope.script.rpartition("/")[0])
+            return self.of_ref(("P:" if p.endswith(".gd") else "S:") + p, f"receiver `{name}(\"{lit}\")`") if p else None
         if name in _NODE_PATH_METHODS and not chained:
             lit = string_at(self.text, arg_at)
             return self.of_node(lit, f"receiver `{name}(\"{lit}\")`") if lit is not None else None
