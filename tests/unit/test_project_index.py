@@ -121,7 +121,8 @@ def project():
 def test_a_script_lists_its_own_declarations_only():
     s = scan_script("ui/base_panel.gd", BASE)
     assert s.class_name == "BasePanel" and s.extends == "T:Control"
-    assert s.members == {"opened": "signal", "Painter": "const", "Scene": "const", "Mode": "enum", "size": "var",
+    assert s.members == {"opened": "signal", "Painter": "const", "Scene": "const", "Mode": "enum", "A": "const", "B": "const",
+                         "size": "var",
                          "title": "var", "_painter": "var", "_other": "var", "_items": "var", "open": "func",
                          "make": "func", "Inner": "class"}
     assert s.member_types["Painter"] == "P:tools/painter.gd" and s.member_types["Scene"] == "S:ui/item.tscn"
@@ -136,6 +137,25 @@ def test_godot4_one_line_class_name_and_annotations():
     assert s.class_name == "Foo" and s.extends == "T:Node2D"
     assert s.members == {"speed": "var", "s": "var", "count": "var", "_ready": "func"}
     assert s.member_types["s"] == "T:Sprite2D" and s.member_types["count"] == "T:int"
+
+
+@pytest.mark.parametrize("line,ref", [
+    ("var x = $Sprite", "N:Sprite"),
+    ("var x = $Sprite.texture", ""),  # a member of the node: not known here
+    ('var x = $"A/B"', "N:A/B"),
+    ('var x := get_node("A")', "N:A"),
+    ('var x = get_node("A").b', ""),
+    ('var x := preload("b.gd").new()', "P:ui/b.gd"),  # relative to the script's folder
+    ('var x = preload("res://s.tscn")', "S:s.tscn"),
+    ('var x = preload("res://s.tscn").instance()', ""),
+    ("var x = Foo.new()", "T:Foo"),
+    ("var x = Foo.new().bar()", ""),
+    ("var x = f(a as B)", ""),  # a cast inside the call is not the variable's type
+    ("var x = g() as Sprite", "T:Sprite"),
+    ("var x: Array[Foo] = []", "T:Array"),
+])
+def test_declared_and_inferred_types(line, ref):
+    assert scan_script("ui/a.gd", line + "\n").member_types.get("x", "") == ref
 
 
 def test_scene_nodes_types_scripts_and_instances():

@@ -175,11 +175,15 @@ def res_path(path: str, base_dir: str = "") -> str:
 
 
 def _expr_type(mask: str, text: str, i: int, base_dir: str) -> str:
-    """The type of the expression starting at ``i`` when the code says it plainly ("" otherwise)."""
+    """The type of the expression starting at ``i`` when the code says it plainly ("" otherwise).
+
+    Only a whole expression counts: ``$Sprite`` is a node, ``$Sprite.texture`` is not known here.
+    """
     i = skip_blank(mask, i)
     if i < len(mask) and mask[i] in "$%":
         path = _node_path_at(mask, text, i)
-        return f"N:{path}" if path else ""
+        end = _node_path_end(mask, i)
+        return f"N:{path}" if path and not _continues(mask, end) else ""
     word, j = read_ident(mask, i)
     if not word:
         return ""
@@ -189,13 +193,21 @@ def _expr_type(mask: str, text: str, i: int, base_dir: str) -> str:
         if s is None:
             return ""
         p = res_path(s, base_dir)
+        end = skip_balanced(mask, j)
         if not p:
+            return ""
+        if _continues(mask, end):
+            # preload("x.gd").new() is an instance of the script; anything else is not known here.
+            nxt, after = read_ident(mask, end + 1)
+            if nxt == "new" and p.endswith(".gd") and after < len(mask) and mask[after] == "(" \
+                    and not _continues(mask, skip_balanced(mask, after)):
+                return f"P:{p}"
             return ""
         return f"P:{p}" if p.endswith(".gd") else f"S:{p}"
     if word in ("get_node", "get_node_or_null") and j < len(mask) and mask[j] == "(":
         k = skip_blank(mask, j + 1)
         s = string_at(text, k)
-        return f"N:{s}" if s else ""
+        return f"N:{s}" if s and not _continues(mask, skip_balanced(mask, j)) else ""
     # Name.new() / Name.Inner.new()
     parts = [word]
     while j < len(mask) and mask[j] == ".":
@@ -204,9 +216,25 @@ def _expr_type(mask: str, text: str, i: int, base_dir: str) -> str:
             break
         parts.append(nxt)
         j = j2
-    if len(parts) >= 2 and parts[-1] == "new" and j < len(mask) and mask[j] == "(":
+    if len(parts) >= 2 and parts[-1] == "new" and j < len(mask) and mask[j] == "(" \
+            and not _continues(mask, skip_balanced(mask, j)):
         return "T:" + ".".join(parts[:-1])
     return ""
+
+
+def _continues(mask: str, i: int) -> bool:
+    """Does a member access follow at ``i`` (``x.y``, ``x[0]``, ``x(...)``)?"""
+    return i < len(mask) and mask[i] in ".[("
+
+
+def _node_path_end(mask: str, i: int) -> int:
+    j = i + 1
+    if j < len(mask) and mask[j] in "\"'":
+        k = mask.find(mask[j], j + 1)
+        return k + 1 if k > 0 else len(mask)
+    while j < len(mask) and (_is_ident_char(mask[j]) or mask[j] == "/"):
+        j += 1
+    return j
 
 
 def _node_path_at(mask: str, text: str, i: int) -> str:
@@ -259,7 +287,8 @@ def _expr_with_cast(mask: str, text: str, i: int, base_dir: str) -> str:
     end = mask.find("\n", i)
     end = len(mask) if end < 0 else end
     k = mask.rfind(" as ", i, end)
-    if k >= 0:
+    between = mask[i:k] if k >= 0 else ""
+    if k >= 0 and all(between.count(o) == between.count(c) for o, c in ("()", "[]", "{}")):
         cast = _type_annotation(mask, k + 4)
         if cast:
             return cast
@@ -371,6 +400,9 @@ def scan_script(path: str, text: str) -> ScriptSymbols:
             owner.extends = _extends_ref(mask, text, j, end, base_dir)
             continue
         name, k = read_ident(mask, j)
+        if head == "enum" and not name:
+            _enum_values(mask, j, owner)  # an unnamed enum: its values are the class's constants
+            continue
         if not name:
             continue
         if head == "class_name":
@@ -390,6 +422,8 @@ def scan_script(path: str, text: str) -> ScriptSymbols:
             stack.append((indent, owner.inner[name]))
             continue
         owner.members.setdefault(name, head)
+        if head == "enum":
+            _enum_values(mask, k, owner)
         if head == "func":
             stack.append((indent, None))
         elif head in ("var", "const"):
@@ -397,6 +431,29 @@ def scan_script(path: str, text: str) -> ScriptSymbols:
             if t:
                 owner.member_types.setdefault(name, t)
     return script
+
+
+def _enum_values(mask: str, i: int, owner: ClassSymbols) -> None:
+    """The values of the enum whose ``{`` follows ``i``: constants of the class, reachable bare."""
+    brace = skip_blank(mask, i)
+    if brace >= len(mask) or mask[brace] != "{":
+        return
+    end = skip_balanced(mask, brace)
+    expect = True  # an identifier right after `{` or `,` is a value name
+    p = brace + 1
+    while p < end - 1:
+        ch = mask[p]
+        if ch == ",":
+            expect = True
+            p += 1
+        elif expect and _is_ident_start(ch):
+            word, p = read_ident(mask, p)
+            owner.members.setdefault(word, "const")
+            expect = False
+        else:
+            if not ch.isspace():
+                expect = False
+            p += 1
 
 
 def _extends_ref(mask: str, text: str, i: int, end: int, base_dir: str) -> str:
