@@ -203,6 +203,10 @@ G3_PANEL = '''extends Control
 func _ready():
 	._ready()
 	rect_min_size = Vector2(4, 4)
+
+
+func grow():
+	self.rect_size *= 2
 '''
 
 G3_SPATIAL = '''extends Spatial
@@ -246,6 +250,7 @@ def test_a_removed_member_cites_its_class_reference_record_without_a_replacement
     ("panel.gd", "function:_ready", "._ready(", "super._ready(", "change:super-call"),
     ("panel.gd", "function:_ready", "rect_min_size", "custom_minimum_size", "change:rect-properties"),
     ("mover.gd", "function:to_world", "xform", "transform * v", "change:xform"),
+    ("panel.gd", "function:grow", "rect_size", "size", "rename:gdscript_properties_renames:rect_size"),
 ])
 def test_migration_notes_for_each_class_of_change(godot3, path, key, old, new, basis):
     j = godot3[path][key]

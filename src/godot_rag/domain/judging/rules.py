@@ -915,6 +915,16 @@ def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, de
             elif t.next_char == "(":
                 _member_name_fact(add, t, vocab)
             continue
+        if t.receiver == "self" and inherited3 and inherited4:
+            # self.name: a member of the script's own base class, as when called bare.
+            in3, in4 = w in inherited3, w in inherited4
+            if in3 and not in4:
+                new, basis = _replacement(index, base3, base4, w)
+                add(SIGNAL_GODOT3, 0.8, f"Godot 3 member `{w}` of {base3} (not in Godot 4's {base4}) [self]", t, w, new, basis)
+            elif in4 and not in3:
+                add(SIGNAL_GODOT4, 0.8, f"Godot 4 member `{w}` of {base4} (not in Godot 3's {base3}) [self]", t)
+            if in3 or in4 or _accessor_of(w, inherited3 | inherited4):
+                continue
         member = ctx.member(t) if t.receiver != "self" else None
         if member is not None and member.kind == "project":
             continue  # the project's own member, whatever engine name it shares
