@@ -131,6 +131,19 @@ def test_a_script_lists_its_own_declarations_only():
     assert s.inner["Inner"].extends == "T:Reference" and set(s.inner["Inner"].members) == {"depth", "inner_method"}
 
 
+def test_signals_and_declared_value_types_reach_the_scope():
+    files = [("bus.gd", "class_name Bus\nextends Node\n\nsignal report(x)\nvar level: Level\n\n"
+                        "static func instance() -> Bus:\n\treturn null\n\n\nfunc nothing() -> void:\n\tpass\n"),
+             ("level.gd", "class_name Level\nextends Node2D\n"),
+             ("user.gd", "extends Node\n\nfunc f():\n\tBus.instance().report.emit(1)\n")]
+    _, scopes = build_scopes(files)
+    scope = scopes["user.gd"]
+    bus = scope.types["script:bus.gd"]
+    assert bus.signals == {"report"}
+    assert bus.value_types == {"instance": "script:bus.gd", "level": "script:level.gd"}  # void returns nothing
+    assert "script:level.gd" in scope.types  # one level of the types a visible type's members hold
+
+
 def test_godot4_one_line_class_name_and_annotations():
     s = scan_script("a.gd", 'class_name Foo extends Node2D\n\n@export var speed := 1.0\n@onready var s := $S as Sprite2D\n'
                              'static var count: int\n\nfunc _ready() -> void:\n\tpass\n')

@@ -315,3 +315,18 @@ def test_the_rules_backend_reads_the_scope_and_keys_judgments_by_it(knowledge):
     assert judgment_key(request, backend) != judgment_key(bare, backend)
     # The field survives the wire.
     assert convert.request_from_pb(convert.request_to_pb(request)).project_symbols == request.project_symbols
+
+
+def test_a_signal_reached_through_a_typed_accessor_is_a_signal_even_when_the_project_defines_emit(knowledge):
+    files = {
+        "bus.gd": "class_name Bus\nextends Node\n\nsignal report(x)\n\n\nstatic func instance() -> Bus:\n\treturn null\n\n\n"
+                  "func emit(x):\n\tpass\n",
+        "user.gd": "extends Node\n\nsignal done\n\n\nfunc send(r):\n\tBus.instance().report.emit(r)\n\n\n"
+                   "func forward(r):\n\tBus.instance().emit(r)\n\n\nfunc finish():\n\tdone.emit()\n",
+    }
+    judged = judge_project(files, knowledge)["user.gd"]
+    send = judged["function:send"]
+    assert send.signal == "godot4" and "a signal of class_name Bus in bus.gd" in send.explanation, send.explanation
+    assert judged["function:forward"].signal == "neutral"  # the project's own emit()
+    finish = judged["function:finish"]
+    assert finish.signal == "godot4" and "a signal the script declares" in finish.explanation, finish.explanation

@@ -306,17 +306,20 @@ class ClassSymbols:
     members: dict[str, str] = field(default_factory=dict)  # name -> func|var|const|signal|enum|class
     member_types: dict[str, str] = field(default_factory=dict)  # var/const name -> type reference
     inner: dict[str, "ClassSymbols"] = field(default_factory=dict)
+    returns: dict[str, str] = field(default_factory=dict)  # func name -> declared return type reference
 
     def to_json(self) -> dict:
         return {"extends": self.extends, "members": dict(sorted(self.members.items())),
                 "member_types": dict(sorted(self.member_types.items())),
-                "inner": {k: v.to_json() for k, v in sorted(self.inner.items())}}
+                "inner": {k: v.to_json() for k, v in sorted(self.inner.items())},
+                "returns": dict(sorted(self.returns.items()))}
 
     @classmethod
     def from_json(cls, d: dict) -> "ClassSymbols":
         return cls(str(d.get("extends", "")), {str(k): str(v) for k, v in (d.get("members") or {}).items()},
                    {str(k): str(v) for k, v in (d.get("member_types") or {}).items()},
-                   {str(k): cls.from_json(v) for k, v in (d.get("inner") or {}).items() if isinstance(v, dict)})
+                   {str(k): cls.from_json(v) for k, v in (d.get("inner") or {}).items() if isinstance(v, dict)},
+                   {str(k): str(v) for k, v in (d.get("returns") or {}).items()})
 
 
 @dataclass
@@ -329,7 +332,7 @@ class ScriptSymbols(ClassSymbols):
     @classmethod
     def from_json(cls, d: dict) -> "ScriptSymbols":
         base = ClassSymbols.from_json(d)
-        return cls(base.extends, base.members, base.member_types, base.inner, str(d.get("class_name", "")))
+        return cls(base.extends, base.members, base.member_types, base.inner, base.returns, str(d.get("class_name", "")))
 
 
 def _logical_lines(mask: str) -> Iterable[tuple[int, int, int]]:
@@ -426,6 +429,13 @@ def scan_script(path: str, text: str) -> ScriptSymbols:
             _enum_values(mask, k, owner)
         if head == "func":
             stack.append((indent, None))
+            paren = skip_blank(mask, k)
+            if paren < end and mask[paren] == "(":
+                after = skip_blank(mask, min(skip_balanced(mask, paren), end))
+                if mask.startswith("->", after):
+                    ret = _type_annotation(mask[:end], after + 2)
+                    if ret and ret not in ("T:void", "T:Variant"):
+                        owner.returns.setdefault(name, ret)
         elif head in ("var", "const"):
             t = declaration_type(mask[:end], text, k, base_dir)
             if t:
@@ -615,13 +625,19 @@ class TypeInfo:
     members: frozenset[str]
     engine_base: str  # "" when the chain ends outside what the project says
     origin: str  # for explanations: "class_name Painter in addons/painter.gd"
+    signals: frozenset[str] = frozenset()  # members that are signals: `obj.changed.emit()` is a Signal's
+    # Member -> the type key of its value (a var's declared type, a func's return type), when declared.
+    value_types: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {"members": sorted(self.members), "engine_base": self.engine_base, "origin": self.origin}
+        return {"members": sorted(self.members), "engine_base": self.engine_base, "origin": self.origin,
+                "signals": sorted(self.signals), "value_types": dict(sorted(self.value_types.items()))}
 
     @classmethod
     def from_json(cls, d: dict) -> "TypeInfo":
-        return cls(frozenset(str(m) for m in d.get("members") or ()), str(d.get("engine_base", "")), str(d.get("origin", "")))
+        return cls(frozenset(str(m) for m in d.get("members") or ()), str(d.get("engine_base", "")), str(d.get("origin", "")),
+                   frozenset(str(m) for m in d.get("signals") or ()),
+                   {str(k): str(v) for k, v in (d.get("value_types") or {}).items()})
 
 
 @dataclass(frozen=True)
@@ -836,11 +852,20 @@ class ProjectIndex:
             return None
         keys, engine = self.chain(key)
         members: set[str] = set()
-        for k in keys:
+        signals: set[str] = set()
+        value_types: dict[str, str] = {}
+        for k in reversed(keys):  # a script's own declarations override its parents'
             c = self._class(k)
-            if c:
-                members.update(c.members)
-        return TypeInfo(frozenset(members), engine, origin)
+            if c is None:
+                continue
+            members.update(c.members)
+            signals.update(m for m, kind in c.members.items() if kind == "signal")
+            for member, ref in [*c.member_types.items(), *c.returns.items()]:
+                if ref[:2] in ("T:", "P:"):
+                    resolved = self._resolve_ref(ref, k)
+                    if resolved:
+                        value_types[member] = resolved
+        return TypeInfo(frozenset(members), engine, origin, frozenset(signals), value_types)
 
     def _origin(self, key: str) -> str:
         path, _, inner = key[len("script:"):].partition("::")
@@ -918,6 +943,10 @@ class ProjectIndex:
                     member_types[member] = add_type(key)
                     if ref.startswith(("P:", "S:")) and c.members.get(member) == "const":
                         names[member] = key  # const Painter = preload("painter.gd"): a class
+        # The types a visible type's members hold (GdUnitSignals.instance() -> GdUnitSignals): one level.
+        for info in list(types.values()):
+            for key in info.value_types.values():
+                add_type(key)
         nodes, owner = self._nodes_for(path, add_type)
         for member, ref in list(member_types.items()):
             if ref.startswith("N:"):

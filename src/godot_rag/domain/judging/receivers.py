@@ -53,6 +53,7 @@ class Resolved:
     members: frozenset[str] = frozenset()
     basis: str = ""
     known_members: bool = True  # False: a project script the index does not describe
+    key: str = ""  # the project type key (project receivers)
 
 
 @dataclass
@@ -79,7 +80,7 @@ class ReceiverResolver:
             info = self.scope.types.get(key)
             if info is None:
                 return Resolved("project", "", frozenset(), basis, known_members=False)
-            return Resolved("project", info.engine_base, info.members, f"{basis} ({info.origin})")
+            return Resolved("project", info.engine_base, info.members, f"{basis} ({info.origin})", key=key)
         if self._is_engine(key):
             return Resolved("engine", key, frozenset(), basis)
         return None
@@ -141,6 +142,8 @@ class ReceiverResolver:
             key = self.scope.names[name]
             return self.of_key(key, f"receiver `{name}`" if key.startswith("script:") else f"receiver `{name}`: {key}")
         own = self.scope.types.get(self.scope.self_key)
+        if own is not None and name in own.signals:
+            return Resolved("engine", "Signal", frozenset(), f"receiver `{name}`: a signal the script declares")
         if own is not None and name in own.members:
             return None  # an untyped member variable of the script
         if name == "owner" and self.scope.owner is not None:
@@ -209,7 +212,12 @@ class ReceiverResolver:
         if recv is None:
             return None
         if recv.kind == "project" and member in recv.members:
-            return None  # a project member: its type is whatever the project says, not known here
+            info = self.scope.types.get(recv.key)
+            if info is not None and member in info.signals:
+                return Resolved("engine", "Signal", frozenset(), f"`{member}`: a signal of {info.origin}")
+            if info is not None and member in info.value_types:
+                return self.of_key(info.value_types[member], f"`{member}` of {info.origin}")
+            return None  # a project member whose type the project does not declare
         klass = recv.engine
         if not klass:
             return None
