@@ -136,12 +136,16 @@ def test_signals_and_declared_value_types_reach_the_scope():
                         "static func instance() -> Bus:\n\treturn null\n\n\nfunc nothing() -> void:\n\tpass\n"),
              ("level.gd", "class_name Level\nextends Node2D\n"),
              ("user.gd", "extends Node\n\nfunc f():\n\tBus.instance().report.emit(1)\n")]
-    _, scopes = build_scopes(files)
-    scope = scopes["user.gd"]
-    bus = scope.types["script:bus.gd"]
+    index, scopes = build_scopes(files)
+    whole = index.scope_for("user.gd")
+    bus = whole.types["script:bus.gd"]
     assert bus.signals == {"report"}
     assert bus.value_types == {"instance": "script:bus.gd", "level": "script:level.gd"}  # void returns nothing
-    assert "script:level.gd" in scope.types  # one level of the types a visible type's members hold
+    assert "script:level.gd" in whole.types  # one level of the types a visible type's members hold
+    # With the file's text, only what it mentions: instance and report, not level.
+    scope = scopes["user.gd"]
+    assert scope.types["script:bus.gd"].value_types == {"instance": "script:bus.gd"}
+    assert scope.types["script:bus.gd"].signals == {"report"} and "script:level.gd" not in scope.types
 
 
 def test_godot4_one_line_class_name_and_annotations():
@@ -186,8 +190,8 @@ def test_autoloads_from_project_godot():
 
 
 def test_a_scope_resolves_the_chain_the_scenes_and_the_autoloads(project):
-    _, scopes = project
-    child = scopes["ui/child_panel.gd"]
+    index, scopes = project
+    child = index.scope_for("ui/child_panel.gd")  # without its text: nothing left out for not being mentioned
     me = child.types[child.self_key]
     assert me.engine_base == "Control"  # through the project's base_panel.gd
     assert {"open", "make", "title", "_painter"} <= me.members
@@ -202,8 +206,10 @@ def test_a_scope_resolves_the_chain_the_scenes_and_the_autoloads(project):
     assert child.nodes["%Sprite"].type_key == "AnimatedSprite"
     assert child.nodes["Item"].type_key == "script:ui/item.gd"  # the instanced scene's root script
     assert child.owner is not None and child.owner.type_key == "Control"
-    # Only names the file mentions: grow() mentions neither Log nor any painter member.
-    assert "Log" not in child.names and "set_image" not in child.project_names
+    # With its text, only names the file mentions: grow() mentions neither Log nor any painter member.
+    mentioned = scopes["ui/child_panel.gd"]
+    assert "Log" not in mentioned.names and "set_image" not in mentioned.project_names
+    assert mentioned.types[mentioned.self_key].members == {"Inner", "grow", "ref"}
     log_user = ProjectIndex.build([("a.gd", "extends Node\n\nfunc f():\n\tLog.error(1)\n"), ("tools/log.gd", "func error(m):\n\tpass\n"),
                                    ("project.godot", PROJECT)]).scope_for("a.gd", "extends Node\n\nfunc f():\n\tLog.error(1)\n")
     assert log_user.names["Log"] == "script:tools/log.gd" and "error" in log_user.project_names

@@ -867,6 +867,12 @@ class ProjectIndex:
                         value_types[member] = resolved
         return TypeInfo(frozenset(members), engine, origin, frozenset(signals), value_types)
 
+    def _type_info_cached(self, key: str) -> TypeInfo | None:
+        cache = self._derived.setdefault("type_info", {})
+        if key not in cache:
+            cache[key] = self.type_info(key, self._origin(key))
+        return cache[key]
+
     def _origin(self, key: str) -> str:
         path, _, inner = key[len("script:"):].partition("::")
         cn = self.scripts.get(path, ScriptSymbols()).class_name
@@ -911,9 +917,14 @@ class ProjectIndex:
 
         def add_type(key: str, origin: str = "") -> str:
             if key.startswith("script:") and key not in types:
-                info = self.type_info(key, origin or self._origin(key))
+                info = self._type_info_cached(key)
                 if info is not None:
-                    types[key] = info
+                    if mentioned is not None:
+                        # Only what the file can ask about: names it mentions.
+                        info = TypeInfo(info.members & mentioned, info.engine_base, info.origin, info.signals & mentioned,
+                                        {m: t for m, t in info.value_types.items() if m in mentioned})
+                    types[key] = TypeInfo(info.members, info.engine_base, origin or info.origin, info.signals,
+                                          info.value_types)
             return key
 
         add_type(self_key)
