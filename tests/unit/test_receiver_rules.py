@@ -330,3 +330,14 @@ def test_a_signal_reached_through_a_typed_accessor_is_a_signal_even_when_the_pro
     assert judged["function:forward"].signal == "neutral"  # the project's own emit()
     finish = judged["function:finish"]
     assert finish.signal == "godot4" and "a signal the script declares" in finish.explanation, finish.explanation
+
+
+@pytest.mark.parametrize("code,old,new,basis", [
+    ("var f = FuncRef.new()", "FuncRef", "Callable", "docs:3:FuncRef"),  # a known replacement, on the class's record
+    ("var n = Navigation2D.new()", "Navigation2D", REMOVED_IN_GODOT4, "docs:3:Navigation2D"),  # none recorded
+])
+def test_a_godot3_class_without_a_rename_gets_a_note(knowledge, code, old, new, basis):
+    j = judge_project({"a.gd": f"extends Node\n\n\nfunc f():\n\t{code}\n"}, knowledge)["a.gd"]["function:f"]
+    assert j.signal == "godot3"
+    note = _notes(j)[old]
+    assert (note.new, note.basis_record_id) == (new, basis)

@@ -183,6 +183,8 @@ def _version_vocabulary(rows: Iterable[dict]) -> dict:
     for r in rows:
         klass, kind, name = r["class"], r.get("kind"), r.get("name") or ""
         rid = ids.next_id(r) if r.get("engine_version") else ""
+        if kind == "class" and klass[:1] != "@":
+            records.setdefault((klass, ""), rid)  # the class's own record
         if kind in ("method", "property", "signal", "constant") and name and klass[:1] != "@":
             records.setdefault((klass, name), rid)
             if kind in ("method", "property"):
@@ -885,7 +887,8 @@ def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, de
                 continue
             if w[0].isupper() and not w.isupper():
                 if w in vocab.classes3 and w not in vocab.classes4 and w not in vocab.singletons4:
-                    add(SIGNAL_GODOT3, 0.85, f"Godot 3 class `{w}` (not in Godot 4)", t, w, _G3_REPLACEMENTS.get(w, ""))
+                    new, basis = _class_replacement(index, w)
+                    add(SIGNAL_GODOT3, 0.85, f"Godot 3 class `{w}` (not in Godot 4)", t, w, new, basis)
                 elif w in vocab.classes4 and w not in vocab.classes3 and w not in vocab.singletons3:
                     add(SIGNAL_GODOT4, 0.85, f"Godot 4 class `{w}` (not in Godot 3)", t)
                 continue
@@ -1050,6 +1053,41 @@ def _replacement(index: RenameIndex, c3: str, c4: str, w: str, qualified: str = 
     if by_name:
         return by_name
     return (REMOVED_IN_GODOT4, record) if record else ("", "")
+
+
+def _class_replacement(index: RenameIndex, klass: str) -> tuple[str, str]:
+    """(new form, basis) for a Godot 3 class Godot 4 lacks that no rename pair covers.
+
+    The authored change for the class (``YSort (node) -> Node2D.y_sort_enabled``), the
+    known replacement, or else a note citing the class's 3.6 record with no replacement.
+    """
+    change = shipped_class_changes().get(klass)
+    record = index.vocabulary.records3.get((klass, ""), "")
+    if klass in _G3_REPLACEMENTS:
+        return _G3_REPLACEMENTS[klass], change[1] if change else record
+    if change:
+        return change
+    return (REMOVED_IN_GODOT4, record) if record else ("", "")
+
+
+@lru_cache(maxsize=1)
+def shipped_class_changes() -> dict[str, tuple[str, str]]:
+    """Godot 3 class -> (new form, record id) from the authored class changes (kb_data/api_mapping_extra.jsonl)."""
+    from godot_rag.domain.retrieval.knowledge import read_jsonl
+
+    out: dict[str, tuple[str, str]] = {}
+    for row in read_jsonl("api_mapping_extra.jsonl"):
+        if row.get("change_type") != "class":
+            continue
+        olds = [o.strip() for o in str(row.get("old_symbol", "")).split(",")]
+        news = [n.strip() for n in str(row.get("new_symbol", "")).split(",")]
+        for i, old in enumerate(olds):
+            name, end = read_ident(old, 0)
+            rest = old[end:].lstrip()
+            if name[:1].isupper() and (not rest or rest.startswith("(")) and "." not in old:
+                new = news[i] if len(news) == len(olds) else str(row.get("new_symbol", ""))
+                out.setdefault(name, (new[:200], f"change:{row['id']}"))
+    return out
 
 
 @lru_cache(maxsize=1)
