@@ -1,7 +1,7 @@
 """Retrieval quality on the labelled set (tests/retrieval_set/cases.jsonl): `make eval-retrieval`.
 
 Every case is a small .gd file run through the real parser; the chosen chunk's
-RetrieverQuery (seed 001) is searched over the full knowledge base in three
+RetrieverQuery (the design) is searched over the full knowledge base in three
 modes: vector-only, lexical-only (ts_rank + trigram) and hybrid (the default).
 
 Metrics, per expected record, ranked within its own table's hit list (the
@@ -13,7 +13,7 @@ search returns per-table lists):
 ``--variants`` also measures the alternatives behind the defaults (fusion by
 reciprocal rank; lexical query from the query terms alone, without the chunk's
 other identifiers; "deprecated renamed" added to the migration prompt terms as
-in seed 001's reference code).
+in the design's reference code).
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ async def main_async(args) -> int:
             rows.append((name, summarize(res)))
             detail[name] = res
         if args.variants:
-            # Seed 001's reference code: the migration intent also adds "deprecated" and "renamed".
+            # the design's reference code: the migration intent also adds "deprecated" and "renamed".
             seed_texts = [build_embedding_text(replace(c["query"], prompt_terms=c["query"].prompt_terms + ("deprecated", "renamed")))
                           if "migration" in c["query"].prompt_terms else t for c, t in zip(cases, texts)]
             seed_vectors = dict(zip([c["id"] for c in cases], embedder.embed(seed_texts)))

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import grpc
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from godot_rag.pipeline.export import result_to_json
 from godot_rag.infra.embedded import EmbeddedError
 from godot_rag.infra.service import GRPC_MESSAGE_OPTIONS
+from godot_rag.pipeline.export import result_to_json
 from godot_rag.settings import Settings, SettingsError, load_settings
 from godot_rag.supervisor import SupervisorError
 
@@ -174,6 +174,13 @@ def print_summary(doc: dict) -> None:
     for line in v.get("basis", []):
         out.print(f"  basis: {line}")
     out.print(f"[bold]verdict: {v['label']}[/bold] (confidence {v['confidence']:.2f}; counts {v['counts']})")
+    if doc.get("status") == "completed_with_failures":
+        failed_files = [f["source_file"] for f in doc["files"] if f["status"] == "failed"]
+        failed_chunks = [c["chunk_id"] for c in doc["chunks"] if c["status"] == "failed"]
+        out.print(f"[red]completed with failures: {len(failed_files)} files, {len(failed_chunks)} chunks failed[/red] "
+                  "(the verdict rests on the rest)")
+        for name in (failed_files + failed_chunks)[:20]:
+            out.print(f"  failed: {name}", markup=False, highlight=False)
     print_judge_summary(out, doc)
 
 
@@ -277,7 +284,7 @@ class _KbProgress:
 
     def __init__(self, bar: Progress):
         self.bar = bar
-        self.tasks: dict[str, int] = {}
+        self.tasks: dict[str, TaskID] = {}
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         key = "steps" if total <= self.STEP_TOTAL else phase

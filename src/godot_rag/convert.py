@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -15,7 +16,10 @@ def to_dict(msg: Message) -> dict:
     return json_format.MessageToDict(msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
 
 
-def from_dict(data: dict, cls: type[Message]) -> Message:
+M = TypeVar("M", bound=Message)
+
+
+def from_dict(data: dict, cls: type[M]) -> M:
     return json_format.ParseDict(data, cls(), ignore_unknown_fields=True)
 
 
@@ -137,6 +141,7 @@ def judgment_to_pb(j: m.Judgment) -> pb.Judgment:
         prompt_version=j.prompt_version,
         answer=j.answer,
         raw_output=j.raw_output,
+        evidence_kinds=list(j.evidence_kinds),
         status=j.status,
         error=j.error,
         prompt_tokens=j.prompt_tokens,
@@ -169,6 +174,7 @@ def judgment_from_pb(j: pb.Judgment) -> m.Judgment:
         llm_calls=j.llm_calls,
         route=j.route,
         cached=j.cached,
+        evidence_kinds=tuple(j.evidence_kinds),
     )
 
 

@@ -17,6 +17,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -30,6 +31,9 @@ from godot_rag.settings import Settings
 log = logging.getLogger(__name__)
 
 SERVICES = ("parser", "chunker", "retriever", "judge", "aggregator", "gateway")
+# Stages that run Settings.stage_workers processes each; the gateway stays one
+# (it serves the web screen and the CLI on fixed addresses).
+CHUNK_STAGES = ("parser", "chunker", "retriever", "judge", "aggregator")
 
 
 class SupervisorError(RuntimeError):
@@ -38,8 +42,9 @@ class SupervisorError(RuntimeError):
 
 @dataclass
 class Child:
-    name: str
+    name: str  # the service ("retriever"); workers of one stage share it
     port: int
+    worker: int = 1  # 1..stage_workers
     proc: subprocess.Popen | None = None
     restarts: int = 0
     log_path: Path = field(default_factory=Path)
@@ -68,7 +73,7 @@ class Supervisor:
         self.nats = EmbeddedNats(settings.data_dir, settings.host, settings.nats_port) if not settings.nats_url else None
         self.children: dict[str, Child] = {}
         self.stopping = False
-        self._lock_fh = None
+        self._lock_fh: Any = None
 
     def _lock(self) -> None:
         self.settings.run_dir.mkdir(parents=True, exist_ok=True)
@@ -104,12 +109,18 @@ class Supervisor:
         logs = s.run_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         for name in SERVICES:
-            child = Child(name, ports[name], log_path=logs / f"{name}.log")
-            self.children[name] = child
-            self._spawn(child)
-        for name in SERVICES:
-            wait_healthy(f"{s.host}:{ports[name]}", 60)
-            self.echo(f"{name:<10} gRPC on {s.host}:{ports[name]}")
+            workers = s.stage_workers if name in CHUNK_STAGES else 1
+            for worker in range(1, workers + 1):
+                # Extra workers of a stage: same durable consumer (JetStream shares
+                # the messages), own gRPC port; runtime.json names the first one.
+                port = ports[name] if worker == 1 else free_port(s.host)
+                key = name if worker == 1 else f"{name}.{worker}"
+                child = Child(name, port, worker=worker, log_path=logs / f"{key}.log")
+                self.children[key] = child
+                self._spawn(child)
+        for key, child in self.children.items():
+            wait_healthy(f"{s.host}:{child.port}", 60)
+            self.echo(f"{key:<12} gRPC on {s.host}:{child.port}")
         runtime = {
             "pid": os.getpid(),
             "gateway": f"{s.host}:{ports['gateway']}",
@@ -127,7 +138,8 @@ class Supervisor:
         return runtime
 
     def _spawn(self, child: Child) -> None:
-        env = {**os.environ, **self.child_settings.to_env(), "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, **self.child_settings.with_overrides(**{f"{child.name}_port": child.port}).to_env(),
+               "PYTHONUNBUFFERED": "1"}
         fh = open(child.log_path, "ab")
         child.proc = subprocess.Popen([sys.executable, "-m", f"services.{child.name}"], env=env, stdout=fh,
                                       stderr=subprocess.STDOUT)

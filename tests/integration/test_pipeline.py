@@ -96,8 +96,10 @@ def test_mini_dodge_expanded_text_keeps_seed_line_ranges(stack, repo):
     assert enemy["enemy.gd:class_extends:1"]["signal"] == "godot3"
     process = next(c for c in doc["chunks"] if c["chunk_id"] == "player.gd:function:_process")
     assert process["retriever_query"]["query_text"].startswith("Input.is_action_pressed Vector2.ZERO")
-    # Godot 4 player + Godot 3 enemy in one project.
+    # Godot 4 player + Godot 3 enemy in one project. The basis names why from the judgments'
+    # evidence kinds, which travel from the judge through the store to the aggregator.
     assert doc["verdict"]["label"] == "mixed", doc["verdict"]
+    assert any("enemy.gd (Godot 3-only base class)" in b for b in doc["verdict"]["basis"]), doc["verdict"]
 
 
 def test_resubmission_returns_the_same_finished_analysis(stack, repo):

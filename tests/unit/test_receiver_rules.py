@@ -271,8 +271,8 @@ def test_a_godot4_method_chain_is_not_a_parent_call(knowledge):
 @pytest.mark.parametrize("body,signal,at_most", [
     # instance() and emit() are both member names on receivers nothing resolves: neither wins.
     ("var n = thing.instance(); finished.emit(n)", "neutral", 0.5),
-    # yield( is syntax only Godot 3 parses; emit() is a member name: syntax wins, without high confidence.
-    ("yield(get_tree(), \"idle_frame\"); finished.emit(1)", "godot3", 0.7),
+    # yield( is syntax only Godot 3 parses; emit() is a member name: syntax wins, and the name costs it a quarter.
+    ("yield(get_tree(), \"idle_frame\"); finished.emit(1)", "godot3", 0.8),
 ])
 def test_conflicting_evidence_is_no_confident_minority_label(knowledge, body, signal, at_most):
     src = f"extends Node\n\nsignal finished(x)\n\n\nfunc f(thing):\n\t{body}\n"

@@ -148,6 +148,9 @@ class Judgment:
     prompt_version: str
     answer: str = ""
     raw_output: str = ""
+    # "side:kind" pairs present among the facts (see judging.rules.EVIDENCE_KINDS);
+    # empty when the judge does not say (a model).
+    evidence_kinds: tuple[str, ...] = ()
     # Accounting: how the judgment came about.
     status: str = "ok"  # JUDGMENT_OK | JUDGMENT_FAILED
     error: str = ""  # why a failed judgment failed; on a repaired one, the first attempt's violations

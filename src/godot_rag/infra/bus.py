@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Awaitable, Callable
 
 import nats
 from nats.js import api
@@ -20,8 +21,9 @@ from nats.js.errors import NotFoundError as JsNotFound
 from opentelemetry import trace
 
 from godot_rag.errors import PoisonError, RetryableError
+from godot_rag.infra import metrics
 from godot_rag.infra.telemetry import extract_context, inject_headers
-from godot_rag.stages import FILE_PREFIX, CHUNK_PREFIX, STREAM_CHUNKS, STREAM_FILES, ConsumerSpec, parse_subject
+from godot_rag.stages import CHUNK_PREFIX, FILE_PREFIX, STREAM_CHUNKS, STREAM_FILES, ConsumerSpec, parse_subject
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +62,7 @@ class Bus:
         self.ack_wait_override_s = ack_wait_override_s
 
     @classmethod
-    async def connect(cls, url: str, name: str, ack_wait_override_s: float = 0.0) -> "Bus":
+    async def connect(cls, url: str, name: str, ack_wait_override_s: float = 0.0) -> Bus:
         nc = await nats.connect(url, name=name, max_reconnect_attempts=-1, reconnect_time_wait=0.5, connect_timeout=5)
         return cls(nc, ack_wait_override_s)
 
@@ -110,6 +112,10 @@ class Bus:
             md = msg.metadata
             delivery = Delivery(msg.subject, msg.data, dict(msg.headers or {}), md.num_delivered, spec.max_deliver, msg)
             ctx = extract_context(delivery.headers)
+            if delivery.num_delivered > 1:
+                metrics.count_redelivery(spec.durable)
+            started = time.perf_counter()
+            ok = False
             try:
                 parsed = parse_subject(msg.subject)
                 attributes = {"messaging.system": "nats", "messaging.destination.name": msg.subject,
@@ -126,6 +132,7 @@ class Bus:
                                                       attributes=attributes):
                         await handler(delivery)
                 await msg.ack()
+                ok = True
             except PoisonError as exc:
                 await dead_letter(delivery, f"poison: {exc}")
                 await msg.term()
@@ -135,7 +142,7 @@ class Bus:
                     await msg.term()
                 else:
                     await msg.nak(delay=exc.delay_s * delivery.num_delivered)
-            except Exception as exc:  # noqa: BLE001 -- the bus edge: unknown failures are retried, then dead-lettered
+            except Exception as exc:
                 log.exception("stage %s failed on %s (delivery %d)", spec.durable, msg.subject, delivery.num_delivered)
                 if delivery.last_attempt:
                     await dead_letter(delivery, f"gave up after {delivery.num_delivered} deliveries: {type(exc).__name__}: {exc}")
@@ -143,12 +150,13 @@ class Bus:
                 else:
                     await msg.nak(delay=min(30.0, 2.0 ** delivery.num_delivered))
             finally:
+                metrics.observe_handled(spec.durable, time.perf_counter() - started, ok)
                 slots.release()
 
         while not stop.is_set():
             try:
                 msgs = await sub.fetch(max(1, min(in_flight, in_flight - len(pending))), timeout=1.0)
-            except (nats.errors.TimeoutError, asyncio.TimeoutError):
+            except (TimeoutError, nats.errors.TimeoutError):
                 # An empty fetch: nothing pending for this stage right now.
                 continue
             except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
@@ -171,7 +179,7 @@ async def keep_alive(progress: Callable[[], Awaitable[None]], every_s: float) ->
             await asyncio.sleep(every_s)
             try:
                 await progress()
-            except (nats.errors.Error, asyncio.TimeoutError) as exc:
+            except (TimeoutError, nats.errors.Error) as exc:
                 # A missed beat only risks a redelivery, which every stage handles idempotently.
                 log.warning("progress ack failed: %s", exc)
 

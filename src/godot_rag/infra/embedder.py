@@ -17,8 +17,9 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Any, Protocol
 
 import httpx
 
@@ -64,7 +65,7 @@ class MiniLMEmbedder:
     def __init__(self, *, batch_size: int = 64, threads: int | None = None):
         self.batch_size = batch_size
         self.threads = threads
-        self._model = None
+        self._model: Any = None
         self._lock = threading.Lock()
         self._checksum = ""
 

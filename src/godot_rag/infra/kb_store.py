@@ -17,13 +17,12 @@ metadata of the hits kept. docs/retrieval.md has the measurements behind the cho
 from __future__ import annotations
 
 import json
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from godot_rag.domain.retrieval.knowledge import KnowledgeRecord, key_lexemes
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 from godot_rag.domain.retrieval.fusion import (
     DEFAULT_CONFIG,
@@ -34,6 +33,8 @@ from godot_rag.domain.retrieval.fusion import (
     query_lexemes,
     trigram_terms,
 )
+from godot_rag.domain.retrieval.knowledge import KnowledgeRecord
+from godot_rag.domain.retrieval.why_not import RankFacts, SearchRank
 
 SCHEMA = "godot_rag"
 TABLES = ("docs_chunks", "api_mapping", "label_prototypes")
@@ -208,7 +209,7 @@ def _candidate_sql(tables: Sequence[str], *, lexical: bool, vector: bool) -> str
         parts = []
         if lexical:
             # Set-wise: one hash join of every match's keys with the query lexemes,
-            # not a sub-select per matching record (460 matches for the seed chunk).
+            # not a sub-select per matching record (460 matches for the worked example's player chunk).
             parts.append(f"""(select v.id from {view} v cross join lateral unnest(v.symbol_tsv) u join {q} on {q}.lexeme = u.lexeme
                 where v.table_name = '{table}' and v.symbol_tsv @@ %(tsq)s::tsquery
                 group by v.id order by sum({q}.idf * {KEY_WEIGHT_SQL}) desc, v.id limit %(cand)s)""")
@@ -278,3 +279,145 @@ async def search(conn, query: RetrieverQuery, *, tables: Sequence[str], limit_pe
             hits.append(RetrievalHit(table_name=table, record_id=row["id"], score=round(score, 6), title=row["title"] or "",
                                      content=d.get("content") or "", metadata=d.get("metadata") or {}, component_scores=comp))
     return hits
+
+
+# ---------------------------------------------------------------- one record against one query ("why not retrieved?")
+
+async def find_records(conn, text: str, *, limit: int = 10) -> list[dict]:
+    """Records whose id is ``text``, else whose title contains it (case-insensitive), exact titles first."""
+    text = text.strip()
+    if not text:
+        return []
+    view = f"{SCHEMA}.dynamic_retrieval_view"
+    cur = await conn.execute(f"select table_name, id, title from {view} where id = %s order by table_name", (text,))
+    rows = await cur.fetchall()
+    if rows:
+        return [dict(r) for r in rows]
+    pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    cur = await conn.execute(
+        f"""select table_name, id, title from {view} where title ilike %s
+            order by lower(title) = lower(%s) desc, length(title), id limit %s""",
+        (pattern, text, limit),
+    )
+    return [dict(r) for r in await cur.fetchall()]
+
+
+async def rank_record(conn, query: RetrieverQuery, *, table: str, record_id: str, tables_searched: Sequence[str],
+                      limit_per_table: int, query_embedding: list[float] | None = None,
+                      stored_hit_ids: Sequence[str] = (), kb_changed: bool = False,
+                      config: SearchConfig = DEFAULT_CONFIG) -> RankFacts | None:
+    """Where one record stands for a query: its rank in each search over its
+    whole table, whether candidate selection kept it, and its fused rank among
+    the candidates (the record added when it was not one). None: no such record.
+
+    Runs the same candidate statement as ``search`` (same lexemes, terms,
+    vector and cut), so the fused rank is the one the search computes.
+    """
+    if table not in TABLES:
+        raise ValueError(f"unknown knowledge table {table!r}")
+    view = f"{SCHEMA}.dynamic_retrieval_view"
+    lexemes = query_lexemes(query, chunk_identifiers=config.chunk_identifiers) if config.mode != MODE_VECTOR else []
+    tsq = tsquery_literal(lexemes)
+    use_vector = query_embedding is not None and config.mode != MODE_LEXICAL
+    use_lexical = bool(tsq) and config.mode != MODE_VECTOR
+    vec = None if query_embedding is None else "[" + ",".join(f"{x:.6g}" for x in query_embedding) + "]"
+    cand = max(config.candidates_per_index, limit_per_table)
+    params = {"tsq": tsq, "lex": lexemes, "vec": vec, "terms": trigram_terms(query), "cand": cand, "rid": record_id}
+
+    cur = await conn.execute(f"select id, title, embedding is not null as has_vector from {view} "
+                             f"where table_name = '{table}' and id = %(rid)s", params)
+    record = await cur.fetchone()
+    if record is None:
+        return None
+
+    candidates: list[dict] = []
+    if use_vector or use_lexical:
+        # The same plan as the search (HNSW and GIN), so the approximate vector
+        # index returns the same candidates it returned to the retriever.
+        await conn.execute("set local enable_seqscan = off")
+        cur = await conn.execute(_candidate_sql([table], lexical=use_lexical, vector=use_vector), params)
+        candidates = [dict(r) for r in await cur.fetchall()]
+        await conn.execute("set local enable_seqscan = on")
+    ids = {c["id"] for c in candidates}
+
+    # The record's own components, and its rank in each search over the whole table.
+    cur = await conn.execute(
+        f"""with q as materialized (
+                select s.lexeme, ln((k.n + 1.0) / (s.ndoc + 0.5)) as idf
+                from {SCHEMA}.kb_lexeme_stats s,
+                     (select coalesce((record_counts->>'{table}')::float8, 1) as n from {SCHEMA}.kb_versions where name = 'current') k
+                where s.table_name = '{table}' and s.lexeme = any(%(lex)s::text[])),
+            t as (select v.id, v.title, v.symbol_tsv, v.search_tsv, v.embedding from {view} v where v.table_name = '{table}'),
+            keyed as (select t.id, sum(q.idf * {KEY_WEIGHT_SQL}) as s from t cross join lateral unnest(t.symbol_tsv) u
+                      join q on q.lexeme = u.lexeme where %(tsq)s <> '' and t.symbol_tsv @@ %(tsq)s::tsquery group by t.id),
+            texted as (select t.id, ts_rank(t.search_tsv, %(tsq)s::tsquery) as s from t
+                       where %(tsq)s <> '' and t.search_tsv @@ %(tsq)s::tsquery),
+            vectored as (select t.id, 1 - (t.embedding <=> %(vec)s::vector) as s from t
+                         where %(vec)s::vector is not null and t.embedding is not null),
+            trigrams as (select t.id, (select coalesce(max(similarity(x, t.title)), 0) from unnest(%(terms)s::text[]) x) as s from t)
+        select
+          (select s from keyed where id = %(rid)s) as keys_score,
+          (select count(*) from keyed a, keyed b where b.id = %(rid)s and (a.s > b.s or (a.s = b.s and a.id < b.id))) + 1 as keys_rank,
+          (select count(*) from keyed) as keys_n,
+          (select s from texted where id = %(rid)s) as text_score,
+          (select count(*) from texted a, texted b where b.id = %(rid)s and (a.s > b.s or (a.s = b.s and a.id < b.id))) + 1 as text_rank,
+          (select count(*) from texted) as text_n,
+          (select s from vectored where id = %(rid)s) as vector_score,
+          (select count(*) from vectored a, vectored b where b.id = %(rid)s and (a.s > b.s or (a.s = b.s and a.id < b.id))) + 1 as vector_rank,
+          (select count(*) from vectored) as vector_n,
+          (select s from trigrams where id = %(rid)s) as trigram_score,
+          (select count(*) from trigrams a, trigrams b where b.id = %(rid)s and b.s > 0 and (a.s > b.s or (a.s = b.s and a.id < b.id))) + 1 as trigram_rank,
+          (select count(*) from trigrams where s > 0) as trigram_n""",
+        params,
+    )
+    m = await cur.fetchone()
+
+    def rank(name: str, used: bool) -> SearchRank:
+        score = m[f"{name}_score"]
+        seen = used and score is not None and (name != "trigram" or float(score) > 0)
+        return SearchRank(name, None if score is None else float(score), int(m[f"{name}_rank"]) if seen else None,
+                          int(m[f"{name}_n"]), used)
+
+    ranks = (rank("keys", use_lexical), rank("vector", use_vector), rank("text", use_lexical), rank("trigram", use_lexical))
+    by_keys = ranks[0].rank is not None and ranks[0].rank <= cand
+    by_vector = ranks[1].rank is not None and ranks[1].rank <= cand
+
+    # Fused rank among the candidates; a record that was not one is scored the
+    # same way and added, to say where it would have stood.
+    rows = list(candidates)
+    if record_id not in ids and (use_vector or use_lexical):
+        cur = await conn.execute(
+            f"""with q0 as materialized (
+                    select s.lexeme, ln((k.n + 1.0) / (s.ndoc + 0.5)) as idf
+                    from {SCHEMA}.kb_lexeme_stats s,
+                         (select coalesce((record_counts->>'{table}')::float8, 1) as n from {SCHEMA}.kb_versions where name = 'current') k
+                    where s.table_name = '{table}' and s.lexeme = any(%(lex)s::text[]))
+                select '{table}' as table_name, v.id, v.title,
+                  coalesce((select sum(q0.idf * {KEY_WEIGHT_SQL}) from unnest(v.symbol_tsv) u join q0 on q0.lexeme = u.lexeme), 0) as key_score,
+                  case when %(tsq)s = '' then 0 else ts_rank(v.search_tsv, %(tsq)s::tsquery) end as text_score,
+                  case when v.embedding is null or %(vec)s::vector is null then null
+                       else 1 - (v.embedding <=> %(vec)s::vector) end as vector_score,
+                  (select coalesce(max(similarity(t, v.title)), 0) from unnest(%(terms)s::text[]) t) as trigram_score
+                from {view} v where v.table_name = '{table}' and v.id = %(rid)s""",
+            params,
+        )
+        rows.append(dict(await cur.fetchone()))
+    fused = fuse(rows, len(rows), with_vector=use_vector, with_lexical=use_lexical, config=config) if rows else []
+    order = [row["id"] for _, row, _ in fused]
+    fused_rank = order.index(record_id) + 1 if record_id in order else None
+    fused_score = fused[fused_rank - 1][0] if fused_rank else None
+    # The last record the limit keeps among the real candidates (the record itself excluded when it was added).
+    real = [s for s, row, _ in fused if row["id"] in ids]
+    last_kept = real[min(limit_per_table, len(real)) - 1] if real else None
+    stored = list(stored_hit_ids)
+    return RankFacts(
+        table=table, record_id=record_id, title=record["title"] or "", searched=table in tables_searched,
+        tables_searched=tuple(tables_searched), ranks=ranks, candidates_per_index=cand,
+        # The exact ranks say which index let it in; the HNSW index is approximate,
+        # so a candidate neither exact rank explains came through the vector index.
+        key_candidate=record_id in ids and by_keys,
+        vector_candidate=record_id in ids and (by_vector or not by_keys),
+        candidate_count=len(rows), fused_score=None if fused_score is None else round(fused_score, 6), fused_rank=fused_rank,
+        limit_per_table=limit_per_table, last_kept_score=None if last_kept is None else round(last_kept, 6),
+        stored_rank=stored.index(record_id) + 1 if record_id in stored else None, kb_changed=kb_changed,
+    )

@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from godot_rag.infra.bus import Bus
+from godot_rag.infra.logs import configure_logging
+from godot_rag.infra.metrics import serve_metrics
 from godot_rag.infra.store import Store
 from godot_rag.infra.telemetry import setup_tracing
 from godot_rag.settings import Settings
@@ -35,10 +37,6 @@ class ServiceContext:
     background: list[asyncio.Task] = field(default_factory=list)
 
 
-def configure_logging(level: str, name: str) -> None:
-    logging.basicConfig(level=level, format=f"%(asctime)s {name} %(levelname)s %(name)s: %(message)s")
-
-
 async def run_service(
     name: str,
     settings: Settings,
@@ -46,7 +44,7 @@ async def run_service(
     register: Callable[[grpc.aio.Server, ServiceContext], list[str]],
     start_consumers: Callable[[ServiceContext], Awaitable[list[asyncio.Task]]] | None = None,
 ) -> None:
-    configure_logging(settings.log_level, name)
+    configure_logging(name, settings.log_level, settings.log_format)
     setup_tracing(name, settings.otlp_endpoint)
     if not settings.pg_dsn or not settings.nats_url:
         raise SystemExit(f"{name}: GODOT_RAG_PG_DSN and GODOT_RAG_NATS_URL must be set (godot-rag up sets them)")
@@ -66,6 +64,8 @@ async def run_service(
         await health_servicer.set(svc, health_pb2.HealthCheckResponse.SERVING)
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     log.info("%s gRPC listening on %s:%d", name, settings.host, bound)
+    metrics_server = await serve_metrics(settings.host, settings.metrics_port)
+    log.info("%s metrics on %s", name, metrics_server.url)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
@@ -80,6 +80,10 @@ async def run_service(
     pending = [t for t in tasks if not t.done()]
     if pending:
         await asyncio.wait(pending, timeout=10)
+    for t in ctx.background:
+        t.cancel()
+    await asyncio.gather(*ctx.background, return_exceptions=True)
+    await metrics_server.close()
     await bus.close()
     await store.close()
     log.info("%s stopped", name)

@@ -6,8 +6,9 @@ message rewrites the same row instead of adding one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any, cast
 
 import psycopg
 from psycopg.rows import dict_row
@@ -15,8 +16,8 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from godot_rag.domain.judging.rules import declared_names_of
-from godot_rag.infra import kb_store
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
+from godot_rag.infra import kb_store
 
 SCHEMA = "godot_rag"
 _MIGRATION_LOCK = 0x60D07A6  # advisory lock id: one migrator at a time
@@ -63,7 +64,7 @@ class Store:
         self.pool = pool
 
     @classmethod
-    async def open(cls, dsn: str, *, min_size: int = 1, max_size: int = 4) -> "Store":
+    async def open(cls, dsn: str, *, min_size: int = 1, max_size: int = 4) -> Store:
         pool = AsyncConnectionPool(dsn, min_size=min_size, max_size=max_size, open=False,
                                    kwargs={"row_factory": dict_row, "autocommit": False})
         await pool.open(wait=True, timeout=30)
@@ -75,12 +76,12 @@ class Store:
     async def _fetchone(self, sql: str, params: Sequence[Any] | dict = ()) -> dict | None:
         async with self.pool.connection() as conn:
             cur = await conn.execute(sql, params)
-            return await cur.fetchone()
+            return cast("dict | None", await cur.fetchone())
 
     async def _fetchall(self, sql: str, params: Sequence[Any] | dict = ()) -> list[dict]:
         async with self.pool.connection() as conn:
             cur = await conn.execute(sql, params)
-            return await cur.fetchall()
+            return cast("list[dict]", await cur.fetchall())
 
     # ------------------------------------------------------------ analyses & files
 
@@ -185,10 +186,12 @@ class Store:
                             for c in chunks
                         ],
                     )
+                    # The 'aggregate' row exists from the start so that completion is
+                    # "no unsettled aggregate row left" (see finalize_if_complete).
                     await cur.executemany(
-                        f"""insert into {SCHEMA}.chunk_stages (analysis_id, chunk_id, stage, status) values (%s, %s, 'retrieve', 'waiting')
+                        f"""insert into {SCHEMA}.chunk_stages (analysis_id, chunk_id, stage, status) values (%s, %s, %s, 'waiting')
                         on conflict do nothing""",
-                        [(analysis_id, c["chunk_id"]) for c in chunks],
+                        [(analysis_id, c["chunk_id"], stage) for c in chunks for stage in ("retrieve", "aggregate")],
                     )
                     status = "failed" if output.get("status") == "failed" else "chunked"
                     await cur.execute(
@@ -318,7 +321,7 @@ class Store:
         """One statement in its own committed transaction; its first row, if any."""
         async with self.pool.connection() as conn:
             cur = await conn.execute(sql, params)
-            return await cur.fetchone() if cur.description else None
+            return cast("dict | None", await cur.fetchone()) if cur.description else None
 
     # ------------------------------------------------------------ retrieval
 
@@ -367,27 +370,48 @@ class Store:
         row = await self._fetchone(f"select judgment from {SCHEMA}.judgment_cache where judgment_key = %s", (judgment_key,))
         return None if row is None else row["judgment"]
 
+    async def _unfinished(self, conn, analysis_id: str) -> bool:
+        """Whether a file is still queued or a chunk not yet settled by the aggregator.
+
+        Two probes of partial indexes (migration 0005): constant time whatever the
+        number of chunks, so checking after every aggregate message stays O(1).
+        """
+        cur = await conn.execute(
+            f"""select exists (select 1 from {SCHEMA}.files where analysis_id = %(a)s and included and status = 'queued')
+                 or exists (select 1 from {SCHEMA}.chunk_stages where analysis_id = %(a)s and stage = 'aggregate'
+                            and status not in ('done', 'failed')) as unfinished""",
+            {"a": analysis_id},
+        )
+        return bool((await cur.fetchone())["unfinished"])
+
     async def finalize_if_complete(self, analysis_id: str, compute) -> dict | None:
         """Compute and store the verdict once every included file is chunked and every chunk settled.
 
-        ``compute`` maps the chunk outcome rows to a verdict dict. The row lock
-        on the analysis serialises concurrent aggregators.
+        ``compute`` maps the chunk outcome rows to a verdict dict. Returns the
+        verdict when this call finalized the analysis, None otherwise (still
+        running, or already finalized by another aggregator or an earlier
+        delivery). The check runs first without a lock (the common case: not
+        complete yet); only then is the analysis row locked, the check
+        repeated under the lock, and every chunk read, once per analysis.
         """
         async with self.pool.connection() as conn:
             async with conn.transaction():
-                cur = await conn.execute(f"select * from {SCHEMA}.analyses where analysis_id = %s for update", (analysis_id,))
+                cur = await conn.execute(f"select status from {SCHEMA}.analyses where analysis_id = %s", (analysis_id,))
                 analysis = await cur.fetchone()
-                if analysis is None:
+                if analysis is None or analysis["status"] != "running" or await self._unfinished(conn, analysis_id):
                     return None
-                cur = await conn.execute(
-                    f"select count(*) filter (where included and status = 'queued') as pending from {SCHEMA}.files where analysis_id = %s",
-                    (analysis_id,),
-                )
-                if (await cur.fetchone())["pending"]:
+        async with self.pool.connection() as conn:
+            async with conn.transaction():
+                # The row lock serialises concurrent aggregators: the first one
+                # finalizes, the others see 'done' and leave.
+                cur = await conn.execute(f"select status from {SCHEMA}.analyses where analysis_id = %s for update", (analysis_id,))
+                analysis = await cur.fetchone()
+                if analysis is None or analysis["status"] != "running" or await self._unfinished(conn, analysis_id):
                     return None
                 cur = await conn.execute(
                     f"""select c.chunk_id, c.source_file, c.chunk_kind, f.source_kind,
-                          coalesce(s.status, 'waiting') as agg_status, j.signal, j.confidence
+                          coalesce(s.status, 'waiting') as agg_status, j.signal, j.confidence,
+                          j.judgment -> 'evidence_kinds' as evidence_kinds
                         from {SCHEMA}.chunks c
                         join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
                         left join {SCHEMA}.chunk_stages s on s.analysis_id = c.analysis_id and s.chunk_id = c.chunk_id and s.stage = 'aggregate'
@@ -395,9 +419,7 @@ class Store:
                         where c.analysis_id = %s order by c.source_file, c.chunk_order""",
                     (analysis_id,),
                 )
-                rows = await cur.fetchall()
-                if any(r["agg_status"] not in ("done", "failed") for r in rows):
-                    return None
+                rows = cast("list[dict]", await cur.fetchall())
                 verdict = compute(rows)
                 await conn.execute(
                     f"""insert into {SCHEMA}.verdicts (analysis_id, label, confidence, counts, basis) values (%s, %s, %s, %s, %s)
@@ -405,11 +427,20 @@ class Store:
                       counts = excluded.counts, basis = excluded.basis, computed_at = now()""",
                     (analysis_id, verdict["label"], verdict["confidence"], Jsonb(verdict["counts"]), Jsonb(verdict["basis"])),
                 )
+                # Every chunk settled; failed ones (or failed files) make it "completed with failures", never a plain "done".
+                failed = any(r["agg_status"] == "failed" for r in rows) or await self._has_failed_files(conn, analysis_id)
                 await conn.execute(
-                    f"update {SCHEMA}.analyses set status = 'done', finished_at = coalesce(finished_at, now()), updated_at = now() where analysis_id = %s",
-                    (analysis_id,),
+                    f"""update {SCHEMA}.analyses set status = %s, finished_at = coalesce(finished_at, now()), updated_at = now()
+                    where analysis_id = %s""",
+                    ("completed_with_failures" if failed else "done", analysis_id),
                 )
                 return verdict
+
+    async def _has_failed_files(self, conn, analysis_id: str) -> bool:
+        cur = await conn.execute(f"select exists (select 1 from {SCHEMA}.files where analysis_id = %s and status = 'failed') as f",
+                                 (analysis_id,))
+        row = cast("dict", await cur.fetchone())
+        return bool(row["f"])
 
     async def list_analyses(self, limit: int = 100) -> list[dict]:
         return await self._fetchall(
@@ -515,3 +546,94 @@ class Store:
                         on conflict (judgment_key) do nothing""",
                         (judgment_key, Jsonb(judgment)),
                     )
+
+    # ------------------------------------------------------------ web screen (read only)
+
+    async def web_chunk_rows(self, analysis_id: str, since: Any = None) -> list[dict]:
+        """One row per chunk for the live list: place, per-stage state, judgment summary,
+        and ``changed_at`` (latest stage update). With ``since``, only the chunks
+        whose stage rows changed after it."""
+        return await self._fetchall(
+            f"""select c.chunk_id, c.source_file, c.chunk_order, c.chunk_kind, c.start_line, c.end_line,
+                  coalesce(c.chunk->>'name', '') as name, f.source_kind, f.file_order, st.stages, st.changed_at,
+                  j.signal, j.needs_migration, j.confidence, j.status as judgment_status,
+                  coalesce(j.judgment->'migration_notes', '[]'::jsonb) as migration_notes
+                from {SCHEMA}.chunks c
+                join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
+                join lateral (select jsonb_object_agg(s.stage, jsonb_build_object('status', s.status, 'attempts', s.attempts,
+                                 'last_error', s.last_error)) as stages, max(s.updated_at) as changed_at
+                              from {SCHEMA}.chunk_stages s where s.analysis_id = c.analysis_id and s.chunk_id = c.chunk_id) st on true
+                left join {SCHEMA}.judgments j on j.analysis_id = c.analysis_id and j.chunk_id = c.chunk_id
+                where c.analysis_id = %(a)s and (%(since)s::timestamptz is null or c.chunk_id in (
+                  select s.chunk_id from {SCHEMA}.chunk_stages s where s.analysis_id = %(a)s and s.updated_at > %(since)s::timestamptz))
+                order by f.file_order, c.chunk_order""",
+            {"a": analysis_id, "since": since},
+        )
+
+    async def web_files_changed(self, analysis_id: str, since: Any = None) -> list[dict]:
+        return await self._fetchall(
+            f"""select * from {SCHEMA}.files where analysis_id = %(a)s
+                and (%(since)s::timestamptz is null or updated_at > %(since)s::timestamptz) order by file_order""",
+            {"a": analysis_id, "since": since},
+        )
+
+    async def web_timing(self, analysis_id: str, window_s: float = 30.0) -> dict:
+        """Chunks finished (aggregate done) in total and within the last ``window_s``, with the clock of the database."""
+        return await self._fetchone(
+            f"""select count(*) as done, count(*) filter (where s.updated_at > now() - make_interval(secs => %(w)s)) as recent,
+                  min(s.updated_at) as first_done, max(s.updated_at) as last_done, now() as now,
+                  (select created_at from {SCHEMA}.analyses where analysis_id = %(a)s) as created_at,
+                  (select max(updated_at) from {SCHEMA}.chunk_stages where analysis_id = %(a)s) as cursor
+                from {SCHEMA}.chunk_stages s where s.analysis_id = %(a)s and s.stage = 'aggregate' and s.status = 'done'""",
+            {"a": analysis_id, "w": window_s},
+        ) or {}
+
+    async def web_file_chunks(self, analysis_id: str, source_file: str) -> list[dict]:
+        """Every chunk of one file with its retrieval, judgment (and accounting) and stage rows."""
+        return await self._fetchall(
+            f"""select c.chunk_id, c.chunk_order, c.start_line, c.end_line, c.chunk,
+                  (select jsonb_agg(jsonb_build_object('stage', s.stage, 'status', s.status, 'attempts', s.attempts,
+                      'last_error', s.last_error, 'worker', s.worker, 'trace_id', s.trace_id,
+                      'started_at', s.started_at, 'updated_at', s.updated_at) order by s.stage)
+                     from {SCHEMA}.chunk_stages s where s.analysis_id = c.analysis_id and s.chunk_id = c.chunk_id) as stages,
+                  r.query, r.hits, r.kb_version,
+                  j.judgment, j.judge_kind, j.model, j.prompt_version, j.latency_ms, j.prompt_tokens, j.completion_tokens,
+                  j.llm_calls, j.route, j.cached, j.status as judgment_status, j.error as judgment_error
+                from {SCHEMA}.chunks c
+                left join {SCHEMA}.retrievals r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id
+                left join {SCHEMA}.judgments j on j.analysis_id = c.analysis_id and j.chunk_id = c.chunk_id
+                where c.analysis_id = %s and c.source_file = %s order by c.chunk_order""",
+            (analysis_id, source_file),
+        )
+
+    async def web_file_versions(self, project_id: str, source_file: str) -> list[dict]:
+        """The analyses of a project that list this file, newest first, with the file's content hash."""
+        return await self._fetchall(
+            f"""select a.analysis_id, a.created_at, a.status, f.sha256, f.included from {SCHEMA}.analyses a
+                join {SCHEMA}.files f on f.analysis_id = a.analysis_id and f.source_file = %s
+                where a.project_id = %s order by a.created_at desc limit 20""",
+            (source_file, project_id),
+        )
+
+    async def web_latest_analysis(self, project_id: str) -> dict | None:
+        return await self._fetchone(
+            f"select analysis_id, created_at from {SCHEMA}.analyses where project_id = %s order by created_at desc limit 1",
+            (project_id,),
+        )
+
+    async def cached_embedding(self, model: str, sha: str) -> list[float] | None:
+        async with self.pool.connection() as conn:
+            text = await kb_store.get_cached_embedding(conn, model, sha)
+        return None if text is None else [float(x) for x in text.strip("[]").split(",")]
+
+    async def find_records(self, text: str) -> list[dict]:
+        async with self.pool.connection() as conn:
+            rows = await kb_store.find_records(conn, text)
+            await conn.rollback()
+        return rows
+
+    async def rank_record(self, query: RetrieverQuery, **kwargs):
+        async with self.pool.connection() as conn:
+            facts = await kb_store.rank_record(conn, query, **kwargs)
+            await conn.rollback()
+        return facts

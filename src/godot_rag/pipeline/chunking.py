@@ -1,6 +1,6 @@
 """The chunking stage shared by the parser (.gd) and the chunker (everything else).
 
-File task in -> cached or fresh chunking -> seed validation -> chunks committed
+File task in -> cached or fresh chunking -> contract validation -> chunks committed
 -> one retrieve task per chunk + a file-done event. Idempotent: a redelivered
 file task finds its chunks committed and only republishes (deduped by id).
 """
@@ -8,6 +8,7 @@ file task finds its chunks committed and only republishes (deduped by id).
 from __future__ import annotations
 
 import logging
+
 from opentelemetry import trace
 
 from godot_rag import convert

@@ -13,6 +13,7 @@ import logging
 from google.protobuf.message import DecodeError
 
 from godot_rag.domain.ids import message_id, subject_token
+from godot_rag.infra import metrics
 from godot_rag.infra.bus import Delivery
 from godot_rag.infra.service import ServiceContext
 from godot_rag.pipeline.results import finalize_analysis
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 
 async def settle_dead_letter(ctx: ServiceContext, delivery: Delivery, error: str) -> None:
     parsed = parse_subject(delivery.subject)
+    metrics.count_dead_letter(ctx.name)
     log.error("%s dead-lettered %s after %d deliveries: %s", ctx.name, delivery.subject, delivery.num_delivered, error)
     await ctx.store.record_dead_letter(
         analysis_id=parsed.analysis_id if parsed else "", stage=ctx.name, subject=delivery.subject,

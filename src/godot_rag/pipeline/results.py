@@ -101,7 +101,7 @@ def outcome_rows_to_verdict(rows: list[dict]) -> dict:
     outcomes = [
         ChunkOutcome(r["source_file"], r["source_kind"], r["chunk_kind"],
                      "done" if r["agg_status"] == "done" and r["signal"] else "failed",
-                     r["signal"] or "", float(r["confidence"] or 0))
+                     r["signal"] or "", float(r["confidence"] or 0), tuple(r.get("evidence_kinds") or ()))
         for r in rows
     ]
     v = compute_verdict(outcomes)

@@ -28,6 +28,8 @@ from opentelemetry import trace
 from godot_rag.domain.ids import message_id, subject_token
 from godot_rag.errors import RetryableError
 from godot_rag.infra.bus import Delivery, Handler
+from godot_rag.infra.logs import log_context
+from godot_rag.infra.metrics import poll_consumers
 from godot_rag.infra.service import ServiceContext
 from godot_rag.infra.telemetry import current_trace_id
 from godot_rag.pipeline.dead_letters import settle_dead_letter
@@ -80,14 +82,8 @@ async def run_chunk_stage(ctx: ServiceContext, stage: Stage, delivery: Delivery,
     next_stage = NEXT_STAGE[stage]
     outcome: Outcome | None = None
     worker = worker_name(ctx.name)
-    if await ctx.store.claim_stage(aid, chunk_id, stage, worker=worker, trace_id=current_trace_id()):
-        try:
-            outcome = await work(ChunkWork(aid, chunk_id, task.trace, delivery))
-        except RetryableError as exc:
-            await ctx.store.mark_stage(aid, chunk_id, stage, Status.WAITING, error=str(exc)[:2000], worker=worker)
-            raise
-        await ctx.store.finish_stage(aid, chunk_id, stage, outcome.status, error=outcome.error[:2000], worker=worker,
-                                     next_stage=next_stage)
+    with log_context(aid, chunk_id):
+        outcome = await _settle(ctx, stage, next_stage, aid, chunk_id, worker, ChunkWork(aid, chunk_id, task.trace, delivery), work)
     # Settled now or before: the chunk goes on (a failed one too: the aggregator accounts for every chunk).
     if next_stage is not None:
         await ctx.bus.publish(chunk_subject(next_stage, aid, subject_token(chunk_id)), delivery.data,
@@ -95,8 +91,27 @@ async def run_chunk_stage(ctx: ServiceContext, stage: Stage, delivery: Delivery,
     return outcome
 
 
+async def _settle(ctx: ServiceContext, stage: Stage, next_stage: Stage | None, aid: str, chunk_id: str, worker: str,
+                  item: ChunkWork, work: StageWork) -> Outcome | None:
+    outcome: Outcome | None = None
+    if await ctx.store.claim_stage(aid, chunk_id, stage, worker=worker, trace_id=current_trace_id()):
+        try:
+            outcome = await work(item)
+        except RetryableError as exc:
+            await ctx.store.mark_stage(aid, chunk_id, stage, Status.WAITING, error=str(exc)[:2000], worker=worker)
+            raise
+        await ctx.store.finish_stage(aid, chunk_id, stage, outcome.status, error=outcome.error[:2000], worker=worker,
+                                     next_stage=next_stage)
+    return outcome
+
+
 def consume(ctx: ServiceContext, spec: ConsumerSpec, handler: Handler) -> asyncio.Task:
-    """Run ``handler`` on ``spec``'s subjects until the service stops; dead letters are settled, never dropped."""
+    """Run ``handler`` on ``spec``'s subjects until the service stops; dead letters are settled, never dropped.
+
+    The consumer's pending and ack-pending counts are read into /metrics alongside.
+    """
     in_flight = ctx.settings.max_ack_pending_for(spec.durable, spec.max_ack_pending)
+    ctx.background.append(asyncio.create_task(
+        poll_consumers(ctx.bus.js, [(spec.stream, spec.durable)], ctx.settings.metrics_poll_s, ctx.stop)))
     return asyncio.create_task(ctx.bus.run_stage(spec, handler, partial(settle_dead_letter, ctx), ctx.stop,
                                                  max_ack_pending=in_flight))

@@ -11,10 +11,10 @@ from pathlib import Path
 from opentelemetry import trace
 
 from godot_rag.domain.aggregation.verdict import AGGREGATOR_VERSION
-from godot_rag.domain.ingest.archive import ArchiveLimits, archive_stem, detect_format, looks_like_archive_name
 from godot_rag.domain.chunking.direct import CHUNKER_VERSION
 from godot_rag.domain.chunking.gdscript import PARSER_VERSION
 from godot_rag.domain.ids import analysis_id_for, message_id, sha256_hex, subject_token
+from godot_rag.domain.ingest.archive import ArchiveLimits, archive_stem, detect_format, looks_like_archive_name
 from godot_rag.domain.ingest.policy import (
     AST_KINDS,
     REASON_NESTED_PROJECT,
@@ -27,17 +27,17 @@ from godot_rag.domain.ingest.policy import (
     projects_from_expanded_text,
     scan_projects,
 )
-from godot_rag.domain.retrieval.knowledge import KB_DATA_VERSION
-from godot_rag.domain.retrieval.query import RETRIEVAL_VERSION
 from godot_rag.domain.judging.project_index import PROJECT_INDEX_VERSION, build_scopes
 from godot_rag.domain.judging.rules import RULES_JUDGE_VERSION
+from godot_rag.domain.retrieval.knowledge import KB_DATA_VERSION
+from godot_rag.domain.retrieval.query import RETRIEVAL_VERSION
 from godot_rag.infra.bus import Bus
 from godot_rag.infra.fetch import clone_git, extract_archive, parse_git_source, working_folder
 from godot_rag.infra.store import Store
 from godot_rag.pipeline.results import finalize_analysis
 from godot_rag.prompts import JUDGE_PROMPT_VERSION
-from godot_rag.stages import FILE_TASK, STAGE_VERSION, AnalysisStatus, FileRoute, file_subject
 from godot_rag.settings import Settings
+from godot_rag.stages import FILE_TASK, STAGE_VERSION, AnalysisStatus, FileRoute, file_subject
 from godot_rag.v1 import messages_pb2 as pb
 
 log = logging.getLogger(__name__)

@@ -16,6 +16,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
+from godot_rag.domain.chunking.positions import byte_position as _position
 from godot_rag.domain.models import (
     PARSE_EMPTY,
     PARSE_FAILED,
@@ -26,7 +27,6 @@ from godot_rag.domain.models import (
     SourceError,
     Span,
 )
-from godot_rag.domain.chunking.positions import byte_position as _position
 
 CHUNKER_VERSION = "direct/1"  # bump when output for some input changes
 

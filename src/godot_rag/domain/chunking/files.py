@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from godot_rag.domain.chunking.direct import CHUNKER_VERSION, SOURCE_KINDS as DIRECT_KINDS, chunk_direct
-from godot_rag.domain.chunking.gdscript import PARSER_VERSION, SOURCE_KIND as GDSCRIPT, parse_gdscript
+from godot_rag.domain.chunking.direct import CHUNKER_VERSION, chunk_direct
+from godot_rag.domain.chunking.direct import SOURCE_KINDS as DIRECT_KINDS
+from godot_rag.domain.chunking.gdscript import PARSER_VERSION, parse_gdscript
+from godot_rag.domain.chunking.gdscript import SOURCE_KIND as GDSCRIPT
 from godot_rag.domain.models import ChunkingResult
+
 
 def direct_kind(source_kind: str) -> str:
     """The direct chunker's mode for a kind: its own rules where it has them, plain text blocks otherwise."""

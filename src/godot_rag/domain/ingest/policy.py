@@ -11,10 +11,10 @@ import os
 import posixpath
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import Callable
 
 from godot_rag.domain.ids import sha256_hex
 from godot_rag.errors import InvalidInputError
@@ -211,7 +211,7 @@ def _owner(path: str, roots: list[str]) -> str | None:
 def _gdignored(rel: str, gdignore_dirs: set[str]) -> bool:
     """Whether a folder above ``rel`` (inside the project, not its root) holds a .gdignore.
 
-    The .gdignore file itself stays included for direct chunking (seed 001's
+    The .gdignore file itself stays included for direct chunking (the design's
     policy table) unless a folder further up is ignored too.
     """
     name = posixpath.basename(rel.rstrip("/"))
@@ -508,7 +508,7 @@ def files_from_expanded_text(text: str, *, max_bytes: int) -> list[SourceFile]:
 def expand(files: list[SourceFile]) -> str:
     """The expanded text of every file that has text, for people to inspect.
 
-    Like the expanded project of seed 001 it shows documentation and other
+    Like the design's worked example project it shows documentation and other
     text the policy excludes as well (when the files were decided with
     ``keep_text``); binaries, caches, links and unreadable files have no text
     and are only listed by the caller. Reading the result back gives the same

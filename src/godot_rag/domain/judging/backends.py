@@ -39,11 +39,16 @@ from godot_rag.prompts import Candidate, PromptChunk, PromptSet, judge_prompts, 
 
 
 class ChatReply(Protocol):
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    finish_reason: str
-    latency_ms: float
+    @property
+    def text(self) -> str: ...
+    @property
+    def prompt_tokens(self) -> int: ...
+    @property
+    def completion_tokens(self) -> int: ...
+    @property
+    def finish_reason(self) -> str: ...
+    @property
+    def latency_ms(self) -> float: ...
 
 
 class ChatClient(Protocol):

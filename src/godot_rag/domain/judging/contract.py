@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from jsonschema import Draft202012Validator
 
@@ -108,7 +108,7 @@ def validate(data: object, scope: ContractScope) -> list[str]:
     ]
     if not isinstance(data, dict):
         return errors or ["the reply is not a JSON object"]
-    tables = {}
+    tables: dict[str, set[str]] = {}
     for table, rid in scope.candidates:
         tables.setdefault(rid, set()).add(table)
     evidence = data.get("evidence")
@@ -153,7 +153,8 @@ def parse_reply(raw: str) -> object:
         text = m.group(1).strip()
     try:
         return json.loads(text)
-    except json.JSONDecodeError as exc:
+    except json.JSONDecodeError as first:
+        exc = first
         start = text.find("{")
         if start >= 0:
             try:

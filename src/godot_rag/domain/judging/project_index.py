@@ -25,9 +25,9 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable
 
 PROJECT_INDEX_VERSION = "symbols/1"
 
@@ -305,7 +305,7 @@ class ClassSymbols:
     extends: str = ""  # "T:Name" | "P:path" | "" (a script without extends is a RefCounted/Reference)
     members: dict[str, str] = field(default_factory=dict)  # name -> func|var|const|signal|enum|class
     member_types: dict[str, str] = field(default_factory=dict)  # var/const name -> type reference
-    inner: dict[str, "ClassSymbols"] = field(default_factory=dict)
+    inner: dict[str, ClassSymbols] = field(default_factory=dict)
     returns: dict[str, str] = field(default_factory=dict)  # func name -> declared return type reference
 
     def to_json(self) -> dict:
@@ -315,7 +315,7 @@ class ClassSymbols:
                 "returns": dict(sorted(self.returns.items()))}
 
     @classmethod
-    def from_json(cls, d: dict) -> "ClassSymbols":
+    def from_json(cls, d: dict) -> ClassSymbols:
         return cls(str(d.get("extends", "")), {str(k): str(v) for k, v in (d.get("members") or {}).items()},
                    {str(k): str(v) for k, v in (d.get("member_types") or {}).items()},
                    {str(k): cls.from_json(v) for k, v in (d.get("inner") or {}).items() if isinstance(v, dict)},
@@ -330,7 +330,7 @@ class ScriptSymbols(ClassSymbols):
         return {**super().to_json(), "class_name": self.class_name}
 
     @classmethod
-    def from_json(cls, d: dict) -> "ScriptSymbols":
+    def from_json(cls, d: dict) -> ScriptSymbols:
         base = ClassSymbols.from_json(d)
         return cls(base.extends, base.members, base.member_types, base.inner, base.returns, str(d.get("class_name", "")))
 
@@ -498,7 +498,7 @@ class SceneNode:
         return [self.path, self.type, self.script, self.instance, self.unique]
 
     @classmethod
-    def from_json(cls, v: list) -> "SceneNode":
+    def from_json(cls, v: list) -> SceneNode:
         path, type_, script, instance, unique = (list(v) + ["", "", "", "", False])[:5]
         return cls(str(path), str(type_), str(script), str(instance), bool(unique))
 
@@ -634,7 +634,7 @@ class TypeInfo:
                 "signals": sorted(self.signals), "value_types": dict(sorted(self.value_types.items()))}
 
     @classmethod
-    def from_json(cls, d: dict) -> "TypeInfo":
+    def from_json(cls, d: dict) -> TypeInfo:
         return cls(frozenset(str(m) for m in d.get("members") or ()), str(d.get("engine_base", "")), str(d.get("origin", "")),
                    frozenset(str(m) for m in d.get("signals") or ()),
                    {str(k): str(v) for k, v in (d.get("value_types") or {}).items()})
@@ -679,7 +679,7 @@ class FileScope:
         return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> "FileScope":
+    def from_json(cls, text: str) -> FileScope:
         """The scope in ``text``; an empty scope for "" or anything unreadable (an analysis made before scopes)."""
         try:
             d = json.loads(text) if text else {}
@@ -690,7 +690,7 @@ class FileScope:
             return cls()  # not a scope this version wrote: judge without one
 
     @classmethod
-    def _from_dict(cls, d: dict) -> "FileScope":
+    def _from_dict(cls, d: dict) -> FileScope:
         owner = d.get("owner")
         return cls(
             script=str(d.get("script", "")), self_key=str(d.get("self_key", "")),
@@ -719,7 +719,7 @@ class ProjectIndex:
     # ------------------------------------------------------------ building
 
     @classmethod
-    def build(cls, files: Iterable[tuple[str, str]]) -> "ProjectIndex":
+    def build(cls, files: Iterable[tuple[str, str]]) -> ProjectIndex:
         """From (project-relative path, text) pairs; files of other kinds are ignored."""
         index = cls()
         for path, text in files:
@@ -744,7 +744,7 @@ class ProjectIndex:
         return json.dumps(d, sort_keys=True, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> "ProjectIndex":
+    def from_json(cls, text: str) -> ProjectIndex:
         """The index in ``text``; an empty index for "" or anything this version did not write."""
         try:
             d = json.loads(text) if text else {}
@@ -755,7 +755,7 @@ class ProjectIndex:
             return cls()
 
     @classmethod
-    def _from_dict(cls, d: dict) -> "ProjectIndex":
+    def _from_dict(cls, d: dict) -> ProjectIndex:
         return cls(
             {str(k): ScriptSymbols.from_json(v) for k, v in (d.get("scripts") or {}).items() if isinstance(v, dict)},
             {str(k): [SceneNode.from_json(n) for n in v if isinstance(n, list)] for k, v in (d.get("scenes") or {}).items()

@@ -66,7 +66,7 @@ class ReceiverResolver:
     base: str = ""  # the engine class the script extends, when no project index says more
 
     @classmethod
-    def for_chunk(cls, scope: FileScope, vocab, mask: str, text: str, base: str = "") -> "ReceiverResolver":
+    def for_chunk(cls, scope: FileScope, vocab, mask: str, text: str, base: str = "") -> ReceiverResolver:
         r = cls(scope, vocab, mask, text, base=base)
         r.locals_ = _chunk_locals(mask, text, scope.script.rpartition("/")[0])
         return r

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Iterable, Sequence
 
 from godot_rag.domain.judging.project_index import FileScope, read_ident
 from godot_rag.domain.judging.receivers import ReceiverResolver
@@ -42,7 +42,24 @@ from godot_rag.domain.models import (
     RetrievalHit,
 )
 
-RULES_JUDGE_VERSION = "rules/4"
+RULES_JUDGE_VERSION = "rules/5"
+
+# What a fact rests on. The verdict weighs them differently
+# (docs/judge.md, "Verdict rules"):
+KIND_CONFIG = "config"  # project.godot's config_version / features: the project's own version
+KIND_SYNTAX = "syntax"  # grammar only one version's GDScript parser accepts
+# A type one version's class reference lacks: a scene node or resource of a
+# removed (or renamed) Godot 3 class, a Godot 4-only one, a script's base class.
+KIND_REMOVED_TYPE = "removed_type"
+KIND_API = "api"  # engine names: members, classes used in code, renamed properties and settings
+# How the editor wrote the file (format=2, numeric resource ids, ExtResource( 1 ),
+# the import cache): Godot 4 loads Godot 3's and rewrites it on the next save.
+KIND_FILE_FORMAT = "file_format"
+EVIDENCE_KINDS = (KIND_CONFIG, KIND_SYNTAX, KIND_REMOVED_TYPE, KIND_API, KIND_FILE_FORMAT)
+# Which kind wins inside one chunk when both versions have facts: grammar and
+# types decide whether a version can load the code at all, names come next,
+# the file format least (it says which editor saved the file, not what it holds).
+_KIND_RANK = {KIND_CONFIG: 3, KIND_SYNTAX: 3, KIND_REMOVED_TYPE: 3, KIND_API: 2, KIND_FILE_FORMAT: 1}
 
 # Confidence of a neutral judgment: a chunk that touches no engine name at all
 # (a const, an enum, arithmetic on its own fields) is safely neutral; one that
@@ -52,7 +69,7 @@ NEUTRAL_WITH_ENGINE_SURFACE = 0.6
 # Facts for both versions in one chunk: when they are of the same kind (both
 # syntax, both engine API, both bare member names) the chunk is neutral at this
 # confidence; otherwise the stronger kind wins, at most at the second figure.
-CONFLICT_CONFIDENCE = 0.3
+CONFLICT_CONFIDENCE = 0.25
 CONFLICT_WINNER_CONFIDENCE = 0.7
 MAX_EXPLANATION = 1200
 
@@ -67,10 +84,12 @@ class Fact:
     new: str = ""
     basis_record_id: str = ""
     symbol: str = ""  # the matched identifier, for de-duplication across rules
-    # What the fact rests on: 2 = syntax only one version parses, 1 = an engine
-    # name (a resolved receiver, a class, a rename pair), 0 = a member name on a
-    # receiver nothing resolves. Conflicting facts are weighed by tier first.
+    # How sure the reading of the name is: 2 = syntax only one version parses,
+    # 1 = an engine name (a resolved receiver, a class, a rename pair), 0 = a
+    # member name on a receiver nothing resolves. Within one kind, conflicting
+    # facts are weighed by tier.
     tier: int = 1
+    kind: str = KIND_API  # one of EVIDENCE_KINDS
 
 
 @dataclass(frozen=True)
@@ -120,7 +139,7 @@ class EngineVocabulary:
     accessor_names4: frozenset[str] = frozenset()
 
     @classmethod
-    def from_class_references(cls, rows3: Iterable[dict], rows4: Iterable[dict]) -> "EngineVocabulary":
+    def from_class_references(cls, rows3: Iterable[dict], rows4: Iterable[dict]) -> EngineVocabulary:
         v3 = _version_vocabulary(rows3)
         v4 = _version_vocabulary(rows4)
         return cls(
@@ -156,7 +175,7 @@ class EngineVocabulary:
         return ""
 
     @classmethod
-    def empty(cls) -> "EngineVocabulary":
+    def empty(cls) -> EngineVocabulary:
         e: frozenset[str] = frozenset()
         return cls(e, e, {}, {}, e, e, e, e, e, e, e, e)
 
@@ -247,7 +266,7 @@ class RenameIndex:
     vocabulary: EngineVocabulary = field(default_factory=EngineVocabulary.empty)
 
     @classmethod
-    def from_payloads(cls, rows: Iterable[tuple[str, dict]], vocabulary: EngineVocabulary | None = None) -> "RenameIndex":
+    def from_payloads(cls, rows: Iterable[tuple[str, dict]], vocabulary: EngineVocabulary | None = None) -> RenameIndex:
         index = cls(vocabulary=vocabulary or EngineVocabulary.empty())
         for record_id, p in rows:
             entry = _entry(record_id, p)
@@ -324,6 +343,16 @@ _G4_SYNTAX: list[tuple[re.Pattern[str], str, float]] = [
     (re.compile(r"\bfor[ \t]+\w+[ \t]*:[ \t]*\w+[ \t]+in\b"), "typed loop variable (Godot 4.2+)", 0.9),
     (re.compile(r"\bis[ \t]+not\b"), "`is not` operator (Godot 4 only)", 0.85),
 ]
+
+# The syntax-table entries that are really a name (a call another version names
+# differently), not grammar: they are API evidence, and a project method of
+# that name is the project's own.
+_NAME_LIKE_SYNTAX = ("`PackedScene.instance()`", "move_and_slide_with_snap", "`signal.emit()`", "`instantiate()`")
+_LITERAL_WHATS = ("StringName literal &\"...\" (Godot 4 only)", "NodePath literal ^\"...\" (Godot 4 only)")
+_SYNTAX_WHATS = frozenset(
+    [entry[1] for entry in (*_G3_SYNTAX, *_G4_SYNTAX) if not any(n in entry[1] for n in _NAME_LIKE_SYNTAX)]
+    + list(_LITERAL_WHATS)
+)
 
 # Literal prefixes live in code, the string after them is masked: check code_text
 # at positions where the mask shows code.
@@ -503,7 +532,7 @@ class _Context:
             self.discounted[word] = basis
         return _Member("project", "", basis)
 
-    def member(self, t: "_Token") -> _Member:
+    def member(self, t: _Token) -> _Member:
         if t.receiver == "?":
             return _Member("unknown")  # nothing before the dot: a Godot 3 parent call `.name()`
         dot = self.mask.rfind(".", max(0, t.start - 80), t.start)
@@ -1153,64 +1182,144 @@ def _engine_surface(mask: str, vocab: EngineVocabulary, declared: frozenset[str]
 # ---------------------------------------------------------------- direct-chunk facts
 
 def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fact]:
+    """Facts of a project.godot, scene, resource, .import or .uid chunk, each with its kind.
+
+    The file format (format=2, numeric ids, ``ExtResource( 1 )``, the import
+    cache) says which editor last saved a file; Godot 4 loads Godot 3's
+    format and rewrites it on save, so it is KIND_FILE_FORMAT, never a type or
+    API fact. A node or resource type one version's class reference lacks is
+    KIND_REMOVED_TYPE: that version cannot instantiate it.
+    """
     text = chunk.code_mask or chunk.code_text
     facts: list[Fact] = []
 
-    def add(pattern: str, signal: str, strength: float, what: str, flags: int = re.M) -> None:
+    def add(pattern: str, signal: str, strength: float, what: str, kind: str, flags: int = re.M) -> None:
         for m in re.finditer(pattern, text, flags):
-            facts.append(Fact(signal, strength, what, _line_of(chunk, m.start())))
+            facts.append(Fact(signal, strength, what, _line_of(chunk, m.start()), kind=kind))
 
     if source_kind == "project_config":
-        add(r"^config_version[ \t]*=[ \t]*[34]\b", SIGNAL_GODOT3, 0.99, "config_version 3/4 (Godot 3 project file)")
-        add(r"^config_version[ \t]*=[ \t]*5\b", SIGNAL_GODOT4, 0.99, "config_version=5 (Godot 4 project file)")
-        add(r"^config/features[ \t]*=[ \t]*PackedStringArray\([^)]*\"4\.\d", SIGNAL_GODOT4, 0.99, "config/features names Godot 4.x")
-        add(r"PoolStringArray\(", SIGNAL_GODOT3, 0.9, "PoolStringArray value (Godot 3)")
-        add(r"\"scancode\"|\"physical_scancode\"", SIGNAL_GODOT3, 0.85, "input event scancode (keycode in Godot 4)")
-        add(r"\"physical_keycode\"|\"keycode\"", SIGNAL_GODOT4, 0.85, "input event keycode (Godot 4)")
-        add(r"^[^\n=]*=[ \t]*\"\*res://", SIGNAL_NEUTRAL, 0.0, "autoload entry")
+        add(r"^config_version[ \t]*=[ \t]*[34]\b", SIGNAL_GODOT3, 0.99, "config_version 3/4 (Godot 3 project file)", KIND_CONFIG)
+        add(r"^config_version[ \t]*=[ \t]*5\b", SIGNAL_GODOT4, 0.99, "config_version=5 (Godot 4 project file)", KIND_CONFIG)
+        add(r"^config/features[ \t]*=[ \t]*PackedStringArray\([^)]*\"4\.\d", SIGNAL_GODOT4, 0.99, "config/features names Godot 4.x",
+            KIND_CONFIG)
+        add(r"PoolStringArray\(", SIGNAL_GODOT3, 0.9, "PoolStringArray value (Godot 3 project file format)", KIND_FILE_FORMAT)
+        add(r"\"scancode\"|\"physical_scancode\"", SIGNAL_GODOT3, 0.85, "input event scancode (keycode in Godot 4)", KIND_API)
+        add(r"\"physical_keycode\"|\"keycode\"", SIGNAL_GODOT4, 0.85, "input event keycode (Godot 4)", KIND_API)
     elif source_kind in ("scene", "resource"):
-        add(r"^\[gd_(scene|resource)[^\]]*\bformat=2\b", SIGNAL_GODOT3, 0.6, "scene/resource format=2 (written by Godot 3; Godot 4 still loads it)")
-        add(r"^\[gd_(scene|resource)[^\]]*\bformat=[34]\b", SIGNAL_GODOT4, 0.95, "scene/resource format=3/4 (written by Godot 4)")
-        add(r"\buid=\"uid://", SIGNAL_GODOT4, 0.8, "uid:// resource id (Godot 4)")
-        add(r"^\[ext_resource[^\]]*\bid=\d+\b", SIGNAL_GODOT3, 0.7, "numeric ext_resource id (Godot 3 format)")
-        add(r"(Ext|Sub)Resource\([ \t]+\d+[ \t]+\)", SIGNAL_GODOT3, 0.7, "ExtResource( 1 ) reference (Godot 3 format)")
-        add(r"(Ext|Sub)Resource\(\"[^\"]+\"\)", SIGNAL_GODOT4, 0.8, "ExtResource(\"id\") reference (Godot 4 format)")
+        add(r"^\[gd_(scene|resource)[^\]]*\bformat=2\b", SIGNAL_GODOT3, 0.6,
+            "scene/resource format=2 (saved by Godot 3; Godot 4 loads it and re-saving converts it)", KIND_FILE_FORMAT)
+        add(r"^\[gd_(scene|resource)[^\]]*\bformat=[34]\b", SIGNAL_GODOT4, 0.95,
+            "scene/resource format=3/4 (saved by Godot 4; Godot 3 cannot load it)", KIND_FILE_FORMAT)
+        add(r"\buid=\"uid://", SIGNAL_GODOT4, 0.8, "uid:// resource id (Godot 4 file format)", KIND_FILE_FORMAT)
+        add(r"^\[ext_resource[^\]]*\bid=\d+\b", SIGNAL_GODOT3, 0.7, "numeric ext_resource id (Godot 3 file format)", KIND_FILE_FORMAT)
+        add(r"(Ext|Sub)Resource\([ \t]+\d+[ \t]+\)", SIGNAL_GODOT3, 0.7, "ExtResource( 1 ) reference (Godot 3 file format)",
+            KIND_FILE_FORMAT)
+        add(r"(Ext|Sub)Resource\(\"[^\"]+\"\)", SIGNAL_GODOT4, 0.8, "ExtResource(\"id\") reference (Godot 4 file format)",
+            KIND_FILE_FORMAT)
         for m in re.finditer(r"\btype=\"([A-Za-z0-9_]+)\"", text):
             facts.extend(_type_facts(chunk, m.group(1), m.start(1), index))
-        for m in re.finditer(r"^([a-z_][a-z0-9_/]*)[ \t]*=", text, re.M):
-            prop = m.group(1).split("/")[0]
-            for entry in index.by_old.get(prop, ()):
-                if entry.enabled and entry.change_type == "property" and not entry.old_in_godot4:
-                    facts.append(Fact(SIGNAL_GODOT3, 0.8, f"Godot 3 property `{prop}` (renamed `{entry.new}`)",
-                                      _line_of(chunk, m.start()), prop, entry.new, entry.record_id))
-                    break
+        facts.extend(_property_facts(chunk, text, index))
     elif source_kind == "import_meta":
-        add(r"res://\.import/", SIGNAL_GODOT3, 0.85, "import cache under res://.import (Godot 3)")
-        add(r"res://\.godot/imported/", SIGNAL_GODOT4, 0.85, "import cache under res://.godot/imported (Godot 4)")
+        # Import metadata is the editor's cache: each version re-imports from the
+        # source asset, so everything in it is file format.
+        add(r"res://\.import/", SIGNAL_GODOT3, 0.85, "import cache under res://.import (Godot 3; Godot 4 re-imports)",
+            KIND_FILE_FORMAT)
+        add(r"res://\.godot/imported/", SIGNAL_GODOT4, 0.85, "import cache under res://.godot/imported (Godot 4)", KIND_FILE_FORMAT)
         for m in re.finditer(r"\btype=\"([A-Za-z0-9_]+)\"", text):
-            facts.extend(_type_facts(chunk, m.group(1), m.start(1), index))
+            facts.extend(replace(f, kind=KIND_FILE_FORMAT) for f in _type_facts(chunk, m.group(1), m.start(1), index))
     elif source_kind == "uid":
-        add(r"^uid://", SIGNAL_GODOT4, 0.9, ".uid sidecar file (Godot 4.4+)")
+        add(r"^uid://", SIGNAL_GODOT4, 0.9, ".uid sidecar file (Godot 4.4+; Godot 3 ignores it)", KIND_FILE_FORMAT)
+    return facts
+
+
+_HEADER_TYPE_RE = re.compile(r"^\[(?:node|sub_resource|gd_resource)\b[^\]\n]*?\btype=\"([A-Za-z0-9_]+)\"", re.M)
+
+
+def _property_facts(chunk: Chunk, text: str, index: RenameIndex) -> list[Fact]:
+    """`key = value` lines naming a property of one version only.
+
+    With the block's type known (``[node type="Label"]``), the class references
+    decide: a property the type has in one version and not under its name in
+    the other (Label's ``margin_right`` is Godot 3, ``layout_mode`` Godot 4).
+    Without it, only the rename table's Godot 3 names that no Godot 4 class has.
+    """
+    vocab = index.vocabulary
+    m = _HEADER_TYPE_RE.search(text)
+    type3 = type4 = ""
+    if m:
+        name = m.group(1)
+        type3 = name if name in vocab.members3 else ""
+        type4 = name if name in vocab.members4 else ""
+        if type3 and not type4:
+            type4 = next((e.new for e in index.by_old.get(name, ()) if e.enabled and e.new in vocab.members4), "")
+        if type4 and not type3:
+            entry = _preferred_entry(index, name, vocab)
+            type3 = entry.old if entry and entry.old in vocab.members3 else ""
+    facts: list[Fact] = []
+    for pm in re.finditer(r"^([a-z_][a-z0-9_/]*)[ \t]*=", text, re.M):
+        prop = pm.group(1).split("/")[0]
+        line = _line_of(chunk, pm.start())
+        renamed = next((e for e in index.by_old.get(prop, ()) if e.enabled and e.change_type == "property"), None)
+        if type3 and type4:
+            in3, in4 = prop in vocab.members3[type3], prop in vocab.members4[type4]
+            if in3 and not in4:
+                facts.append(Fact(SIGNAL_GODOT3, 0.8, f"Godot 3 property `{prop}` of {type3} (not in Godot 4's {type4})", line, prop,
+                                  renamed.new if renamed else "", renamed.record_id if renamed else "", kind=KIND_API))
+            elif in4 and not in3:
+                facts.append(Fact(SIGNAL_GODOT4, 0.8, f"Godot 4 property `{prop}` of {type4} (not in Godot 3's {type3})", line,
+                                  kind=KIND_API))
+        elif renamed and not renamed.old_in_godot4:
+            facts.append(Fact(SIGNAL_GODOT3, 0.8, f"Godot 3 property `{prop}` (renamed `{renamed.new}`)", line, prop,
+                              renamed.new, renamed.record_id, kind=KIND_API))
     return facts
 
 
 def _type_facts(chunk: Chunk, type_name: str, offset: int, index: RenameIndex) -> list[Fact]:
-    for entry in index.by_old.get(type_name, ()):
-        if entry.enabled and entry.change_type in ("class", "builtin_type"):
-            return [Fact(SIGNAL_GODOT3, 0.85 if not entry.old_in_godot4 else 0.5,
-                         f"Godot 3 type `{type_name}` (renamed `{entry.new}` in Godot 4)",
-                         _line_of(chunk, offset), type_name, entry.new, entry.record_id)]
+    """A scene/resource type one version lacks; the class references decide, the rename table names the successor."""
+    line = _line_of(chunk, offset)
+    vocab = index.vocabulary
+    renamed = [e for e in index.by_old.get(type_name, ()) if e.enabled and e.change_type in ("class", "builtin_type")]
+    if vocab.classes3 or vocab.classes4:
+        in3 = type_name in vocab.classes3 or type_name in vocab.singletons3
+        in4 = type_name in vocab.classes4 or type_name in vocab.singletons4
+        if in3 and not in4:
+            if renamed:
+                e = renamed[0]
+                return [Fact(SIGNAL_GODOT3, 0.85, f"Godot 3 type `{type_name}` (not in Godot 4; renamed `{e.new}`)", line,
+                             type_name, e.new, e.record_id, kind=KIND_REMOVED_TYPE)]
+            return [Fact(SIGNAL_GODOT3, 0.85, f"Godot 3 type `{type_name}` (removed in Godot 4)", line, type_name,
+                         _G3_REPLACEMENTS.get(type_name, ""), kind=KIND_REMOVED_TYPE)]
+        if in4 and not in3:
+            return [Fact(SIGNAL_GODOT4, 0.85, f"Godot 4 type `{type_name}` (not in Godot 3)", line,
+                         basis_record_id=_preferred_basis(index, type_name, vocab), kind=KIND_REMOVED_TYPE)]
+        return []
+    # Without the class references (a bare rename index) the rename pairs are all there is.
+    for entry in renamed:
+        if not entry.old_in_godot4:
+            return [Fact(SIGNAL_GODOT3, 0.85, f"Godot 3 type `{type_name}` (renamed `{entry.new}` in Godot 4)", line,
+                         type_name, entry.new, entry.record_id, kind=KIND_REMOVED_TYPE)]
     for entry in index.by_new.get(type_name, ()):
         if entry.enabled and entry.change_type in ("class", "builtin_type") and not entry.new_in_godot3:
-            return [Fact(SIGNAL_GODOT4, 0.85, f"Godot 4 type `{type_name}` (was `{entry.old}`)", _line_of(chunk, offset),
-                         basis_record_id=_preferred_basis(index, type_name, index.vocabulary))]
-    vocab = index.vocabulary
-    if type_name in vocab.classes3 and type_name not in vocab.classes4:
-        return [Fact(SIGNAL_GODOT3, 0.8, f"Godot 3 type `{type_name}` (not in Godot 4)", _line_of(chunk, offset),
-                     type_name, _G3_REPLACEMENTS.get(type_name, ""))]
-    if type_name in vocab.classes4 and type_name not in vocab.classes3:
-        return [Fact(SIGNAL_GODOT4, 0.8, f"Godot 4 type `{type_name}` (not in Godot 3)", _line_of(chunk, offset))]
+            return [Fact(SIGNAL_GODOT4, 0.85, f"Godot 4 type `{type_name}` (was `{entry.old}`)", line,
+                         basis_record_id=_preferred_basis(index, type_name, vocab), kind=KIND_REMOVED_TYPE)]
     return []
+
+
+def _gdscript_kinds(chunk: Chunk, facts: list[Fact], vocab: EngineVocabulary) -> list[Fact]:
+    """Kinds of GDScript facts: grammar is syntax, the script's missing base class a removed type, the rest API."""
+    mask = chunk.code_mask or chunk.code_text
+    bases = {(_line_of(chunk, m.start(1)), m.group(1)) for m in _EXTENDS_RE.finditer(mask)}
+    out: list[Fact] = []
+    for f in facts:
+        if f.what in _SYNTAX_WHATS:
+            f = replace(f, kind=KIND_SYNTAX)
+        elif bases and (f.line, f.symbol or f.old) in bases:
+            name = f.symbol or f.old
+            missing = name not in (vocab.classes4 if f.signal == SIGNAL_GODOT3 else vocab.classes3)
+            if missing or not (vocab.classes3 or vocab.classes4):
+                f = replace(f, kind=KIND_REMOVED_TYPE)
+        out.append(f)
+    return out
 
 
 # ---------------------------------------------------------------- judgment
@@ -1224,7 +1333,7 @@ def chunk_facts(
     scope: FileScope | None = None,
 ) -> list[Fact]:
     if source_kind == "gdscript":
-        facts = gdscript_facts(chunk, index, declared_names, hits, scope)
+        facts = _gdscript_kinds(chunk, gdscript_facts(chunk, index, declared_names, hits, scope), index.vocabulary)
     else:
         facts = direct_facts(chunk, source_kind, index)
     return [f for f in facts if f.signal != SIGNAL_NEUTRAL]
@@ -1240,7 +1349,7 @@ def judge_chunk(
 ) -> Judgment:
     """One chunk's judgment. ``scope`` is what the project index says the file's names are (None: no index)."""
     if source_kind == "gdscript":
-        every = gdscript_facts(chunk, index, declared_names, hits, scope)
+        every = _gdscript_kinds(chunk, gdscript_facts(chunk, index, declared_names, hits, scope), index.vocabulary)
         facts = [f for f in every if f.signal != SIGNAL_NEUTRAL]
         set_aside = [f.what for f in every if f.signal == SIGNAL_NEUTRAL]
     else:
@@ -1249,8 +1358,10 @@ def judge_chunk(
     g4 = [f for f in facts if f.signal == SIGNAL_GODOT4]
     s3 = _combine(f.strength for f in g3)
     s4 = _combine(f.strength for f in g4)
-    t3 = max((f.tier for f in g3), default=-1)
-    t4 = max((f.tier for f in g4), default=-1)
+    # Conflicting facts are ranked by kind (grammar and types over names over
+    # the file format), then by how sure the reading of the name is.
+    r3 = max(((_KIND_RANK.get(f.kind, 2), f.tier) for f in g3), default=(-1, -1))
+    r4 = max(((_KIND_RANK.get(f.kind, 2), f.tier) for f in g4), default=(-1, -1))
     conflict = bool(g3) and bool(g4)
     if not facts:
         signal = SIGNAL_NEUTRAL
@@ -1258,28 +1369,33 @@ def judge_chunk(
         confidence = NEUTRAL_WITH_ENGINE_SURFACE if surface else NEUTRAL_NO_ENGINE_SURFACE
         explanation = ("No Godot-3-only or Godot-4-only construct in the code; valid in both versions as far as the rules see."
                        if surface else "Touches no engine API at all: valid in both versions.")
-    elif conflict and t3 == t4:
-        # Both versions' evidence of the same kind in one chunk: one side is
-        # misread (a project member, an unresolved receiver), and the rules cannot
-        # tell which. No label beats the other; the chunk stays undecided.
+    elif conflict and r3 == r4:
+        # Both versions' evidence of the same kind and tier in one chunk: one
+        # side is misread (a project member, an unresolved receiver), and the
+        # rules cannot tell which. No label beats the other; the chunk stays undecided.
         signal = SIGNAL_NEUTRAL
         confidence = CONFLICT_CONFIDENCE
         explanation = ("Conflicting evidence of the same kind, so neither version is claimed. Godot 3: " + "; ".join(_whats(g3))
                        + ". Godot 4: " + "; ".join(_whats(g4)))
-    elif (t3 > t4) if conflict else bool(g3):
-        signal = SIGNAL_GODOT3
-        confidence = round(s3 * (1 - 0.5 * s4), 3)
-        explanation = "Godot 3: " + "; ".join(_whats(g3))
-        if g4:
-            confidence = min(confidence, CONFLICT_WINNER_CONFIDENCE)
-            explanation += ". Also Godot 4 (weaker kind of evidence): " + "; ".join(_whats(g4))
     else:
-        signal = SIGNAL_GODOT4
-        confidence = round(s4 * (1 - 0.5 * s3), 3)
-        explanation = "Godot 4: " + "; ".join(_whats(g4))
-        if g3:
-            confidence = min(confidence, CONFLICT_WINNER_CONFIDENCE)
-            explanation += ". Also Godot 3 (weaker kind of evidence): " + "; ".join(_whats(g3))
+        signal = SIGNAL_GODOT3 if ((r3 > r4) if conflict else bool(g3)) else SIGNAL_GODOT4
+        win, lose = (g3, g4) if signal == SIGNAL_GODOT3 else (g4, g3)
+        s_win, s_lose = (s3, s4) if signal == SIGNAL_GODOT3 else (s4, s3)
+        name, other = ("Godot 3", "Godot 4") if signal == SIGNAL_GODOT3 else ("Godot 4", "Godot 3")
+        explanation = f"{name}: " + "; ".join(_whats(win))
+        if not lose:
+            confidence = round(s_win, 3)
+        elif r3[0] != r4[0]:
+            # A stronger kind (grammar, a type) against a weaker one (a name, the file format): the weaker costs a little.
+            confidence = round(s_win * (1 - 0.25 * s_lose), 3)
+        else:
+            # The same kind, read with more certainty on one side (a resolved receiver against a bare member name).
+            confidence = min(round(s_win * (1 - 0.5 * s_lose), 3), CONFLICT_WINNER_CONFIDENCE)
+        if lose:
+            explanation += f". Also {other} (weaker kind of evidence): " + "; ".join(_whats(lose))
+        if all(f.kind == KIND_FILE_FORMAT for f in facts):
+            explanation += (". File format only: both versions read it" if signal == SIGNAL_GODOT3
+                            else ". File format only: Godot 3 cannot read it")
     if set_aside:
         explanation += " Not evidence: " + "; ".join(set_aside) + "."
     if len(explanation) > MAX_EXPLANATION:
@@ -1308,7 +1424,8 @@ def judge_chunk(
             notes.append(MigrationNote(f.line, f.old, f.new or REMOVED_IN_GODOT4, f.basis_record_id))
     return Judgment(
         signal=signal,
-        needs_migration=bool(g3) and signal != SIGNAL_NEUTRAL,
+        # Godot 3's file format needs no hand migration: Godot 4 reads it and rewrites it on save.
+        needs_migration=signal != SIGNAL_NEUTRAL and any(f.kind != KIND_FILE_FORMAT for f in g3),
         confidence=confidence,
         evidence=tuple(evidence),
         migration_notes=tuple(sorted(notes, key=lambda n: (n.line, n.old))),
@@ -1316,6 +1433,7 @@ def judge_chunk(
         judge_kind="rules",
         model=RULES_JUDGE_VERSION,
         prompt_version="",
+        evidence_kinds=tuple(sorted({f"{f.signal}:{f.kind}" for f in facts})),
     )
 
 

@@ -4,7 +4,7 @@ Pure: functions take already-read JSON lines / page texts and return records;
 reading the packaged files is done by ``read_jsonl_gz`` / ``read_text`` over an
 importlib resource (no I/O library beyond the standard one).
 
-Three tables (seed 001):
+Three tables (the design's knowledge base):
 
 - ``docs_chunks``: one record per class and per member of the Godot 4.4.1 and
   3.6 class references (``docs:4:Input.is_action_pressed``), plus the sections
@@ -37,9 +37,9 @@ from __future__ import annotations
 import gzip
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Iterable, Iterator
 
 # Bump when the records (ids, payloads, search keys or embed texts) change:
 # a KB built from another data version is rebuilt at start.
@@ -133,7 +133,7 @@ COMMON_LEXEMES: frozenset[str] = frozenset({
     "func", "var", "const", "if", "elif", "else", "for", "while", "in", "return", "pass", "self", "true", "false",
     "null", "and", "or", "not", "is", "as", "break", "continue", "match", "extends", "class", "static", "void",
     "int", "float", "bool", "string", "delta", "value", "the", "to", "of", "a", "an", "it", "this", "be", "with",
-    "that", "on", "by", "at", "from", "can", "will", "are", "was", "if", "use", "used", "new",
+    "that", "on", "by", "at", "from", "can", "will", "are", "was", "use", "used", "new",
 })
 
 
