@@ -341,3 +341,11 @@ def test_a_godot3_class_without_a_rename_gets_a_note(knowledge, code, old, new, 
     assert j.signal == "godot3"
     note = _notes(j)[old]
     assert (note.new, note.basis_record_id) == (new, basis)
+
+
+def test_names_only_editor_classes_declare_and_declared_parameters_are_no_evidence(knowledge):
+    files = {"worker.gd": "extends Node\n\nsignal resized(size)\n\nvar queue\n\n\nfunc run_once():\n\tvar job = queue.pop_job()\n"
+                          "\treturn job.build()\n"}
+    judged = judge_project(files, knowledge)["worker.gd"]
+    assert judged["function:run_once"].signal == "neutral", judged["function:run_once"].explanation  # EditorPlugin.build only
+    assert judged["signal:resized"].signal == "neutral"  # a parameter named like Control.size

@@ -137,6 +137,9 @@ class EngineVocabulary:
     # property only. ``members3``/``members4`` include them per class; ``member_names`` does not.
     accessor_names3: frozenset[str] = frozenset()
     accessor_names4: frozenset[str] = frozenset()
+    # Member names that only editor classes declare (EditorPlugin.build), per version.
+    editor_only3: frozenset[str] = frozenset()
+    editor_only4: frozenset[str] = frozenset()
 
     @classmethod
     def from_class_references(cls, rows3: Iterable[dict], rows4: Iterable[dict]) -> EngineVocabulary:
@@ -149,6 +152,7 @@ class EngineVocabulary:
             singletons3=v3["singletons"], singletons4=v4["singletons"], parents3=v3["parents"], parents4=v4["parents"],
             types3=v3["types"], types4=v4["types"], records3=v3["records"],
             accessor_names3=v3["accessor_names"], accessor_names4=v4["accessor_names"],
+            editor_only3=v3["editor_only"], editor_only4=v4["editor_only"],
         )
 
     def declaring_class(self, version: str, klass: str, member: str) -> str:
@@ -185,6 +189,9 @@ class EngineVocabulary:
     def engine_name(self, name: str) -> bool:
         return (name in self.member_names3 or name in self.member_names4 or name in self.globals3 or name in self.globals4
                 or self.is_engine_class(name) or name in self.constants3 or name in self.constants4)
+
+
+_EDITOR_CLASS_PREFIXES = ("Editor", "VisualScript")
 
 
 def _version_vocabulary(rows: Iterable[dict]) -> dict:
@@ -240,8 +247,13 @@ def _version_vocabulary(rows: Iterable[dict]) -> dict:
         members[klass] = frozenset(acc)
     classes = frozenset(k for k in own if not k.startswith("@"))
     member_names = frozenset(n for names in own.values() for n in names)
+    # Names only editor classes declare (EditorPlugin.build, VisualScriptReturn.return_type): a game
+    # script calling one on an object nothing resolves is far likelier calling its own method.
+    game_names = frozenset(n for k, names in own.items() if not k.startswith(_EDITOR_CLASS_PREFIXES) for n in names)
+    editor_only = member_names - game_names
     accessor_names = frozenset(n for names in accessors.values() for n in names)
     return {"classes": classes, "members": members, "member_names": member_names, "accessor_names": accessor_names,
+            "editor_only": editor_only,
             "globals": frozenset(globals_),
             "constants": frozenset(constants), "singletons": frozenset(singletons), "parents": parent, "types": types,
             "records": records}
@@ -834,7 +846,8 @@ _CONTAINERS4 = ("Array", "Dictionary", "String", "PackedStringArray", "PackedInt
                 "PackedByteArray", "PackedVector2Array", "PackedVector3Array", "PackedColorArray")
 _EXTENDS_RE = re.compile(r"^[ \t]*extends[ \t]+([A-Za-z_]\w*)[ \t]*$", re.M)
 _LOCAL_RE = re.compile(r"\b(?:var|const|for)[ \t]+([A-Za-z_]\w*)")
-_PARAMS_RE = re.compile(r"^[ \t]*(?:static[ \t]+)?func[ \t]+\w+[ \t]*\(([^)]*)\)", re.M)
+# Parameters of a function or a signal declaration: names the code declares, not engine members.
+_PARAMS_RE = re.compile(r"^[ \t]*(?:static[ \t]+)?(?:func|signal)[ \t]+\w+[ \t]*\(([^)]*)\)", re.M)
 
 
 def _script_base(chunk: Chunk, index: RenameIndex, engine_base: str = "") -> tuple[str, str]:
@@ -1012,6 +1025,8 @@ def _member_name_fact(add, t: _Token, vocab: EngineVocabulary, member: _Member |
     in4 = w in vocab.member_names4 or w in vocab.globals4
     if (in3 and w in vocab.accessor_names4) or (in4 and w in vocab.accessor_names3):
         return False
+    if (in3 and w in vocab.editor_only3) or (in4 and w in vocab.editor_only4):
+        return False  # only an editor class has it; the receiver is unknown
     call = t.next_char == "("
     rests = _rests_on(member)
     if in3 and not in4:
