@@ -344,7 +344,7 @@ def test_a_godot3_class_without_a_rename_gets_a_note(knowledge, code, old, new, 
 
 
 def test_names_only_editor_classes_declare_and_declared_parameters_are_no_evidence(knowledge):
-    files = {"worker.gd": "extends Node\n\nsignal resized(size)\n\nvar queue\n\n\nfunc run_once():\n\tvar job = queue.pop_job()\n"
+    files = {"worker.gd": "extends Control\n\nsignal resized(size)\n\nvar queue\n\n\nfunc run_once():\n\tvar job = queue.pop_job()\n"
                           "\treturn job.build()\n"}
     judged = judge_project(files, knowledge)["worker.gd"]
     assert judged["function:run_once"].signal == "neutral", judged["function:run_once"].explanation  # EditorPlugin.build only
