@@ -22,6 +22,7 @@ costs linear time at most.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from godot_rag.domain.judging.project_index import (
     FileScope,
@@ -31,6 +32,9 @@ from godot_rag.domain.judging.project_index import (
     skip_balanced,
     string_at,
 )
+
+if TYPE_CHECKING:  # rules imports this module: the vocabulary's type is only named here
+    from godot_rag.domain.judging.rules import EngineVocabulary
 
 _LOOK_BACK = 240  # characters a receiver expression may span
 _MAX_DEPTH = 4  # a.b().c.d: deeper chains stay unresolved
@@ -59,14 +63,14 @@ class Resolved:
 @dataclass
 class ReceiverResolver:
     scope: FileScope
-    vocab: object  # rules.EngineVocabulary (kept untyped here: rules imports this module)
+    vocab: EngineVocabulary
     mask: str
     text: str
     locals_: dict[str, str] = field(default_factory=dict)  # local name -> type reference ("" = untyped)
     base: str = ""  # the engine class the script extends, when no project index says more
 
     @classmethod
-    def for_chunk(cls, scope: FileScope, vocab, mask: str, text: str, base: str = "") -> ReceiverResolver:
+    def for_chunk(cls, scope: FileScope, vocab: EngineVocabulary, mask: str, text: str, base: str = "") -> ReceiverResolver:
         r = cls(scope, vocab, mask, text, base=base)
         r.locals_ = _chunk_locals(mask, text, scope.script.rpartition("/")[0])
         return r

@@ -362,7 +362,7 @@ _G4_SYNTAX: list[tuple[re.Pattern[str], str, float]] = [
 _NAME_LIKE_SYNTAX = ("`PackedScene.instance()`", "move_and_slide_with_snap", "`signal.emit()`", "`instantiate()`")
 _LITERAL_WHATS = ("StringName literal &\"...\" (Godot 4 only)", "NodePath literal ^\"...\" (Godot 4 only)")
 _SYNTAX_WHATS = frozenset(
-    [entry[1] for entry in (*_G3_SYNTAX, *_G4_SYNTAX) if not any(n in entry[1] for n in _NAME_LIKE_SYNTAX)]
+    [str(entry[1]) for entry in (*_G3_SYNTAX, *_G4_SYNTAX) if not any(n in str(entry[1]) for n in _NAME_LIKE_SYNTAX)]
     + list(_LITERAL_WHATS)
 )
 
@@ -1004,12 +1004,12 @@ def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, de
                     add(SIGNAL_GODOT4, 0.85, f"Godot 4 member `{r}.{w}` (not in Godot 3)", t)
             continue
         if not _member_name_fact(add, t, vocab, member) and t.next_char == "(":
-            c3 = any(w in vocab.members3.get(k, ()) for k in _CONTAINERS3)
-            c4 = any(w in vocab.members4.get(k, ()) for k in _CONTAINERS4)
-            if c3 and not c4:
+            box3 = any(w in vocab.members3.get(k, ()) for k in _CONTAINERS3)
+            box4 = any(w in vocab.members4.get(k, ()) for k in _CONTAINERS4)
+            if box3 and not box4:
                 add(SIGNAL_GODOT3, 0.75, f"Godot 3 Array/Dictionary/String method `{w}()` (renamed in Godot 4)", t, w,
                     _G3_REPLACEMENTS.get(w, ""), tier=0)
-            elif c4 and not c3:
+            elif box4 and not box3:
                 add(SIGNAL_GODOT4, 0.75, f"Godot 4 Array/Dictionary/String method `{w}()` (not in Godot 3)", t, tier=0)
     return facts
 
