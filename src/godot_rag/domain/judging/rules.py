@@ -42,7 +42,7 @@ from godot_rag.domain.models import (
     RetrievalHit,
 )
 
-RULES_JUDGE_VERSION = "rules/5"
+RULES_JUDGE_VERSION = "rules/6"
 
 # What a fact rests on. The verdict weighs them differently
 # (docs/judge.md, "Verdict rules"):
