@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PROTOS := $(wildcard protos/godot_rag/v1/*.proto)
 SAMPLES := samples/godot3_project samples/godot4_project samples/mini_dodge.txt
 
-.PHONY: install proto proto-check lint browser run up test test-unit test-integration bench eval-retrieval clean llm-install eval serve-llm
+.PHONY: install proto proto-check lint browser run up test test-unit test-integration bench eval-retrieval eval-patch clean llm-install eval serve-llm
 
 # Editing pyproject.toml reinstalls.
 $(STAMP): pyproject.toml
@@ -73,6 +73,10 @@ bench: $(STAMP)
 # Recall@5 and MRR of vector-only, lexical-only and hybrid retrieval on tests/retrieval_set/.
 eval-retrieval: $(STAMP)
 	$(PY) benchmarks/eval_retrieval.py
+
+# Agreement of `godot-rag patch` with Godot's own converter on its 189 self-test cases, every difference with its reason.
+eval-patch: $(STAMP)
+	$(PY) benchmarks/eval_patch.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

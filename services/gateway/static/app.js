@@ -53,7 +53,7 @@ function liveList(root) {
   const form = $("#chunk-filter");
   form.addEventListener("change", () => applyFilter(form));
   form.addEventListener("submit", (ev) => { ev.preventDefault(); applyFilter(form); });
-  if (root.dataset.status === "done") return;
+  if (root.dataset.status !== "running") return;
   const tbody = $("#chunk-table tbody");
   const since = root.dataset.cursor ? "?since=" + encodeURIComponent(root.dataset.cursor) : "";
   const es = new EventSource(`/a/${encodeURIComponent(aid)}/events${since}`);

@@ -8,6 +8,7 @@ file task finds its chunks committed and only republishes (deduped by id).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from opentelemetry import trace
 
@@ -15,7 +16,7 @@ from godot_rag import convert
 from godot_rag.domain.chunking.files import chunk_file, producer_version
 from godot_rag.domain.chunking.validation import validate_chunking
 from godot_rag.domain.ids import message_id, subject_token
-from godot_rag.domain.models import PARSE_FAILED
+from godot_rag.domain.models import PARSE_FAILED, ChunkingResult
 from godot_rag.errors import PoisonError, RetryableError
 from godot_rag.infra.service import ServiceContext
 from godot_rag.stages import FILE_DONE, STAGE_VERSION, FileStatus, Stage, chunk_subject
@@ -24,13 +25,22 @@ from godot_rag.v1 import messages_pb2 as pb
 log = logging.getLogger(__name__)
 
 
-async def chunk_output_for(ctx: ServiceContext, req: pb.AnalysisRequest, data: bytes) -> dict:
+# (source_file, source_kind, data, expected_sha256) -> result; chunk_file unless a test injects a faulty one.
+ChunkFn = Callable[[str, str, bytes, str | None], ChunkingResult]
+
+
+def _chunk_file(source_file: str, source_kind: str, data: bytes, expected_sha256: str | None) -> ChunkingResult:
+    return chunk_file(source_file, source_kind, data, expected_sha256=expected_sha256)
+
+
+async def chunk_output_for(ctx: ServiceContext, req: pb.AnalysisRequest, data: bytes, chunk_fn: ChunkFn = _chunk_file,
+                           version: str | None = None) -> dict:
     """The chunking output as a dict, from the reuse cache (sha256, kind, version) or computed now."""
-    version = producer_version(req.source_kind)
+    version = version or producer_version(req.source_kind)
     cached = await ctx.store.get_chunking_cache(req.source_sha256, req.source_kind, version)
     if cached is not None and cached.get("source_file") == req.source_file:
         return {**cached, "reused": True}
-    result = chunk_file(req.source_file, req.source_kind, data, expected_sha256=req.source_sha256 or None)
+    result = chunk_fn(req.source_file, req.source_kind, data, req.source_sha256 or None)
     problems = validate_chunking(data, result, [(c.chunk_id, c.chunk_order) for c in result.chunks])
     if problems and result.status != PARSE_FAILED:
         output = convert.to_dict(convert.chunking_to_pb(result, req.project_id))
@@ -48,7 +58,7 @@ async def chunk_output_for(ctx: ServiceContext, req: pb.AnalysisRequest, data: b
     return output
 
 
-async def handle_file_task(ctx: ServiceContext, data: bytes) -> None:
+async def handle_file_task(ctx: ServiceContext, data: bytes, chunk_fn: ChunkFn = _chunk_file, version: str | None = None) -> None:
     task = pb.FileTask.FromString(data)
     req = task.request
     aid = task.analysis_id
@@ -60,11 +70,11 @@ async def handle_file_task(ctx: ServiceContext, data: bytes) -> None:
         blob = await ctx.store.get_blob(req.source_sha256)
         if blob is None:
             raise RetryableError(f"content {req.source_sha256} of {req.source_file} not in the store yet")
-        output = await chunk_output_for(ctx, req, blob)
+        output = await chunk_output_for(ctx, req, blob, chunk_fn, version)
         await ctx.store.save_file_chunks(aid, req.source_file, output)
         log.info("%s: %s -> %d chunks (%s)", ctx.name, req.source_file, len(output.get("chunks", [])), output.get("status"))
     else:
-        cached = await ctx.store.get_chunking_cache(req.source_sha256, req.source_kind, producer_version(req.source_kind))
+        cached = await ctx.store.get_chunking_cache(req.source_sha256, req.source_kind, version or producer_version(req.source_kind))
         output = cached or {"chunks": [], "status": file_row["parse_status"]}
     for c in output.get("chunks", []):
         chunk_id = c["chunk_id"]

@@ -28,7 +28,7 @@ async def _analysis(store: Store, analysis_id: str) -> dict:
 
 async def analysis_page(store: Store, analysis_id: str, flt: wv.ChunkFilter) -> dict:
     a = await _analysis(store, analysis_id)
-    running = a["status"] != "done"
+    running = a["status"] == "running"
     files = await store.list_files(analysis_id)
     views = [wv.chunk_view(r, running) for r in await store.web_chunk_rows(analysis_id)]
     counts = wv.status_counts(views)
@@ -49,7 +49,7 @@ async def analysis_page(store: Store, analysis_id: str, flt: wv.ChunkFilter) -> 
 
 async def verdict_part(store: Store, analysis_id: str) -> dict:
     a = await _analysis(store, analysis_id)
-    running = a["status"] != "done"
+    running = a["status"] == "running"
     views = [wv.chunk_view(r, running) for r in await store.web_chunk_rows(analysis_id)]
     kinds = {f["source_file"]: f["source_kind"] for f in await store.list_files(analysis_id)}
     return {"verdict": wv.verdict_view(await store.get_verdict(analysis_id), running, wv.status_counts(views)),
@@ -75,7 +75,7 @@ class LiveFeed:
         """Load the whole list once; the first batch holds what changed after ``since``
         (everything when the client has no cursor)."""
         a = await _analysis(self.store, self.analysis_id)
-        self.running, self.status = a["status"] != "done", a["status"]
+        self.running, self.status = a["status"] == "running", a["status"]
         self.files = {f["source_file"]: f for f in await self.store.list_files(self.analysis_id)}
         changed: list[dict] = []
         for r in await self.store.web_chunk_rows(self.analysis_id):
@@ -92,7 +92,7 @@ class LiveFeed:
     async def poll(self) -> dict:
         a = await _analysis(self.store, self.analysis_id)
         was_running = self.running
-        self.running, self.status = a["status"] != "done", a["status"]
+        self.running, self.status = a["status"] == "running", a["status"]
         look = None if self.cursor is None else self.cursor - LOOKBACK
         rows = await self.store.web_chunk_rows(self.analysis_id, look)
         if was_running and not self.running:
@@ -139,7 +139,7 @@ def _tree_files(node: dict) -> list[dict]:
 async def file_page(store: Store, analysis_id: str, source_file: str, *, why_chunk: str = "", why: str = "",
                     limit_per_table: int = 5) -> dict:
     a = await _analysis(store, analysis_id)
-    running = a["status"] != "done"
+    running = a["status"] == "running"
     f = await store.get_file(analysis_id, source_file)
     if f is None:
         raise NotFoundError(f"no file {source_file} in analysis {analysis_id}")
@@ -188,7 +188,7 @@ async def file_page(store: Store, analysis_id: str, source_file: str, *, why_chu
 async def export_rows(store: Store, analysis_id: str, what: str, *, flt: wv.ChunkFilter | None = None,
                       chunk_id: str = "") -> list[dict]:
     a = await _analysis(store, analysis_id)
-    running = a["status"] != "done"
+    running = a["status"] == "running"
     if what == "files":
         return [{k: f[k] for k in wv.EXPORT_COLUMNS["files"]} | {"included": f["included"]} for f in await store.list_files(analysis_id)]
     if what == "chunks":
