@@ -46,13 +46,15 @@ def pipeline_version_for(settings: Settings | None) -> str:
     """Every version an analysis result depends on; part of the analysis id.
 
     A new parser, knowledge base, judge (rules version, or model + prompt
-    version + cascade) or verdict rule gives a new analysis instead of
-    returning one computed the old way.
+    version + cascade), project index or verdict rule gives a new analysis
+    instead of returning one computed the old way.
     """
     judge = RULES_JUDGE_VERSION
     if settings is not None and settings.judge == "llm":
         judge = f"llm:{settings.llm_model}:{JUDGE_PROMPT_VERSION}:{settings.judge_cascade}:{RULES_JUDGE_VERSION}"
-    return "+".join([PARSER_VERSION, CHUNKER_VERSION, RETRIEVAL_VERSION, KB_DATA_VERSION, judge, AGGREGATOR_VERSION])
+    # The project index decides which member accesses are evidence, so its version is part of it too.
+    return "+".join([PARSER_VERSION, CHUNKER_VERSION, RETRIEVAL_VERSION, KB_DATA_VERSION, judge, PROJECT_INDEX_VERSION,
+                     AGGREGATOR_VERSION])
 
 
 PIPELINE_VERSION = pipeline_version_for(None)

@@ -42,7 +42,7 @@ from godot_rag.domain.models import (
     RetrievalHit,
 )
 
-RULES_JUDGE_VERSION = "rules/5"
+RULES_JUDGE_VERSION = "rules/6"
 
 # What a fact rests on. The verdict weighs them differently
 # (docs/judge.md, "Verdict rules"):
@@ -137,6 +137,9 @@ class EngineVocabulary:
     # property only. ``members3``/``members4`` include them per class; ``member_names`` does not.
     accessor_names3: frozenset[str] = frozenset()
     accessor_names4: frozenset[str] = frozenset()
+    # Member names that only editor classes declare (EditorPlugin.build), per version.
+    editor_only3: frozenset[str] = frozenset()
+    editor_only4: frozenset[str] = frozenset()
 
     @classmethod
     def from_class_references(cls, rows3: Iterable[dict], rows4: Iterable[dict]) -> EngineVocabulary:
@@ -149,6 +152,7 @@ class EngineVocabulary:
             singletons3=v3["singletons"], singletons4=v4["singletons"], parents3=v3["parents"], parents4=v4["parents"],
             types3=v3["types"], types4=v4["types"], records3=v3["records"],
             accessor_names3=v3["accessor_names"], accessor_names4=v4["accessor_names"],
+            editor_only3=v3["editor_only"], editor_only4=v4["editor_only"],
         )
 
     def declaring_class(self, version: str, klass: str, member: str) -> str:
@@ -187,6 +191,9 @@ class EngineVocabulary:
                 or self.is_engine_class(name) or name in self.constants3 or name in self.constants4)
 
 
+_EDITOR_CLASS_PREFIXES = ("Editor", "VisualScript")
+
+
 def _version_vocabulary(rows: Iterable[dict]) -> dict:
     from godot_rag.domain.retrieval.knowledge import ClassReferenceIds
 
@@ -202,6 +209,8 @@ def _version_vocabulary(rows: Iterable[dict]) -> dict:
     for r in rows:
         klass, kind, name = r["class"], r.get("kind"), r.get("name") or ""
         rid = ids.next_id(r) if r.get("engine_version") else ""
+        if kind == "class" and klass[:1] != "@":
+            records.setdefault((klass, ""), rid)  # the class's own record
         if kind in ("method", "property", "signal", "constant") and name and klass[:1] != "@":
             records.setdefault((klass, name), rid)
             if kind in ("method", "property"):
@@ -238,8 +247,13 @@ def _version_vocabulary(rows: Iterable[dict]) -> dict:
         members[klass] = frozenset(acc)
     classes = frozenset(k for k in own if not k.startswith("@"))
     member_names = frozenset(n for names in own.values() for n in names)
+    # Names only editor classes declare (EditorPlugin.build, VisualScriptReturn.return_type): a game
+    # script calling one on an object nothing resolves is far likelier calling its own method.
+    game_names = frozenset(n for k, names in own.items() if not k.startswith(_EDITOR_CLASS_PREFIXES) for n in names)
+    editor_only = member_names - game_names
     accessor_names = frozenset(n for names in accessors.values() for n in names)
     return {"classes": classes, "members": members, "member_names": member_names, "accessor_names": accessor_names,
+            "editor_only": editor_only,
             "globals": frozenset(globals_),
             "constants": frozenset(constants), "singletons": frozenset(singletons), "parents": parent, "types": types,
             "records": records}
@@ -348,7 +362,7 @@ _G4_SYNTAX: list[tuple[re.Pattern[str], str, float]] = [
 _NAME_LIKE_SYNTAX = ("`PackedScene.instance()`", "move_and_slide_with_snap", "`signal.emit()`", "`instantiate()`")
 _LITERAL_WHATS = ("StringName literal &\"...\" (Godot 4 only)", "NodePath literal ^\"...\" (Godot 4 only)")
 _SYNTAX_WHATS = frozenset(
-    [entry[1] for entry in (*_G3_SYNTAX, *_G4_SYNTAX) if not any(n in entry[1] for n in _NAME_LIKE_SYNTAX)]
+    [str(entry[1]) for entry in (*_G3_SYNTAX, *_G4_SYNTAX) if not any(n in str(entry[1]) for n in _NAME_LIKE_SYNTAX)]
     + list(_LITERAL_WHATS)
 )
 
@@ -832,7 +846,8 @@ _CONTAINERS4 = ("Array", "Dictionary", "String", "PackedStringArray", "PackedInt
                 "PackedByteArray", "PackedVector2Array", "PackedVector3Array", "PackedColorArray")
 _EXTENDS_RE = re.compile(r"^[ \t]*extends[ \t]+([A-Za-z_]\w*)[ \t]*$", re.M)
 _LOCAL_RE = re.compile(r"\b(?:var|const|for)[ \t]+([A-Za-z_]\w*)")
-_PARAMS_RE = re.compile(r"^[ \t]*(?:static[ \t]+)?func[ \t]+\w+[ \t]*\(([^)]*)\)", re.M)
+# Parameters of a function or a signal declaration: names the code declares, not engine members.
+_PARAMS_RE = re.compile(r"^[ \t]*(?:static[ \t]+)?(?:func|signal)[ \t]+\w+[ \t]*\(([^)]*)\)", re.M)
 
 
 def _script_base(chunk: Chunk, index: RenameIndex, engine_base: str = "") -> tuple[str, str]:
@@ -914,7 +929,8 @@ def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, de
                 continue
             if w[0].isupper() and not w.isupper():
                 if w in vocab.classes3 and w not in vocab.classes4 and w not in vocab.singletons4:
-                    add(SIGNAL_GODOT3, 0.85, f"Godot 3 class `{w}` (not in Godot 4)", t, w, _G3_REPLACEMENTS.get(w, ""))
+                    new, basis = _class_replacement(index, w)
+                    add(SIGNAL_GODOT3, 0.85, f"Godot 3 class `{w}` (not in Godot 4)", t, w, new, basis)
                 elif w in vocab.classes4 and w not in vocab.classes3 and w not in vocab.singletons3:
                     add(SIGNAL_GODOT4, 0.85, f"Godot 4 class `{w}` (not in Godot 3)", t)
                 continue
@@ -944,6 +960,16 @@ def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, de
             elif t.next_char == "(":
                 _member_name_fact(add, t, vocab)
             continue
+        if t.receiver == "self" and inherited3 and inherited4:
+            # self.name: a member of the script's own base class, as when called bare.
+            in3, in4 = w in inherited3, w in inherited4
+            if in3 and not in4:
+                new, basis = _replacement(index, base3, base4, w)
+                add(SIGNAL_GODOT3, 0.8, f"Godot 3 member `{w}` of {base3} (not in Godot 4's {base4}) [self]", t, w, new, basis)
+            elif in4 and not in3:
+                add(SIGNAL_GODOT4, 0.8, f"Godot 4 member `{w}` of {base4} (not in Godot 3's {base3}) [self]", t)
+            if in3 or in4 or _accessor_of(w, inherited3 | inherited4):
+                continue
         member = ctx.member(t) if t.receiver != "self" else None
         if member is not None and member.kind == "project":
             continue  # the project's own member, whatever engine name it shares
@@ -978,12 +1004,12 @@ def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, de
                     add(SIGNAL_GODOT4, 0.85, f"Godot 4 member `{r}.{w}` (not in Godot 3)", t)
             continue
         if not _member_name_fact(add, t, vocab, member) and t.next_char == "(":
-            c3 = any(w in vocab.members3.get(k, ()) for k in _CONTAINERS3)
-            c4 = any(w in vocab.members4.get(k, ()) for k in _CONTAINERS4)
-            if c3 and not c4:
+            box3 = any(w in vocab.members3.get(k, ()) for k in _CONTAINERS3)
+            box4 = any(w in vocab.members4.get(k, ()) for k in _CONTAINERS4)
+            if box3 and not box4:
                 add(SIGNAL_GODOT3, 0.75, f"Godot 3 Array/Dictionary/String method `{w}()` (renamed in Godot 4)", t, w,
                     _G3_REPLACEMENTS.get(w, ""), tier=0)
-            elif c4 and not c3:
+            elif box4 and not box3:
                 add(SIGNAL_GODOT4, 0.75, f"Godot 4 Array/Dictionary/String method `{w}()` (not in Godot 3)", t, tier=0)
     return facts
 
@@ -999,6 +1025,8 @@ def _member_name_fact(add, t: _Token, vocab: EngineVocabulary, member: _Member |
     in4 = w in vocab.member_names4 or w in vocab.globals4
     if (in3 and w in vocab.accessor_names4) or (in4 and w in vocab.accessor_names3):
         return False
+    if (in3 and w in vocab.editor_only3) or (in4 and w in vocab.editor_only4):
+        return False  # only an editor class has it; the receiver is unknown
     call = t.next_char == "("
     rests = _rests_on(member)
     if in3 and not in4:
@@ -1069,6 +1097,41 @@ def _replacement(index: RenameIndex, c3: str, c4: str, w: str, qualified: str = 
     if by_name:
         return by_name
     return (REMOVED_IN_GODOT4, record) if record else ("", "")
+
+
+def _class_replacement(index: RenameIndex, klass: str) -> tuple[str, str]:
+    """(new form, basis) for a Godot 3 class Godot 4 lacks that no rename pair covers.
+
+    The authored change for the class (``YSort (node) -> Node2D.y_sort_enabled``), the
+    known replacement, or else a note citing the class's 3.6 record with no replacement.
+    """
+    change = shipped_class_changes().get(klass)
+    record = index.vocabulary.records3.get((klass, ""), "")
+    if klass in _G3_REPLACEMENTS:
+        return _G3_REPLACEMENTS[klass], change[1] if change else record
+    if change:
+        return change
+    return (REMOVED_IN_GODOT4, record) if record else ("", "")
+
+
+@lru_cache(maxsize=1)
+def shipped_class_changes() -> dict[str, tuple[str, str]]:
+    """Godot 3 class -> (new form, record id) from the authored class changes (kb_data/api_mapping_extra.jsonl)."""
+    from godot_rag.domain.retrieval.knowledge import read_jsonl
+
+    out: dict[str, tuple[str, str]] = {}
+    for row in read_jsonl("api_mapping_extra.jsonl"):
+        if row.get("change_type") != "class":
+            continue
+        olds = [o.strip() for o in str(row.get("old_symbol", "")).split(",")]
+        news = [n.strip() for n in str(row.get("new_symbol", "")).split(",")]
+        for i, old in enumerate(olds):
+            name, end = read_ident(old, 0)
+            rest = old[end:].lstrip()
+            if name[:1].isupper() and (not rest or rest.startswith("(")) and "." not in old:
+                new = news[i] if len(news) == len(olds) else str(row.get("new_symbol", ""))
+                out.setdefault(name, (new[:200], f"change:{row['id']}"))
+    return out
 
 
 @lru_cache(maxsize=1)
