@@ -26,6 +26,8 @@ from pathlib import Path
 
 from godot_rag.domain.ingest.policy import IngestError, files_from_expanded_text, scan_folder
 from godot_rag.domain.patching import PatchResult, basis_lines, patch_files, source_kind
+from godot_rag.domain.patching.engine import default_index
+from godot_rag.domain.patching.knowledge import shipped_knowledge
 from godot_rag.errors import InvalidInputError
 from godot_rag.infra.worktree import contained_path, git_status, write_atomic
 
@@ -37,9 +39,14 @@ class PatchRefused(InvalidInputError):
     """--apply will not write: dirty tree, no git, a path outside the project, or a file changed meanwhile."""
 
 
-def patch_project(files: Mapping[str, str]) -> PatchResult:
-    """Patch a project given as {project-relative path: text} (the servicer's entry point)."""
-    return patch_files(files)
+def patch_project(files: Mapping[str, str], index_json: str = "") -> PatchResult:
+    """Patch a project given as {project-relative path: text} (the servicer's entry point).
+
+    ``index_json`` is the project index stored with an analysis (the one the rules judge used); without it,
+    or when it is of another version, the index is built from ``files``.
+    """
+    knowledge = shipped_knowledge()
+    return patch_files(files, knowledge, default_index(files, knowledge, index_json))
 
 
 def read_project(root: Path, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> dict[str, str]:
