@@ -141,6 +141,12 @@ class Store:
         return await self._fetchone(f"select * from {SCHEMA}.files where analysis_id = %s and source_file = %s",
                                     (analysis_id, source_file))
 
+    async def get_project_symbols(self, analysis_id: str) -> str:
+        """The project index stored with an analysis (JSON text; "" when none was stored)."""
+        row = await self._fetchone(f"select symbols::text as symbols from {SCHEMA}.project_symbols where analysis_id = %s",
+                                   (analysis_id,))
+        return "" if row is None else str(row["symbols"])
+
     async def get_blob(self, sha256: str) -> bytes | None:
         row = await self._fetchone(f"select data from {SCHEMA}.blobs where sha256 = %s", (sha256,))
         return None if row is None else bytes(row["data"])
