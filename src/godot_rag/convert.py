@@ -219,7 +219,8 @@ def patch_to_pb(analysis_id: str, doc: dict, basis_jsonl: str, sha256: dict[str,
                 hunk=h["hunk"], old_start=h["old_start"], old_len=h["old_len"], new_start=h["new_start"],
                 new_len=h["new_len"], text=h["text"], confidence=h["confidence"],
                 changes=[spb.PatchChange(rule=c["rule"], record_id=c["record_id"], confidence=c["confidence"],
-                                         receiver=c.get("receiver", ""), note=c.get("note", "")) for c in h["changes"]],
+                                         receiver=c.get("receiver", ""), note=c.get("note", ""), line=c.get("line", 0))
+                         for c in h["changes"]],
             ))
         pf.todos.extend(spb.PatchTodo(line=t["line"], rule=t["rule"], symbol=t["symbol"], note=t["note"],
                                       record_id=t.get("record_id", "")) for t in f["todos"])

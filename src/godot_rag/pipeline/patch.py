@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,24 @@ async def patch_analysis(store: Store, analysis_id: str) -> AnalysisPatch:
     # Patching parses every script: CPU work kept off the gateway's event loop.
     result = await asyncio.to_thread(patch_project, files, index_json)
     return AnalysisPatch(analysis_id, result, shas)
+
+
+# An analysis's files and index never change under its id, so its patch (by this code's rules) does not either:
+# the web screen's file pages reuse one computation per analysis instead of re-patching the project per page.
+_DOC_CACHE: OrderedDict[str, dict] = OrderedDict()
+_DOC_CACHE_SIZE = 8
+
+
+async def analysis_patch_doc(store: Store, analysis_id: str) -> dict:
+    """``patch_result_json`` of an analysis's patch, remembered for the last few analyses."""
+    doc = _DOC_CACHE.get(analysis_id)
+    if doc is None:
+        doc = patch_result_json((await patch_analysis(store, analysis_id)).result)
+        _DOC_CACHE[analysis_id] = doc
+        while len(_DOC_CACHE) > _DOC_CACHE_SIZE:
+            _DOC_CACHE.popitem(last=False)
+    _DOC_CACHE.move_to_end(analysis_id)
+    return doc
 
 
 def basis_jsonl(result: PatchResult) -> str:

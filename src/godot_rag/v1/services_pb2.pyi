@@ -289,18 +289,20 @@ class PatchRequest(_message.Message):
     def __init__(self, analysis_id: _Optional[str] = ...) -> None: ...
 
 class PatchChange(_message.Message):
-    __slots__ = ("rule", "record_id", "confidence", "receiver", "note")
+    __slots__ = ("rule", "record_id", "confidence", "receiver", "note", "line")
     RULE_FIELD_NUMBER: _ClassVar[int]
     RECORD_ID_FIELD_NUMBER: _ClassVar[int]
     CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
     RECEIVER_FIELD_NUMBER: _ClassVar[int]
     NOTE_FIELD_NUMBER: _ClassVar[int]
+    LINE_FIELD_NUMBER: _ClassVar[int]
     rule: str
     record_id: str
     confidence: float
     receiver: str
     note: str
-    def __init__(self, rule: _Optional[str] = ..., record_id: _Optional[str] = ..., confidence: _Optional[float] = ..., receiver: _Optional[str] = ..., note: _Optional[str] = ...) -> None: ...
+    line: int
+    def __init__(self, rule: _Optional[str] = ..., record_id: _Optional[str] = ..., confidence: _Optional[float] = ..., receiver: _Optional[str] = ..., note: _Optional[str] = ..., line: _Optional[int] = ...) -> None: ...
 
 class PatchHunk(_message.Message):
     __slots__ = ("hunk", "old_start", "old_len", "new_start", "new_len", "text", "confidence", "changes")

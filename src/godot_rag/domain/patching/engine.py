@@ -146,11 +146,13 @@ def _hunks(fp: FilePatch) -> list[Hunk]:
         os_, ol, ns, nl = int(m.group(1)), int(m.group(2) or 1), int(m.group(3)), int(m.group(4) or 1)
         lo, hi = (os_, os_ + max(ol, 1) - 1) if ol else (os_ + 1, os_ + 1)
         basis: list[Basis] = []
+        lines: list[int] = []
         for a, b, e in spans:
             if a <= hi and b >= lo:
                 basis.extend(e.basis)
+                lines.extend([a] * len(e.basis))
         text = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in body)
-        hunks.append(Hunk(fp.path, os_, ol, ns, nl, text, tuple(basis)))
+        hunks.append(Hunk(fp.path, os_, ol, ns, nl, text, tuple(basis), tuple(lines)))
         i = j
     return hunks
 
@@ -228,7 +230,7 @@ def basis_lines(result: PatchResult) -> list[dict]:
             "record_ids": sorted({b.record_id for b in h.basis if b.record_id}),
             "confidence": round(min((b.confidence for b in h.basis), default=0.0), 3),
             "receivers": sorted({b.receiver for b in h.basis if b.receiver}),
-            "changes": [b.as_dict() for b in h.basis],
+            "changes": [dict(b.as_dict(), line=line) for b, line in zip(h.basis, h.basis_lines, strict=True)],
         })
     return rows
 
