@@ -411,13 +411,26 @@ def test_file_page_shows_the_proposed_patch_with_its_basis_and_todos(stack, repo
     _no_horizontal_overflow(page)
     section.scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "file_patch.png"))
-    # A record the retriever did not return for the chunk links to "Why not retrieved?" for it.
-    link = section.query_selector("a.record[href*='why=']")
-    assert link is not None
-    record = link.inner_text()
-    link.click()
-    result = page.wait_for_selector(".chunk-detail.current .why-result")
-    assert record in result.inner_text()
+    # A record links to the candidate row of its chunk when the retriever found it there ...
+    links = section.query_selector_all("a.record")
+    assert len(links) == len(rows)
+    for link in links:
+        href = link.get_attribute("href")
+        if href.startswith("#cand-"):
+            assert page.query_selector(href).get_attribute("data-record") == link.inner_text()
+        else:
+            assert "why=" in href and "chunk=" in href
+    # ... otherwise to "Why not retrieved?" for it on that chunk.
+    why = next((a for a in links if "why=" in a.get_attribute("href")), None)
+    if why is not None:
+        record = why.inner_text()
+        why.click()
+        result = page.wait_for_selector(".chunk-detail.current .why-result")
+        assert record in result.inner_text()
+    else:
+        cand = links[0]
+        cand.click()
+        assert page.evaluate("location.hash") == cand.get_attribute("href")
     # A file the patch does not handle has no patch section.
     page.goto(f"{stack.runtime['web']}a/{aid}/f/icon.png.import")
     page.wait_for_selector("#file")
