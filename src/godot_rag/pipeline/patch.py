@@ -1,18 +1,21 @@
 """The patch stage's I/O: read a project, patch it (domain.patching), write the diff, the basis file, or the files.
 
 ``patch_project(files)`` is the entry point for any caller that already holds
-the files (the gateway's servicer); ``read_project`` / ``write_outputs`` /
-``apply_patch`` are what the CLI adds around it.
+the files; ``patch_analysis(store, analysis_id)`` is the gateway's (the files
+and project index stored with an analysis); ``read_project`` /
+``write_outputs`` / ``apply_patch`` / ``apply_changes`` are what the CLI adds
+around them.
 
-Safety of ``apply_patch``:
+Safety of ``apply_patch`` and ``apply_changes``:
 
 - a project inside a git work tree with uncommitted changes is refused, and so
   is a folder that is not under git at all (nothing to go back to), unless
   forced;
 - every target is resolved and must be a regular file inside the project
   root: a symlink, or a path whose folders lead out of the root, is refused;
-- a file whose content changed since it was read is refused (the patch was
-  made for the old text);
+- a file whose content changed since it was read (or, for a stored analysis,
+  whose sha256 is not the analysed content's) is refused (the patch was made
+  for the old text);
 - all checks run before the first write; each file is then replaced
   atomically (temporary file in the same folder, fsync, rename).
 """
@@ -47,7 +50,7 @@ class PatchRefused(InvalidInputError):
 
 
 def patch_project(files: Mapping[str, str], index_json: str = "") -> PatchResult:
-    """Patch a project given as {project-relative path: text} (the servicer's entry point).
+    """Patch a project given as {project-relative path: text} (for any caller that holds the files).
 
     ``index_json`` is the project index stored with an analysis (the one the rules judge used); without it,
     or when it is of another version, the index is built from ``files``.
