@@ -4,8 +4,10 @@ from collections.abc import AsyncIterator
 
 import grpc
 
+from godot_rag.convert import patch_to_pb
 from godot_rag.infra.grpc_edge import grpc_errors
 from godot_rag.infra.service import ServiceContext
+from godot_rag.pipeline.patch import basis_jsonl, patch_analysis, patch_result_json
 from godot_rag.pipeline.results import analysis_result, watch_progress
 from godot_rag.pipeline.submit import SubmitInput, collect_and_submit
 from godot_rag.v1 import services_pb2 as spb
@@ -51,3 +53,8 @@ class AnalysisServicer(sgrpc.AnalysisServiceServicer):
     async def WatchProgress(self, request: spb.GetRequest, context: grpc.aio.ServicerContext) -> AsyncIterator[spb.Progress]:
         async for progress in watch_progress(self.ctx.store, request.analysis_id, self.ctx.stop):
             yield progress
+
+    @grpc_errors
+    async def Patch(self, request: spb.PatchRequest, context: grpc.aio.ServicerContext) -> spb.PatchResponse:
+        patched = await patch_analysis(self.ctx.store, request.analysis_id)
+        return patch_to_pb(patched.analysis_id, patch_result_json(patched.result), basis_jsonl(patched.result), patched.sha256)

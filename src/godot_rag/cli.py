@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -273,46 +274,93 @@ def cmd_expand(args, settings: Settings) -> int:
     return 0
 
 
+ANALYSIS_ID_RE = re.compile(r"^a[0-9a-f]{20}$")
+
+
+def _remote_patch(analysis_id: str, settings: Settings):
+    """PatchResponse of a stored analysis, from the running gateway (a stack is started for the call when none runs)."""
+    from godot_rag.v1 import services_pb2 as spb
+    from godot_rag.v1 import services_pb2_grpc as sgrpc
+
+    started = None
+    addr = running_gateway(settings)
+    if addr is None:
+        started = start_stack(settings)
+        addr = running_gateway(settings)
+    try:
+        with grpc.insecure_channel(addr, options=GRPC_MESSAGE_OPTIONS) as channel:
+            try:
+                return sgrpc.AnalysisServiceStub(channel).Patch(spb.PatchRequest(analysis_id=analysis_id), timeout=600)
+            except grpc.RpcError as exc:
+                raise CliError(f"{analysis_id}: {exc.details() or exc.code().name}") from exc
+    finally:
+        if started is not None:
+            stop_stack(started)
+
+
 def cmd_patch(args, settings: Settings) -> int:
     from rich.markup import escape
 
     from godot_rag.errors import InvalidInputError
-    from godot_rag.pipeline.patch import apply_patch, patch_project, read_project, todos_json, write_outputs
+    from godot_rag.pipeline.patch import FileChange, apply_changes, apply_patch, patch_project, read_project, write_outputs
 
     target = Path(args.target)
-    if not target.exists():
-        # The store keeps the files of an analysis, but no gateway RPC returns them yet (docs/patch.md).
-        raise CliError(f"{args.target}: no such folder (patching a stored ANALYSIS_ID is not available yet; "
-                       "pass the project folder)")
-    try:
-        files = read_project(target, max_bytes=settings.max_file_bytes)
-    except InvalidInputError as exc:
-        raise CliError(str(exc)) from exc
-    if not files:
-        raise CliError(f"{target}: no .gd, .tscn, .tres or project.godot file to patch")
-    result = patch_project(files)
-    if args.out == "-":
-        sys.stdout.write(result.diff)
-    else:
-        diff_path, basis_path = write_outputs(result, Path(args.out))
-        console.print(f"wrote {diff_path} and {basis_path}")
     out = console
-    for t in result.todos:
-        out.print(f"[yellow]TODO[/yellow] {escape(f'{t.path}:{t.line} [{t.rule}] {t.note}')}", highlight=False)
-    summary = result.summary()
-    applied = 0
-    if args.apply:
+    if target.exists():
         try:
-            done = apply_patch(target, result, force=args.force)
+            files = read_project(target, max_bytes=settings.max_file_bytes)
+        except InvalidInputError as exc:
+            raise CliError(str(exc)) from exc
+        if not files:
+            raise CliError(f"{target}: no .gd, .tscn, .tres or project.godot file to patch")
+        result = patch_project(files)
+        diff, summary = result.diff, result.summary()
+        todos = [t.as_dict() for t in result.todos]
+        kept = [{"file": k.path, "line": k.line, "symbol": k.symbol, "reason": k.reason} for k in result.kept]
+        if args.out != "-":
+            diff_path, basis_path = write_outputs(result, Path(args.out))
+            out.print(f"wrote {diff_path} and {basis_path}")
+        apply_to = target if args.apply == "" else (Path(args.apply) if args.apply else None)
+        changes = None
+    elif ANALYSIS_ID_RE.match(args.target):
+        response = _remote_patch(args.target, settings)
+        diff, summary = response.diff, dict(response.summary)
+        todos = [{"file": f.source_file, "line": t.line, "rule": t.rule, "symbol": t.symbol, "note": t.note,
+                  "record_id": t.record_id} for f in response.files for t in f.todos]
+        kept = [{"file": f.source_file, "line": k.line, "symbol": k.symbol, "reason": k.reason}
+                for f in response.files for k in f.kept]
+        if args.out != "-":
+            from godot_rag.pipeline.patch import basis_path_for
+
+            diff_path = Path(args.out)
+            diff_path.parent.mkdir(parents=True, exist_ok=True)
+            diff_path.write_text(diff, encoding="utf-8")
+            basis_path_for(diff_path).write_text(response.basis_jsonl, encoding="utf-8")
+            out.print(f"wrote {diff_path} and {basis_path_for(diff_path)}")
+        if args.apply == "":
+            raise CliError("--apply with an ANALYSIS_ID needs the project folder to write into: --apply PATH")
+        apply_to = Path(args.apply) if args.apply else None
+        # Each file is compared with the content the analysis stored (sha256) before anything is written.
+        changes = [FileChange(f.source_file, f.sha256, f.patched_text.encode("utf-8")) for f in response.files if f.changed]
+    else:
+        raise CliError(f"{args.target}: no such folder or file, and not an ANALYSIS_ID (a{'0' * 20} form)")
+    if args.out == "-":
+        sys.stdout.write(diff)
+    for t in todos:
+        where = f"{t['file']}:{t['line']} [{t['rule']}] {t['note']}"
+        out.print(f"[yellow]TODO[/yellow] {escape(where)}", highlight=False)
+    applied = 0
+    if apply_to is not None:
+        try:
+            done = apply_patch(apply_to, result, force=args.force) if changes is None else \
+                apply_changes(apply_to, changes, force=args.force)
         except InvalidInputError as exc:
             raise CliError(str(exc)) from exc
         applied = len(done.written)
         if done.git_dirty:
             out.print(f"[red]--force:[/red] applied over {len(done.git_dirty)} uncommitted change(s)")
     if args.json:
-        summary_doc = {**summary, "applied": applied}
-        kept = [{"file": k.path, "line": k.line, "symbol": k.symbol, "reason": k.reason} for k in result.kept]
-        Path(args.json).write_text(json.dumps({"summary": summary_doc, "todos": todos_json(result), "kept": kept},
+        Path(args.json).write_text(json.dumps({"summary": {**summary, "applied": applied}, "todos": todos, "kept": kept},
                                               indent=2, ensure_ascii=False))
     out.print(f"files {summary['files']} (changed {summary['files_changed']}), hunks {summary['hunks']}, "
               f"edits {summary['edits']}, applied {applied} file(s), left for a person {summary['todos']} TODO(s), "
@@ -392,10 +440,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ref", default="", help="branch or tag to clone")
     p.add_argument("-o", "--output", help="write the text to this file instead of standard output")
     p = sub.add_parser("patch", help="the mechanical Godot 3 -> 4 changes as a unified diff, with the basis of every hunk")
-    p.add_argument("target", metavar="PATH", help="project folder, or an expanded-text file (diff only)")
+    p.add_argument("target", metavar="PATH|ANALYSIS_ID",
+                   help="project folder, an expanded-text file (diff only), or a stored analysis (from the gateway)")
     p.add_argument("--out", default="-", help="write the diff here (and its basis beside it as <name>.basis.jsonl); "
                                               "default: the diff on standard output")
-    p.add_argument("--apply", action="store_true", help="also write the patched files into the project")
+    p.add_argument("--apply", nargs="?", const="", default=None, metavar="PATH",
+                   help="also write the patched files into the project (PATH: the folder; needed with an ANALYSIS_ID)")
     p.add_argument("--force", action="store_true", help="with --apply: write even when the git tree is dirty or absent")
     p.add_argument("--json", help="write the summary and the TODOs as JSON to this file")
     kb = sub.add_parser("kb", help="knowledge base")

@@ -45,6 +45,7 @@ class Child:
     name: str  # the service ("retriever"); workers of one stage share it
     port: int
     worker: int = 1  # 1..stage_workers
+    metrics_port: int = 0  # its Prometheus /metrics (chosen here: every process needs its own)
     proc: subprocess.Popen | None = None
     restarts: int = 0
     log_path: Path = field(default_factory=Path)
@@ -115,17 +116,20 @@ class Supervisor:
                 # the messages), own gRPC port; runtime.json names the first one.
                 port = ports[name] if worker == 1 else free_port(s.host)
                 key = name if worker == 1 else f"{name}.{worker}"
-                child = Child(name, port, worker=worker, log_path=logs / f"{key}.log")
+                # GODOT_RAG_METRICS_PORT is one process's port (a pod's); here every process gets a free one.
+                child = Child(name, port, worker=worker, metrics_port=free_port(s.host), log_path=logs / f"{key}.log")
                 self.children[key] = child
                 self._spawn(child)
         for key, child in self.children.items():
             wait_healthy(f"{s.host}:{child.port}", 60)
-            self.echo(f"{key:<12} gRPC on {s.host}:{child.port}")
+            self.echo(f"{key:<12} gRPC on {s.host}:{child.port}, metrics on {self.metrics_url(child)}")
         runtime = {
             "pid": os.getpid(),
             "gateway": f"{s.host}:{ports['gateway']}",
             "web": f"http://{s.host}:{web_port}/",
             "services": {n: f"{s.host}:{p}" for n, p in ports.items()},
+            # Every process's /metrics, by the same key as its log (retriever, retriever.2, ...).
+            "metrics": {key: self.metrics_url(child) for key, child in self.children.items()},
             "nats_url": nats_url,
             "pg_dsn": dsn,
             "data_dir": str(s.data_dir),
@@ -137,8 +141,14 @@ class Supervisor:
         self.echo(f"logs in {logs}; data in {s.data_dir}")
         return runtime
 
+    def metrics_url(self, child: Child) -> str:
+        host = self.settings.host
+        return f"http://{f'[{host}]' if ':' in host else host}:{child.metrics_port}/metrics"
+
     def _spawn(self, child: Child) -> None:
-        env = {**os.environ, **self.child_settings.with_overrides(**{f"{child.name}_port": child.port}).to_env(),
+        # A restarted child keeps its ports, so runtime.json stays true.
+        overrides = {f"{child.name}_port": child.port, "metrics_port": child.metrics_port}
+        env = {**os.environ, **self.child_settings.with_overrides(**overrides).to_env(),
                "PYTHONUNBUFFERED": "1"}
         fh = open(child.log_path, "ab")
         child.proc = subprocess.Popen([sys.executable, "-m", f"services.{child.name}"], env=env, stdout=fh,

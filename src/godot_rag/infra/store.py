@@ -6,6 +6,7 @@ message rewrites the same row instead of adding one.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any, cast
@@ -18,6 +19,7 @@ from psycopg_pool import AsyncConnectionPool
 from godot_rag.domain.judging.rules import declared_names_of
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 from godot_rag.infra import kb_store
+from godot_rag.infra.metrics import observe_kb_search
 
 SCHEMA = "godot_rag"
 _MIGRATION_LOCK = 0x60D07A6  # advisory lock id: one migrator at a time
@@ -131,6 +133,10 @@ class Store:
                         )
                 return True
 
+    async def count_analyses_by_status(self) -> dict[str, int]:
+        rows = await self._fetchall(f"select status, count(*) as n from {SCHEMA}.analyses group by status")
+        return {str(r["status"]): int(r["n"]) for r in rows}
+
     async def get_analysis(self, analysis_id: str) -> dict | None:
         return await self._fetchone(f"select * from {SCHEMA}.analyses where analysis_id = %s", (analysis_id,))
 
@@ -140,6 +146,12 @@ class Store:
     async def get_file(self, analysis_id: str, source_file: str) -> dict | None:
         return await self._fetchone(f"select * from {SCHEMA}.files where analysis_id = %s and source_file = %s",
                                     (analysis_id, source_file))
+
+    async def get_project_symbols(self, analysis_id: str) -> str:
+        """The project index stored with an analysis (JSON text; "" when none was stored)."""
+        row = await self._fetchone(f"select symbols::text as symbols from {SCHEMA}.project_symbols where analysis_id = %s",
+                                   (analysis_id,))
+        return "" if row is None else str(row["symbols"])
 
     async def get_blob(self, sha256: str) -> bytes | None:
         row = await self._fetchone(f"select data from {SCHEMA}.blobs where sha256 = %s", (sha256,))
@@ -341,9 +353,11 @@ class Store:
 
     async def search(self, query: RetrieverQuery, *, tables: Sequence[str], limit_per_table: int,
                      query_embedding: list[float] | None = None) -> list[RetrievalHit]:
+        started = time.perf_counter()
         async with self.pool.connection() as conn:
             hits = await kb_store.search(conn, query, tables=tables, limit_per_table=limit_per_table, query_embedding=query_embedding)
             await conn.rollback()
+        observe_kb_search(time.perf_counter() - started)
         return hits
 
     async def save_retrieval(self, analysis_id: str, chunk_id: str, *, retrieval_key: str, kb_version: str, query: dict,

@@ -281,3 +281,110 @@ class Progress(_message.Message):
     chunks_failed: int
     verdict: _messages_pb2.Verdict
     def __init__(self, analysis_id: _Optional[str] = ..., status: _Optional[str] = ..., files_total: _Optional[int] = ..., files_chunked: _Optional[int] = ..., chunks_total: _Optional[int] = ..., chunks_done: _Optional[int] = ..., chunks_failed: _Optional[int] = ..., verdict: _Optional[_Union[_messages_pb2.Verdict, _Mapping]] = ...) -> None: ...
+
+class PatchRequest(_message.Message):
+    __slots__ = ("analysis_id",)
+    ANALYSIS_ID_FIELD_NUMBER: _ClassVar[int]
+    analysis_id: str
+    def __init__(self, analysis_id: _Optional[str] = ...) -> None: ...
+
+class PatchChange(_message.Message):
+    __slots__ = ("rule", "record_id", "confidence", "receiver", "note", "line")
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    RECORD_ID_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    RECEIVER_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    LINE_FIELD_NUMBER: _ClassVar[int]
+    rule: str
+    record_id: str
+    confidence: float
+    receiver: str
+    note: str
+    line: int
+    def __init__(self, rule: _Optional[str] = ..., record_id: _Optional[str] = ..., confidence: _Optional[float] = ..., receiver: _Optional[str] = ..., note: _Optional[str] = ..., line: _Optional[int] = ...) -> None: ...
+
+class PatchHunk(_message.Message):
+    __slots__ = ("hunk", "old_start", "old_len", "new_start", "new_len", "text", "confidence", "changes")
+    HUNK_FIELD_NUMBER: _ClassVar[int]
+    OLD_START_FIELD_NUMBER: _ClassVar[int]
+    OLD_LEN_FIELD_NUMBER: _ClassVar[int]
+    NEW_START_FIELD_NUMBER: _ClassVar[int]
+    NEW_LEN_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    CHANGES_FIELD_NUMBER: _ClassVar[int]
+    hunk: str
+    old_start: int
+    old_len: int
+    new_start: int
+    new_len: int
+    text: str
+    confidence: float
+    changes: _containers.RepeatedCompositeFieldContainer[PatchChange]
+    def __init__(self, hunk: _Optional[str] = ..., old_start: _Optional[int] = ..., old_len: _Optional[int] = ..., new_start: _Optional[int] = ..., new_len: _Optional[int] = ..., text: _Optional[str] = ..., confidence: _Optional[float] = ..., changes: _Optional[_Iterable[_Union[PatchChange, _Mapping]]] = ...) -> None: ...
+
+class PatchTodo(_message.Message):
+    __slots__ = ("line", "rule", "symbol", "note", "record_id")
+    LINE_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    SYMBOL_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    RECORD_ID_FIELD_NUMBER: _ClassVar[int]
+    line: int
+    rule: str
+    symbol: str
+    note: str
+    record_id: str
+    def __init__(self, line: _Optional[int] = ..., rule: _Optional[str] = ..., symbol: _Optional[str] = ..., note: _Optional[str] = ..., record_id: _Optional[str] = ...) -> None: ...
+
+class PatchKept(_message.Message):
+    __slots__ = ("line", "symbol", "reason")
+    LINE_FIELD_NUMBER: _ClassVar[int]
+    SYMBOL_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    line: int
+    symbol: str
+    reason: str
+    def __init__(self, line: _Optional[int] = ..., symbol: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class PatchFile(_message.Message):
+    __slots__ = ("source_file", "sha256", "changed", "edits", "hunks", "todos", "kept", "patched_text")
+    SOURCE_FILE_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    EDITS_FIELD_NUMBER: _ClassVar[int]
+    HUNKS_FIELD_NUMBER: _ClassVar[int]
+    TODOS_FIELD_NUMBER: _ClassVar[int]
+    KEPT_FIELD_NUMBER: _ClassVar[int]
+    PATCHED_TEXT_FIELD_NUMBER: _ClassVar[int]
+    source_file: str
+    sha256: str
+    changed: bool
+    edits: int
+    hunks: _containers.RepeatedCompositeFieldContainer[PatchHunk]
+    todos: _containers.RepeatedCompositeFieldContainer[PatchTodo]
+    kept: _containers.RepeatedCompositeFieldContainer[PatchKept]
+    patched_text: str
+    def __init__(self, source_file: _Optional[str] = ..., sha256: _Optional[str] = ..., changed: _Optional[bool] = ..., edits: _Optional[int] = ..., hunks: _Optional[_Iterable[_Union[PatchHunk, _Mapping]]] = ..., todos: _Optional[_Iterable[_Union[PatchTodo, _Mapping]]] = ..., kept: _Optional[_Iterable[_Union[PatchKept, _Mapping]]] = ..., patched_text: _Optional[str] = ...) -> None: ...
+
+class PatchResponse(_message.Message):
+    __slots__ = ("analysis_id", "diff", "basis_jsonl", "summary", "files")
+    class SummaryEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    ANALYSIS_ID_FIELD_NUMBER: _ClassVar[int]
+    DIFF_FIELD_NUMBER: _ClassVar[int]
+    BASIS_JSONL_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    analysis_id: str
+    diff: str
+    basis_jsonl: str
+    summary: _containers.ScalarMap[str, int]
+    files: _containers.RepeatedCompositeFieldContainer[PatchFile]
+    def __init__(self, analysis_id: _Optional[str] = ..., diff: _Optional[str] = ..., basis_jsonl: _Optional[str] = ..., summary: _Optional[_Mapping[str, int]] = ..., files: _Optional[_Iterable[_Union[PatchFile, _Mapping]]] = ...) -> None: ...

@@ -499,6 +499,11 @@ class AnalysisServiceStub:
                 request_serializer=godot__rag_dot_v1_dot_services__pb2.GetRequest.SerializeToString,
                 response_deserializer=godot__rag_dot_v1_dot_services__pb2.Progress.FromString,
                 _registered_method=True)
+        self.Patch = channel.unary_unary(
+                '/godot_rag.v1.AnalysisService/Patch',
+                request_serializer=godot__rag_dot_v1_dot_services__pb2.PatchRequest.SerializeToString,
+                response_deserializer=godot__rag_dot_v1_dot_services__pb2.PatchResponse.FromString,
+                _registered_method=True)
 
 
 class AnalysisServiceServicer:
@@ -522,6 +527,12 @@ class AnalysisServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Patch(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AnalysisServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -539,6 +550,11 @@ def add_AnalysisServiceServicer_to_server(servicer, server):
                     servicer.WatchProgress,
                     request_deserializer=godot__rag_dot_v1_dot_services__pb2.GetRequest.FromString,
                     response_serializer=godot__rag_dot_v1_dot_services__pb2.Progress.SerializeToString,
+            ),
+            'Patch': grpc.unary_unary_rpc_method_handler(
+                    servicer.Patch,
+                    request_deserializer=godot__rag_dot_v1_dot_services__pb2.PatchRequest.FromString,
+                    response_serializer=godot__rag_dot_v1_dot_services__pb2.PatchResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -622,6 +638,33 @@ class AnalysisService:
             '/godot_rag.v1.AnalysisService/WatchProgress',
             godot__rag_dot_v1_dot_services__pb2.GetRequest.SerializeToString,
             godot__rag_dot_v1_dot_services__pb2.Progress.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Patch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/godot_rag.v1.AnalysisService/Patch',
+            godot__rag_dot_v1_dot_services__pb2.PatchRequest.SerializeToString,
+            godot__rag_dot_v1_dot_services__pb2.PatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -821,6 +821,14 @@ class ProjectIndex:
                 return ""
         return key
 
+    def autoload_key(self, name: str) -> str:
+        """The type key of autoload ``name``: its script's key, or the engine type of its scene's root ("")."""
+        return self._autoload_key(name)
+
+    def node_types(self, path: str) -> dict[str, NodeRef]:
+        """Node paths relative to the node(s) that attach script ``path`` -> their type, where the scenes agree."""
+        return self._nodes_for(path, lambda key, origin="": key)[0]
+
     def _autoload_key(self, name: str) -> str:
         p = self.autoloads.get(name, "")
         if p.endswith(".gd"):
