@@ -40,6 +40,6 @@ def main() -> None:
         index = RenameIndex.from_payloads(await ctx.store.api_mapping_payloads(), vocabulary)
         backend = make_backend(settings, index)
         holder["servicer"].backend = backend
-        return await consumer.start(ctx, JudgeStage(ctx, backend))
+        return await consumer.start(ctx, JudgeStage(ctx, backend, index))
 
     asyncio.run(run_service("judge", settings, settings.judge_port, register, start))
