@@ -772,6 +772,14 @@ class Store:
             await conn.execute(f"update {SCHEMA}.replays set judgment_version = %s where replay_id = %s and judgment_version = ''",
                                (version_id, replay_id))
 
+    async def replay_unfinished(self, replay_id: str) -> bool:
+        row = await self._fetchone(
+            f"""select exists (select 1 from {SCHEMA}.replay_chunks where replay_id = %s and stage = 'aggregate'
+                  and status not in ('done', 'failed')) as unfinished""",
+            (replay_id,),
+        )
+        return bool(row and row["unfinished"])
+
     async def finish_replay_if_complete(self, replay_id: str) -> dict | None:
         """Mark the replay finished once no chunk of it is unsettled; the replay row when this call finished it."""
         async with self.pool.connection() as conn:

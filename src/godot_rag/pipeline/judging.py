@@ -134,10 +134,13 @@ class JudgeStage:
         inputs = await store.judge_inputs(item.analysis_id, item.chunk_id)
         request = await build_request(store, item.analysis_id, item.chunk_id, self.declared, inputs)
         retrieval_version = (inputs or {}).get("retrieval_version") or ""
+        # A judge replay is one version whatever each chunk's retrieval: it is named by the
+        # retrieval version of the version it replays over (the chunk's own is kept per row).
+        label = item.replay.retrieval_version if item.replay is not None and item.replay.retrieval_version else retrieval_version
         version = judgment_version_id(judge_kind=backend.kind, model=backend.model, prompt_version=backend.prompt_version,
-                                      retrieval_version=retrieval_version)
+                                      retrieval_version=label)
         config = judgment_config(judge_kind=backend.kind, model=backend.model, prompt_version=backend.prompt_version,
-                                 retrieval_version=retrieval_version)
+                                 retrieval_version=label)
         replay_id, base_version = "", ""
         if item.replay is not None:
             replay_id = item.replay.replay_id

@@ -109,6 +109,11 @@ async def start_replay(store: Store, bus: Bus, settings: Settings, opts: ReplayO
         raise NotReadyError(f"analysis {opts.analysis_id} is still running; replay it once it has finished")
     config = replay_config(settings, opts)
     stage = Stage(opts.stage)
+    base_version = analysis.get("current_judgment_version", "")
+    if stage == Stage.JUDGE:
+        # Judged as of the base version's retrieval: part of the configuration (and of the replay's id).
+        base = {v["version_id"]: v for v in await store.result_versions(opts.analysis_id)}.get(base_version)
+        config["retrieval_version"] = str(((base or {}).get("config") or {}).get("retrieval_version", base_version))
     rows = await store.chunk_task_rows(opts.analysis_id, opts.chunk_ids, opts.source_files)
     found = {r["chunk_id"] for r in rows}
     missing = [c for c in opts.chunk_ids if c not in found]
@@ -123,12 +128,13 @@ async def start_replay(store: Store, bus: Bus, settings: Settings, opts: ReplayO
     replay_id = replay_id_of(opts.analysis_id, stage, config)
     replay = await store.start_replay(
         replay_id=replay_id, analysis_id=opts.analysis_id, from_stage=stage, config=config,
-        base_version=analysis.get("current_judgment_version", ""), chunk_ids=[r["chunk_id"] for r in rows],
+        base_version=base_version, chunk_ids=[r["chunk_id"] for r in rows],
         stages=stages_from(stage))
     run = int(replay["run"])
     spec = pb.ReplaySpec(replay_id=replay_id, from_stage=stage, judge=config["judge"],
                          prompt_version=config["prompt_version"], cascade=config["cascade"],
-                         cascade_threshold=config["cascade_threshold"], limit_per_table=config["limit_per_table"], run=run)
+                         cascade_threshold=config["cascade_threshold"], limit_per_table=config["limit_per_table"], run=run,
+                         retrieval_version=config.get("retrieval_version", ""))
     settled = set(replay["settled"])
     started = ReplayStarted(replay_id=replay_id, analysis_id=opts.analysis_id, stage=stage, run=run,
                             status=replay["status"], judgment_version=replay["judgment_version"])

@@ -49,23 +49,27 @@ async def verdict_for_version(store: Store, analysis_id: str, version_id: str) -
 
 
 async def finalize_replay(store: Store, replay_id: str) -> dict | None:
-    """Once every chunk of the replay is settled: its version's verdict, and that version made current."""
-    replay = await store.finish_replay_if_complete(replay_id)
-    if replay is None:
+    """Once every chunk of the replay is settled: its version's verdict, that version made current, the replay done.
+
+    The replay is marked done last, so whoever sees it done sees its version current.
+    Two aggregators finishing the same replay write the same rows (same version, same verdict).
+    """
+    replay = await store.get_replay(replay_id)
+    if replay is None or replay["status"] != "running" or await store.replay_unfinished(replay_id):
         return None
     aid = replay["analysis_id"]
     version = replay["judgment_version"]
-    if not version:
+    if version:
+        verdict = await verdict_for_version(store, aid, version)
+        await store.save_verdict_version(aid, version, verdict)
+        retrieval_versions = {r["result_version"] for r in await store.replay_chunk_rows(replay_id)
+                              if r["stage"] == "retrieve" and r["result_version"]}
+        await store.set_current_versions(aid, judgment_version=version, verdict=verdict,
+                                         retrieval_version=next(iter(retrieval_versions)) if len(retrieval_versions) == 1 else "")
+        log.info("replay %s of %s finished: version %s, verdict %s", replay_id, aid, version, verdict["label"])
+    else:
         log.warning("replay %s of %s finished without a judgment version (every chunk failed before judging)", replay_id, aid)
-        return replay
-    verdict = await verdict_for_version(store, aid, version)
-    await store.save_verdict_version(aid, version, verdict)
-    retrieval_versions = {r["result_version"] for r in await store.replay_chunk_rows(replay_id)
-                          if r["stage"] == "retrieve" and r["result_version"]}
-    await store.set_current_versions(aid, judgment_version=version, verdict=verdict,
-                                     retrieval_version=next(iter(retrieval_versions)) if len(retrieval_versions) == 1 else "")
-    log.info("replay %s of %s finished: version %s, verdict %s", replay_id, aid, version, verdict["label"])
-    return replay
+    return await store.finish_replay_if_complete(replay_id)
 
 
 # ---------------------------------------------------------------- diff

@@ -301,7 +301,7 @@ class ChunkTask(_message.Message):
     def __init__(self, analysis_id: _Optional[str] = ..., trace: _Optional[_Union[ChunkTrace, _Mapping]] = ..., replay: _Optional[_Union[ReplaySpec, _Mapping]] = ...) -> None: ...
 
 class ReplaySpec(_message.Message):
-    __slots__ = ("replay_id", "from_stage", "judge", "prompt_version", "cascade", "cascade_threshold", "limit_per_table", "run", "source")
+    __slots__ = ("replay_id", "from_stage", "judge", "prompt_version", "cascade", "cascade_threshold", "limit_per_table", "run", "source", "retrieval_version")
     REPLAY_ID_FIELD_NUMBER: _ClassVar[int]
     FROM_STAGE_FIELD_NUMBER: _ClassVar[int]
     JUDGE_FIELD_NUMBER: _ClassVar[int]
@@ -311,6 +311,7 @@ class ReplaySpec(_message.Message):
     LIMIT_PER_TABLE_FIELD_NUMBER: _ClassVar[int]
     RUN_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
+    RETRIEVAL_VERSION_FIELD_NUMBER: _ClassVar[int]
     replay_id: str
     from_stage: str
     judge: str
@@ -320,7 +321,8 @@ class ReplaySpec(_message.Message):
     limit_per_table: int
     run: int
     source: str
-    def __init__(self, replay_id: _Optional[str] = ..., from_stage: _Optional[str] = ..., judge: _Optional[str] = ..., prompt_version: _Optional[str] = ..., cascade: _Optional[str] = ..., cascade_threshold: _Optional[float] = ..., limit_per_table: _Optional[int] = ..., run: _Optional[int] = ..., source: _Optional[str] = ...) -> None: ...
+    retrieval_version: str
+    def __init__(self, replay_id: _Optional[str] = ..., from_stage: _Optional[str] = ..., judge: _Optional[str] = ..., prompt_version: _Optional[str] = ..., cascade: _Optional[str] = ..., cascade_threshold: _Optional[float] = ..., limit_per_table: _Optional[int] = ..., run: _Optional[int] = ..., source: _Optional[str] = ..., retrieval_version: _Optional[str] = ...) -> None: ...
 
 class FileDone(_message.Message):
     __slots__ = ("analysis_id", "source_file", "status", "chunk_count")
