@@ -10,9 +10,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import time
+import urllib.request
+from html import escape as html_escape
+from urllib.parse import urlencode
 
 import nats
 import pytest
@@ -273,3 +277,34 @@ def test_the_api_example_runs(stack, repo, tmp_path):
     assert lines[-1].startswith("verdict godot3 ")
     assert any("KinematicBody2D -> CharacterBody2D" in line for line in lines), done.stdout
     assert any(line.strip().startswith("judge: done") for line in lines), done.stdout
+
+
+def test_web_diff_endpoint_page_and_replay_button_use_the_same_functions(stack, godot3):
+    aid = godot3.analysis_id
+    listed = versions(stack, aid)
+    judge = [v.version_id for v in listed.versions if v.stage == "judge"]
+    assert len(judge) >= 2, "run after the replay test"
+    a, b = judge[0], listed.current_judgment_version
+    web = stack.runtime["web"]
+    with urllib.request.urlopen(f"{web}api/diff?{urlencode({'analysis': aid, 'a': a, 'b': b})}") as r:
+        api_doc = json.loads(r.read())
+    assert api_doc == json.loads(stack.gateway.Diff(spb.DiffRequest(analysis_id=aid, a=a, b=b), timeout=60).json)
+    changed = {c["chunk_id"] for c in api_doc["chunks"] if c["changed"]}
+    with urllib.request.urlopen(f"{web}diff?{urlencode({'analysis': aid, 'a': a, 'b': b, 'changed': '1'})}") as r:
+        html = r.read().decode()
+    shown = set(re.findall(r'<tr data-chunk="([^"]+)" data-changed="yes">', html.replace("&#34;", '"')))
+    assert shown == {html_escape(c) for c in changed} and 'data-changed="no"' not in html
+    assert f'data-version="{b}"' in html
+
+    # The replay button posts JSON to the API, which runs the same replay as the RPC: the whole-stage replay
+    # of the earlier test already did this chunk, so nothing is published again.
+    chunk = godot3.chunks[0].trace.chunk_id
+    body = json.dumps({"stage": "retrieve", "chunk_ids": [chunk], "limit_per_table": 2}).encode()
+    request = urllib.request.Request(f"{web}api/analyses/{aid}/replay", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request) as r:
+        started = json.loads(r.read())
+    same = stack.gateway.Replay(spb.ReplayRequest(analysis_id=aid, stage="retrieve", chunk_ids=[chunk], limit_per_table=2),
+                                timeout=60)
+    assert started["replay_id"] == same.replay_id and started["chunks"] == [
+        {"chunk_id": chunk, "source": "", "published": False}]
