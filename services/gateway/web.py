@@ -309,14 +309,15 @@ def build_app(ctx: ServiceContext) -> web.Application:
     @routes.get("/diff")
     async def diff_page(request: web.Request) -> web.Response:
         q = request.query
-        form = {"a": q.get("a", "").strip(), "b": q.get("b", "").strip(), "analysis": q.get("analysis", "").strip(),
-                "changed": q.get("changed", "1" if "a" not in q else "") == "1"}
+        a, b, of = q.get("a", "").strip(), q.get("b", "").strip(), q.get("analysis", "").strip()
+        # A first visit (no comparison asked yet) shows changed chunks only.
+        form = {"a": a, "b": b, "analysis": of, "changed": q.get("changed", "1" if "a" not in q else "") == "1"}
         doc, error, listed = None, "", None
         try:
-            if form["analysis"]:
-                listed = await list_versions(ctx.store, form["analysis"])
-            if form["a"] and form["b"]:
-                doc = await diff_results(ctx.store, form["a"], form["b"], form["analysis"])
+            if of:
+                listed = await list_versions(ctx.store, of)
+            if a and b:
+                doc = await diff_results(ctx.store, a, b, of)
         except (NotFoundError, InvalidInputError) as exc:
             error = str(exc)
         return page("diff.html", form=form, doc=doc, error=error, versions=listed)

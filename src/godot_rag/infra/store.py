@@ -785,7 +785,7 @@ class Store:
         async with self.pool.connection() as conn:
             async with conn.transaction():
                 cur = await conn.execute(f"select * from {SCHEMA}.replays where replay_id = %s for update", (replay_id,))
-                replay = await cur.fetchone()
+                replay = cast("dict | None", await cur.fetchone())
                 if replay is None or replay["status"] != "running":
                     return None
                 cur = await conn.execute(

@@ -131,8 +131,8 @@ def chunk_record(result, detail) -> dict:
         "query": {"query_text": detail.query.query_text, "query_terms": list(detail.query.query_terms),
                   "prompt_terms": list(detail.query.prompt_terms), "intent": detail.query.intent},
         "hits": _hits_json(detail.hits),
-        "judgment": None if judgment is None else {**_judgment_json(judgment), **_judge_json(judgment),
-                                                   "version_id": current.version_id},
+        "judgment": None if current is None else {**_judgment_json(current.judgment), **_judge_json(current.judgment),
+                                                  "version_id": current.version_id},
         "notes": [] if judgment is None else [{"line": n.line, "old": n.old, "new": n.new, "basis_record_id": n.basis_record_id}
                                               for n in judgment.migration_notes],
         "judgment_versions": [{"version_id": v.version_id, "retrieval_version": v.retrieval_version, "current": v.current,

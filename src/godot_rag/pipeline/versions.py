@@ -148,8 +148,9 @@ async def list_versions(store: Store, analysis_id: str) -> spb.VersionsResponse:
         v = spb.ResultVersion(version_id=r["version_id"], stage=r["stage"], config_json=json.dumps(r["config"], sort_keys=True),
                               base_version=r["base_version"], replay_id=r["replay_id"],
                               current=r["version_id"] in (current_j, current_r), created_at=_iso(r["created_at"]))
-        if r.get("label"):
-            v.verdict.CopyFrom(verdict_pb(r))
+        verdict = verdict_pb(r) if r.get("label") else None
+        if verdict is not None:
+            v.verdict.CopyFrom(verdict)
         out.versions.append(v)
     return out
 
