@@ -203,10 +203,11 @@ function replayForm(form) {
     const body = {stage: f.get("stage"), judge: f.get("judge"), prompt_version: f.get("prompt_version"),
                   limit_per_table: Number(f.get("limit_per_table") || 0), chunk_ids: [form.dataset.chunk]};
     status.textContent = "replaying...";
+    form.dataset.state = "running";
     const resp = await fetch(`/api/analyses/${encodeURIComponent(form.dataset.analysis)}/replay`,
       {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
     const data = await resp.json();
-    if (!resp.ok) { status.textContent = data.error || `failed (${resp.status})`; return; }
+    if (!resp.ok) { status.textContent = data.error || `failed (${resp.status})`; form.dataset.state = "refused"; return; }
     const chunk = data.chunks[0] || {};
     status.textContent = chunk.published
       ? `replay ${data.replay_id} started; message taken from the ${chunk.source}`
@@ -217,6 +218,8 @@ function replayForm(form) {
       state = await (await fetch(`/api/replays/${encodeURIComponent(data.replay_id)}`)).json();
     }
     status.textContent = `replay ${state.status}: version ${state.judgment_version}; reload to see it`;
+    form.dataset.state = state.status;
+    form.dataset.version = state.judgment_version;
   });
 }
 

@@ -501,7 +501,7 @@ class Store:
     async def get_verdict(self, analysis_id: str) -> dict | None:
         return await self._fetchone(f"select * from {SCHEMA}.verdicts where analysis_id = %s", (analysis_id,))
 
-    async def list_chunk_results(self, analysis_id: str, source_file: str = "") -> list[dict]:
+    async def list_chunk_results(self, analysis_id: str, source_file: str = "", chunk_id: str = "") -> list[dict]:
         return await self._fetchall(
             f"""select c.chunk_id, c.source_file, c.chunk_order, c.chunk_kind, c.start_line, c.end_line, c.chunk,
                   f.sha256, a.project_id,
@@ -514,9 +514,9 @@ class Store:
                 join {SCHEMA}.analyses a on a.analysis_id = c.analysis_id
                 left join {SCHEMA}.retrievals r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id
                 left join {SCHEMA}.judgments j on j.analysis_id = c.analysis_id and j.chunk_id = c.chunk_id
-                where c.analysis_id = %s and (%s = '' or c.source_file = %s)
+                where c.analysis_id = %s and (%s = '' or c.source_file = %s) and (%s = '' or c.chunk_id = %s)
                 order by f.file_order, c.chunk_order""",
-            (analysis_id, source_file, source_file),
+            (analysis_id, source_file, source_file, chunk_id, chunk_id),
         )
 
     async def progress(self, analysis_id: str) -> dict:

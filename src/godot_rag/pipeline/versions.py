@@ -183,7 +183,7 @@ async def chunk_trace(store: Store, analysis_id: str, chunk_id: str) -> spb.Chun
     analysis = await store.get_analysis(analysis_id)
     if analysis is None:
         raise NotFoundError(f"no analysis {analysis_id}")
-    results = [r for r in await store.list_chunk_results(analysis_id) if r["chunk_id"] == chunk_id]
+    results = await store.list_chunk_results(analysis_id, chunk_id=chunk_id)
     if not results:
         raise NotFoundError(f"analysis {analysis_id} has no chunk {chunk_id}")
     r = results[0]
