@@ -33,6 +33,7 @@ DEDUPE_WINDOW_S = 30 * 60
 # How long a stage's messages stay in the streams: `godot-rag replay` takes a
 # chunk's last message on its stage subject (a direct get) while it is kept,
 # and rebuilds it from the stored chunk after that (docs/operations.md).
+# The default of GODOT_RAG_STREAM_RETENTION_DAYS.
 RETENTION_S = 14 * 24 * 3600
 
 
@@ -74,12 +75,12 @@ class Bus:
         # the pull subscriptions' pending fetch requests for its full timeout.
         await self.nc.close()
 
-    async def ensure_streams(self, replicas: int = 1) -> None:
+    async def ensure_streams(self, replicas: int = 1, retention_s: float = RETENTION_S) -> None:
         """Create or update the streams; replicas > 1 needs a JetStream cluster of that size."""
         for name, subjects in ((STREAM_FILES, [f"{FILE_PREFIX}.>"]), (STREAM_CHUNKS, [f"{CHUNK_PREFIX}.>"])):
             config = api.StreamConfig(
                 name=name, subjects=subjects, storage=api.StorageType.FILE, retention=api.RetentionPolicy.LIMITS,
-                max_age=RETENTION_S, duplicate_window=DEDUPE_WINDOW_S, num_replicas=replicas,
+                max_age=retention_s, duplicate_window=DEDUPE_WINDOW_S, num_replicas=replicas,
                 # Direct get answers "the last message on this subject" from any replica (replay reads it).
                 allow_direct=True,
             )
