@@ -117,3 +117,31 @@ def test_project_slug_is_a_folder_name():
     assert project_slug("pasted://snippet-ab12.gd") == "pasted-snippet-ab12.gd"
     assert project_slug("https://github.com/o/r.git/sub") == "https-github.com-o-r.git-sub"
     assert project_slug("///") == "project"
+
+
+def test_replay_configuration_fills_the_stack_defaults_and_refuses_what_cannot_run(tmp_path):
+    import pytest
+
+    from godot_rag.errors import InvalidInputError
+    from godot_rag.pipeline.replay import ReplayOptions, replay_config
+    from godot_rag.settings import load_settings
+
+    rules_stack = load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path)})
+    config = replay_config(rules_stack, ReplayOptions("a1", stage="retrieve", limit_per_table=2))
+    assert config == {"judge": "rules", "prompt_version": "", "cascade": "", "cascade_threshold": 0.0, "limit_per_table": 2}
+    assert replay_config(rules_stack, ReplayOptions("a1", stage="retrieve"))["limit_per_table"] == 5
+    assert replay_config(rules_stack, ReplayOptions("a1"))["limit_per_table"] == 0  # a judge replay searches nothing
+    with pytest.raises(InvalidInputError, match="LLM_URL"):
+        replay_config(rules_stack, ReplayOptions("a1", judge="llm"))
+    with pytest.raises(InvalidInputError, match="no prompt version"):
+        replay_config(rules_stack, ReplayOptions("a1", prompt_version="judge.v1"))
+    with pytest.raises(InvalidInputError, match="stage"):
+        replay_config(rules_stack, ReplayOptions("a1", stage="aggregate"))
+    with pytest.raises(InvalidInputError, match="retrieve replay"):
+        replay_config(rules_stack, ReplayOptions("a1", stage="judge", limit_per_table=2))
+    llm_stack = load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_LLM_URL": "http://127.0.0.1:9",
+                               "GODOT_RAG_LLM_MODEL": "qwen", "GODOT_RAG_JUDGE_CASCADE": "ambiguous"})
+    llm = replay_config(llm_stack, ReplayOptions("a1", judge="llm"))
+    assert (llm["prompt_version"], llm["cascade"], llm["cascade_threshold"]) == ("judge.v1", "ambiguous", 0.85)
+    with pytest.raises(InvalidInputError, match="prompt files"):
+        replay_config(llm_stack, ReplayOptions("a1", judge="llm", prompt_version="judge.v9"))

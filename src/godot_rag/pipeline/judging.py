@@ -64,15 +64,22 @@ class JudgeBackends:
         if self.index is None:
             raise PoisonError("this judge has no rename index to build a replay's judge from")
         try:
-            check_judge_config(self.settings, spec.judge, spec.prompt_version, spec.cascade or self.settings.judge_cascade)
+            return build_backend(self.settings, self.index, spec.judge, prompt_version=spec.prompt_version,
+                                 cascade=spec.cascade, threshold=spec.cascade_threshold)
         except InvalidInputError as exc:
             raise PoisonError(f"replay {spec.replay_id}: {exc}") from exc
-        rules = RulesBackend(self.index)
-        if spec.judge == "rules":
-            return rules
-        llm = LLMBackend(LLMClient.from_settings(self.settings), judge_prompts(spec.prompt_version or JUDGE_PROMPT_VERSION))
-        return CascadeBackend(rules, llm, spec.cascade or self.settings.judge_cascade,
-                              spec.cascade_threshold or self.settings.judge_cascade_threshold)
+
+
+def build_backend(settings: Settings, index: RenameIndex, judge: str, *, prompt_version: str = "", cascade: str = "",
+                  threshold: float = 0.0) -> JudgeBackend:
+    """The judge backend of a configuration (the stack's own, or a replay's); unset parts come from ``settings``."""
+    cascade = cascade or settings.judge_cascade
+    check_judge_config(settings, judge, prompt_version, cascade)
+    rules = RulesBackend(index)
+    if judge == "rules":
+        return rules
+    llm = LLMBackend(LLMClient.from_settings(settings), judge_prompts(prompt_version or JUDGE_PROMPT_VERSION))
+    return CascadeBackend(rules, llm, cascade, threshold or settings.judge_cascade_threshold)
 
 
 class DeclaredNamesCache:
