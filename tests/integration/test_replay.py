@@ -295,6 +295,8 @@ def test_web_diff_endpoint_page_and_replay_button_use_the_same_functions(stack, 
     shown = set(re.findall(r'<tr data-chunk="([^"]+)" data-changed="yes">', html.replace("&#34;", '"')))
     assert shown == {html_escape(c) for c in changed} and 'data-changed="no"' not in html
     assert f'data-version="{b}"' in html
+    with urllib.request.urlopen(f"{web}a/{aid}") as r:
+        assert f'data-field="current-version">{b}<' in r.read().decode()
 
     # The replay button posts JSON to the API, which runs the same replay as the RPC: the whole-stage replay
     # of the earlier test already did this chunk, so nothing is published again.
