@@ -318,11 +318,11 @@ def cmd_replay(args, settings: Settings) -> int:
 def print_diff(doc: dict, changed_only: bool = True) -> None:
     out = Console(width=None if sys.stdout.isatty() else 150)
     a, b, v, s = doc["a"], doc["b"], doc["verdict"], doc["summary"]
-    out.print(f"[bold]A[/bold] {a['analysis_id']} version {a['version_id'] or '-'}   "
-              f"[bold]B[/bold] {b['analysis_id']} version {b['version_id'] or '-'}", highlight=False)
+    out.print(f"A {a['analysis_id']} version {a['version_id'] or '-'}   B {b['analysis_id']} version {b['version_id'] or '-'}",
+              markup=False, highlight=False)
     change = "changed" if v["changed"] else "unchanged"
-    out.print(f"verdict: {v['a'] or '-'} ({v['a_confidence']:.2f}) -> {v['b'] or '-'} ({v['b_confidence']:.2f}) [{change}]",
-              highlight=False)
+    out.print(f"verdict: {v['a'] or '-'} ({v['a_confidence']:.2f}) -> {v['b'] or '-'} ({v['b_confidence']:.2f}), {change}",
+              markup=False, highlight=False)
     table = Table(show_header=True, header_style="bold", title="summary")
     table.add_column("what")
     table.add_column("count", justify="right")
@@ -335,12 +335,14 @@ def print_diff(doc: dict, changed_only: bool = True) -> None:
     for c in doc["chunks"]:
         if changed_only and not c["changed"]:
             continue
-        out.print(f"[bold]{c['source_file']}[/bold] L{c['start_line']}-L{c['end_line']} {c['chunk_id']}"
-                  + ("" if c["presence"] == "both" else f"  ({c['presence'].replace('_', ' ')})"), highlight=False)
+        out.print(f"{c['source_file']} L{c['start_line']}-L{c['end_line']} {c['chunk_id']}"
+                  + ("" if c["presence"] == "both" else f"  ({c['presence'].replace('_', ' ')})"), markup=False,
+                  highlight=False, style="bold")
         if c["label"]:
-            out.print(f"  label: {c['label']['a'] or '-'} -> {c['label']['b'] or '-'}", highlight=False)
+            out.print(f"  label: {c['label']['a'] or '-'} -> {c['label']['b'] or '-'}", markup=False, highlight=False)
         if c["needs_migration"]:
-            out.print(f"  needs migration: {c['needs_migration']['a']} -> {c['needs_migration']['b']}", highlight=False)
+            out.print(f"  needs migration: {c['needs_migration']['a']} -> {c['needs_migration']['b']}", markup=False,
+                      highlight=False)
         for h in c["candidates"]["added"]:
             out.print(f"  + candidate {h['table']}/{h['record_id']} (rank {h['rank']})", markup=False, highlight=False)
         for h in c["candidates"]["removed"]:
