@@ -20,12 +20,14 @@ import jinja2
 from aiohttp import web
 
 from godot_rag.domain.ingest.policy import IngestError
-from godot_rag.errors import NotFoundError
+from godot_rag.errors import InvalidInputError, NotFoundError, NotReadyError
 from godot_rag.infra.service import ServiceContext
 from godot_rag.pipeline import web_data
 from godot_rag.pipeline import web_views as wv
 from godot_rag.pipeline.export import result_to_json
+from godot_rag.pipeline.replay import ReplayOptions, replay_status, start_replay
 from godot_rag.pipeline.results import analysis_result
+from godot_rag.pipeline.versions import diff_results, list_versions
 from godot_rag.pipeline.why_not import why_not_retrieved
 
 log = logging.getLogger(__name__)
@@ -303,6 +305,24 @@ def build_app(ctx: ServiceContext) -> web.Application:
             min_score = 0.0
         return page("file.html", min_score=min_score, **data)
 
+    # ------------------------------------------------------------ diff
+
+    @routes.get("/diff")
+    async def diff_page(request: web.Request) -> web.Response:
+        q = request.query
+        a, b, of = q.get("a", "").strip(), q.get("b", "").strip(), q.get("analysis", "").strip()
+        # A first visit (no comparison asked yet) shows changed chunks only.
+        form = {"a": a, "b": b, "analysis": of, "changed": q.get("changed", "1" if "a" not in q else "") == "1"}
+        doc, error, listed = None, "", None
+        try:
+            if of:
+                listed = await list_versions(ctx.store, of)
+            if a and b:
+                doc = await diff_results(ctx.store, a, b, of)
+        except (NotFoundError, InvalidInputError) as exc:
+            error = str(exc)
+        return page("diff.html", form=form, doc=doc, error=error, versions=listed)
+
     # ------------------------------------------------------------ exports
 
     def _export(rows: list[dict], columns, fmt: str, name: str) -> web.Response:
@@ -364,6 +384,53 @@ def build_app(ctx: ServiceContext) -> web.Application:
         stages = await ctx.store.chunk_stages(aid, chunk_id)
         return _json({"chunk": row["chunk"], "source_file": row["source_file"], "retrieval": retrieval, "judgment": judgment,
                       "stages": stages})
+
+    @routes.get("/api/diff")
+    async def diff_api(request: web.Request) -> web.Response:
+        q = request.query
+        try:
+            return _json(await diff_results(ctx.store, q.get("a", ""), q.get("b", ""), q.get("analysis", "")))
+        except InvalidInputError as exc:
+            return _json({"error": str(exc)}, 400)
+        except NotFoundError as exc:
+            return _json({"error": str(exc)}, 404)
+
+    @routes.post("/api/analyses/{analysis_id}/replay")
+    async def replay_api(request: web.Request) -> web.Response:
+        """Replay chunks of an analysis: the same pipeline function as the gRPC Replay and `godot-rag replay`."""
+        try:
+            body = await request.json()
+        except json.JSONDecodeError:
+            return _json({"error": "the body is not JSON"}, 400)
+        if not isinstance(body, dict):
+            return _json({"error": "the body must be a JSON object"}, 400)
+        try:
+            opts = ReplayOptions(
+                analysis_id=request.match_info["analysis_id"], stage=str(body.get("stage") or "judge"),
+                chunk_ids=tuple(str(c) for c in body.get("chunk_ids") or ()),
+                source_files=tuple(str(f) for f in body.get("source_files") or ()), judge=str(body.get("judge") or ""),
+                prompt_version=str(body.get("prompt_version") or ""), cascade=str(body.get("cascade") or ""),
+                limit_per_table=int(body.get("limit_per_table") or 0))
+            started = await start_replay(ctx.store, ctx.bus, ctx.settings, opts)
+        except (ValueError, InvalidInputError) as exc:
+            return _json({"error": str(exc)}, 400)
+        except NotFoundError as exc:
+            return _json({"error": str(exc)}, 404)
+        except NotReadyError as exc:
+            return _json({"error": str(exc)}, 409)
+        return _json(_replay_json(started))
+
+    @routes.get("/api/replays/{replay_id}")
+    async def replay_state(request: web.Request) -> web.Response:
+        try:
+            return _json(_replay_json(await replay_status(ctx.store, request.match_info["replay_id"])))
+        except NotFoundError as exc:
+            return _json({"error": str(exc)}, 404)
+
+    def _replay_json(r) -> dict:
+        return {"replay_id": r.replay_id, "analysis_id": r.analysis_id, "stage": r.stage, "run": r.run, "status": r.status,
+                "judgment_version": r.judgment_version,
+                "chunks": [{"chunk_id": c.chunk_id, "source": c.source, "published": c.published} for c in r.chunks]}
 
     @routes.post("/api/analyses")
     async def submit(request: web.Request) -> web.Response:

@@ -1,8 +1,9 @@
-"""The godot-rag command line: up, analyze, expand, patch, kb build."""
+"""The godot-rag command line: up, analyze, expand, patch, kb build, replay, diff, export."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -246,6 +247,153 @@ def cmd_analyze(args, settings: Settings) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def gateway_stub(settings: Settings, keep_running: bool = False):
+    """An AnalysisService stub on the running stack, or on one started for the command."""
+    from godot_rag.v1 import services_pb2_grpc as sgrpc
+
+    started = None
+    addr = running_gateway(settings)
+    if addr is None:
+        started = start_stack(settings)
+        addr = running_gateway(settings)
+    try:
+        with grpc.insecure_channel(addr, options=GRPC_MESSAGE_OPTIONS) as channel:
+            yield sgrpc.AnalysisServiceStub(channel)
+    finally:
+        if started is not None and not keep_running:
+            stop_stack(started)
+
+
+def _rpc(call, *args, **kwargs):
+    try:
+        return call(*args, **kwargs)
+    except grpc.RpcError as exc:
+        raise CliError(exc.details() or str(exc.code())) from exc
+
+
+def cmd_replay(args, settings: Settings) -> int:
+    from godot_rag.v1 import services_pb2 as spb
+
+    request = spb.ReplayRequest(analysis_id=args.analysis_id, stage=args.stage, chunk_ids=args.chunk or [],
+                                source_files=args.file or [], judge=args.judge or "", prompt_version=args.prompt_version or "",
+                                cascade=args.cascade or "", limit_per_table=args.limit_per_table or 0)
+    with gateway_stub(settings, args.keep_running) as stub:
+        started = _rpc(stub.Replay, request, timeout=300)
+        published = [c for c in started.chunks if c.published]
+        from_stream = sum(1 for c in published if c.source == "stream")
+        console.print(f"replay {started.replay_id} of {started.analysis_id} from stage {started.stage} (run {started.run}): "
+                      f"{len(published)} chunk(s) published, {from_stream} taken from the stream, "
+                      f"{len(published) - from_stream} rebuilt from the store (aged out), "
+                      f"{len(started.chunks) - len(published)} already done by this replay", highlight=False)
+        if args.verbose:
+            for c in started.chunks:
+                state = f"from the {c.source}" if c.published else "already done"
+                console.print(f"  {c.chunk_id}: {state}", markup=False, highlight=False)
+        replay = started
+        if not args.no_wait:
+            deadline = time.monotonic() + args.timeout
+            with console.status("replaying..."):
+                while replay.status == "running" and time.monotonic() < deadline:
+                    time.sleep(0.3)
+                    replay = _rpc(stub.GetReplay, spb.GetReplayRequest(replay_id=started.replay_id), timeout=60)
+            if replay.status == "running":
+                raise CliError(f"replay {started.replay_id} still running after {args.timeout}s; run the same command "
+                               "again to resume or wait")
+        doc = {"replay_id": replay.replay_id, "analysis_id": replay.analysis_id, "stage": replay.stage, "run": replay.run,
+               "status": replay.status, "judgment_version": replay.judgment_version,
+               "chunks": [{"chunk_id": c.chunk_id, "source": c.source, "published": c.published} for c in started.chunks]}
+        if replay.judgment_version and replay.status != "running":
+            v = _rpc(stub.GetVerdict, spb.VerdictVersionRequest(analysis_id=replay.analysis_id,
+                                                                version_id=replay.judgment_version), timeout=60)
+            doc["verdict"] = {"label": v.verdict.label, "confidence": v.verdict.confidence, "current": v.current}
+            console.print(f"replay {replay.status}: judgment version {replay.judgment_version} "
+                          f"(current: {'yes' if v.current else 'no'}), verdict {v.verdict.label} "
+                          f"({v.verdict.confidence:.2f})", highlight=False)
+    if args.json:
+        Path(args.json).write_text(json.dumps(doc, indent=2))
+        console.print(f"wrote {args.json}")
+    return 0 if replay.status in ("done", "running") else 3
+
+
+def print_diff(doc: dict, changed_only: bool = True) -> None:
+    out = Console(width=None if sys.stdout.isatty() else 150)
+    a, b, v, s = doc["a"], doc["b"], doc["verdict"], doc["summary"]
+    out.print(f"A {a['analysis_id']} version {a['version_id'] or '-'}   B {b['analysis_id']} version {b['version_id'] or '-'}",
+              markup=False, highlight=False)
+    change = "changed" if v["changed"] else "unchanged"
+    out.print(f"verdict: {v['a'] or '-'} ({v['a_confidence']:.2f}) -> {v['b'] or '-'} ({v['b_confidence']:.2f}), {change}",
+              markup=False, highlight=False)
+    table = Table(show_header=True, header_style="bold", title="summary")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for key in ("chunks_compared", "chunks_changed", "label_changes", "migration_changes", "candidates_added",
+                "candidates_removed", "candidates_moved", "notes_added", "notes_removed", "only_in_a", "only_in_b"):
+        table.add_row(key.replace("_", " "), str(s[key]))
+    for key, n in s["transitions"].items():
+        table.add_row(f"label {key}", str(n))
+    out.print(table)
+    for c in doc["chunks"]:
+        if changed_only and not c["changed"]:
+            continue
+        out.print(f"{c['source_file']} L{c['start_line']}-L{c['end_line']} {c['chunk_id']}"
+                  + ("" if c["presence"] == "both" else f"  ({c['presence'].replace('_', ' ')})"), markup=False,
+                  highlight=False, style="bold")
+        if c["label"]:
+            out.print(f"  label: {c['label']['a'] or '-'} -> {c['label']['b'] or '-'}", markup=False, highlight=False)
+        if c["needs_migration"]:
+            out.print(f"  needs migration: {c['needs_migration']['a']} -> {c['needs_migration']['b']}", markup=False,
+                      highlight=False)
+        for h in c["candidates"]["added"]:
+            out.print(f"  + candidate {h['table']}/{h['record_id']} (rank {h['rank']})", markup=False, highlight=False)
+        for h in c["candidates"]["removed"]:
+            out.print(f"  - candidate {h['table']}/{h['record_id']} (rank {h['rank']})", markup=False, highlight=False)
+        for h in c["candidates"]["moved"]:
+            out.print(f"  ~ candidate {h['table']}/{h['record_id']} rank {h['a_rank']} -> {h['b_rank']}", markup=False,
+                      highlight=False)
+        for n in c["notes"]["added"]:
+            out.print(f"  + note L{n['line']} {n['old']} -> {n['new']}", markup=False, highlight=False)
+        for n in c["notes"]["removed"]:
+            out.print(f"  - note L{n['line']} {n['old']} -> {n['new']}", markup=False, highlight=False)
+
+
+def cmd_diff(args, settings: Settings) -> int:
+    from godot_rag.v1 import services_pb2 as spb
+
+    with gateway_stub(settings, args.keep_running) as stub:
+        response = _rpc(stub.Diff, spb.DiffRequest(a=args.a, b=args.b, analysis_id=args.analysis or ""), timeout=300)
+    doc = json.loads(response.json)
+    if args.json:
+        text = json.dumps(doc, indent=2, ensure_ascii=False)
+        if args.json == "-":
+            sys.stdout.write(text + "\n")
+        else:
+            Path(args.json).write_text(text)
+            console.print(f"wrote {args.json}")
+    if args.json != "-":
+        print_diff(doc, changed_only=not args.all)
+    return 0
+
+
+def cmd_export(args, settings: Settings) -> int:
+    from godot_rag.pipeline.export import write_classified
+    from godot_rag.v1 import services_pb2 as spb
+
+    bundles = []
+    with gateway_stub(settings, args.keep_running) as stub:
+        for aid in args.analysis_ids:
+            result = _rpc(stub.Get, spb.GetRequest(analysis_id=aid), timeout=300)
+            if result.status == "running":
+                raise CliError(f"analysis {aid} is still running; export it once it has finished")
+            traces = [_rpc(stub.GetChunkTrace, spb.ChunkTraceRequest(analysis_id=aid, chunk_id=c.trace.chunk_id), timeout=60)
+                      for c in result.chunks]
+            bundles.append((result, traces))
+    written = write_classified(bundles, Path(args.out))
+    for path in written:
+        console.print(f"wrote {path}", markup=False, highlight=False)
+    return 0
+
+
 def cmd_expand(args, settings: Settings) -> int:
     from godot_rag.domain.ingest.policy import IngestError, ProjectFiles, expand, flatten
     from godot_rag.pipeline.submit import collect
@@ -448,6 +596,32 @@ def main(argv: list[str] | None = None) -> int:
                    help="also write the patched files into the project (PATH: the folder; needed with an ANALYSIS_ID)")
     p.add_argument("--force", action="store_true", help="with --apply: write even when the git tree is dirty or absent")
     p.add_argument("--json", help="write the summary and the TODOs as JSON to this file")
+    p = sub.add_parser("replay", help="run a stage again for chunks of a finished analysis, as a new result version")
+    p.add_argument("analysis_id")
+    p.add_argument("--stage", choices=("retrieve", "judge"), default="judge",
+                   help="the first stage run again (the stages after it follow); default judge")
+    p.add_argument("--chunk", action="append", metavar="CHUNK_ID", help="a chunk to replay (repeatable); default every chunk")
+    p.add_argument("--file", action="append", metavar="PATH", help="every chunk of this file (repeatable)")
+    p.add_argument("--judge", choices=("rules", "llm"), help="judge to use; default the stack's GODOT_RAG_JUDGE")
+    p.add_argument("--prompt-version", help="with --judge llm: the prompt files' version (e.g. judge.v1)")
+    p.add_argument("--cascade", choices=("all", "ambiguous"), help="with --judge llm: the cascade policy")
+    p.add_argument("--limit-per-table", type=int, help="with --stage retrieve: hits kept per knowledge table")
+    p.add_argument("--no-wait", action="store_true", help="publish and return without waiting for the replay to finish")
+    p.add_argument("--timeout", type=float, default=1800, help="seconds to wait for the replay (default 1800)")
+    p.add_argument("--json", help="write the replay's outcome as JSON to this file")
+    p.add_argument("-v", "--verbose", action="store_true", help="list every chunk and where its message came from")
+    p.add_argument("--keep-running", action="store_true", help="leave the embedded stack running afterwards")
+    p = sub.add_parser("diff", help="compare two analyses, or two judgment versions of one analysis")
+    p.add_argument("a", help="analysis id (or judgment version id with --analysis)")
+    p.add_argument("b", help="analysis id (or judgment version id with --analysis)")
+    p.add_argument("--analysis", help="compare two judgment versions (A and B) of this analysis")
+    p.add_argument("--json", help="write the diff document as JSON to this file ('-' = standard output only)")
+    p.add_argument("--all", action="store_true", help="list unchanged chunks too")
+    p.add_argument("--keep-running", action="store_true", help="leave the embedded stack running afterwards")
+    p = sub.add_parser("export", help="write analyses as a classified tree: DIR/<label>/<project>/ and DIR/dataset.jsonl")
+    p.add_argument("analysis_ids", nargs="+", metavar="ANALYSIS_ID")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--keep-running", action="store_true", help="leave the embedded stack running afterwards")
     kb = sub.add_parser("kb", help="knowledge base")
     kb_sub = kb.add_subparsers(dest="kb_command", required=True)
     b = kb_sub.add_parser("build", help="load the shipped Godot reference data (embeds with GODOT_RAG_EMBEDDER)")
@@ -470,6 +644,12 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_patch(args, settings)
         if args.command == "kb":
             return cmd_kb_build(args, settings)
+        if args.command == "replay":
+            return cmd_replay(args, settings)
+        if args.command == "diff":
+            return cmd_diff(args, settings)
+        if args.command == "export":
+            return cmd_export(args, settings)
     except (CliError, SettingsError, SupervisorError, EmbeddedError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 1

@@ -29,6 +29,9 @@ class Settings:
     nats_url: str = ""
     nats_port: int = 0  # embedded nats-server port; 0 picks a free one
     nats_stream_replicas: int = 1  # 3 on a JetStream cluster (deploy/k8s)
+    # How long the streams keep messages: a replay within it takes a chunk's message from
+    # the stream, after it rebuilds the message from the store (docs/operations.md).
+    stream_retention_days: float = 14.0
     host: str = "127.0.0.1"  # every embedded listener binds loopback only
     gateway_port: int = 0
     parser_port: int = 0
@@ -155,6 +158,8 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
     for stage in ("parser", "chunker", "retriever", "judge", "aggregator"):
         if getattr(settings, f"{stage}_max_ack_pending") < 0:
             raise SettingsError(f"{ENV_PREFIX}{stage.upper()}_MAX_ACK_PENDING must be 0 (the stage default) or more")
+    if settings.stream_retention_days <= 0:
+        raise SettingsError(f"{ENV_PREFIX}STREAM_RETENTION_DAYS must be more than 0, not {settings.stream_retention_days}")
     if settings.stage_workers < 1:
         raise SettingsError(f"{ENV_PREFIX}STAGE_WORKERS must be at least 1, not {settings.stage_workers}")
     if settings.embedder == "tei" and not settings.tei_url:

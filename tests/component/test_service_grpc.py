@@ -90,6 +90,32 @@ async def test_gateway_maps_bad_input_and_unknown_analyses(channel):
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
 
 
+async def test_gateway_replay_versions_diff_and_trace_map_their_errors(channel):
+    gateway = sgrpc.AnalysisServiceStub(channel)
+    nope = "nope"
+    assert await code_of(gateway.Replay(spb.ReplayRequest(analysis_id=nope))) == grpc.StatusCode.NOT_FOUND
+    assert await code_of(gateway.GetReplay(spb.GetReplayRequest(replay_id=nope))) == grpc.StatusCode.NOT_FOUND
+    assert await code_of(gateway.ListVersions(spb.GetRequest(analysis_id=nope))) == grpc.StatusCode.NOT_FOUND
+    assert await code_of(gateway.GetVerdict(spb.VerdictVersionRequest(analysis_id=nope))) == grpc.StatusCode.NOT_FOUND
+    assert await code_of(gateway.GetChunkTrace(spb.ChunkTraceRequest(analysis_id=nope, chunk_id="x"))) == \
+        grpc.StatusCode.NOT_FOUND
+    assert await code_of(gateway.ListChunks(spb.ListChunksPageRequest(analysis_id=nope))) == grpc.StatusCode.NOT_FOUND
+    assert await code_of(gateway.Diff(spb.DiffRequest(a="", b=""))) == grpc.StatusCode.INVALID_ARGUMENT
+    assert await code_of(gateway.Diff(spb.DiffRequest(a=nope, b="other"))) == grpc.StatusCode.NOT_FOUND
+    submitted = await gateway.Submit(spb.SubmitRequest(prompt="Godot 3 or 4?", snippet="extends Sprite\n"))
+    aid = submitted.analysis_id
+    # No consumer runs here: the analysis stays running, so it cannot be replayed yet.
+    assert await code_of(gateway.Replay(spb.ReplayRequest(analysis_id=aid))) == grpc.StatusCode.FAILED_PRECONDITION
+    assert await code_of(gateway.ListChunks(spb.ListChunksPageRequest(analysis_id=aid, needs_migration="maybe"))) == \
+        grpc.StatusCode.INVALID_ARGUMENT
+    assert await code_of(gateway.ListChunks(spb.ListChunksPageRequest(analysis_id=aid, page_token="x"))) == \
+        grpc.StatusCode.INVALID_ARGUMENT
+    assert await code_of(gateway.GetVerdict(spb.VerdictVersionRequest(analysis_id=aid, version_id="j-none"))) == \
+        grpc.StatusCode.NOT_FOUND
+    page = await gateway.ListChunks(spb.ListChunksPageRequest(analysis_id=aid))
+    assert page.total == 0 and page.next_page_token == ""
+
+
 async def test_gateway_records_a_snippet_and_reports_it(channel):
     gateway = sgrpc.AnalysisServiceStub(channel)
     submitted = await gateway.Submit(spb.SubmitRequest(prompt="Godot 3 or 4?", snippet="extends KinematicBody2D\n"))

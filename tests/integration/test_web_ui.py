@@ -284,6 +284,26 @@ def test_why_not_retrieved_for_a_known_record(stack, repo, page):
     assert by_title["matches"][0]["id"] == kept
 
 
+@needs_chromium
+def test_replay_button_replays_the_chunk_as_a_new_version(stack, repo, page):
+    # Its own prompt: the replay changes the current version of the analysis it replays.
+    aid = _finished(stack, str(repo / "samples" / "mini_dodge.txt"), prompt="Replay button: Godot 3 or Godot 4?")
+    chunk_id = "player.gd:function:_process"
+    page.goto(f"{stack.runtime['web']}a/{aid}/f/player.gd#L12-L26")
+    form = page.wait_for_selector(".chunk-detail.current form.replay")
+    assert form.get_attribute("data-chunk") == chunk_id
+    form.query_selector("select[name=stage]").select_option("retrieve")
+    form.query_selector("input[name=limit_per_table]").fill("1")
+    form.query_selector("button").click()
+    page.wait_for_selector(".chunk-detail.current form.replay[data-state=done]", timeout=180_000)
+    version = form.get_attribute("data-version")
+    trace = stack.gateway.GetChunkTrace(spb.ChunkTraceRequest(analysis_id=aid, chunk_id=chunk_id), timeout=30)
+    assert [j.version_id for j in trace.judgments if j.current] == [version] and len(trace.judgments) == 2
+    assert len(trace.hits) == len({h.table for h in trace.hits})  # one hit per table now
+    assert version in form.query_selector(".replay-status").inner_text()
+    assert page.errors == []
+
+
 SCRIPTED = """# project.godot
 config_version=4
 

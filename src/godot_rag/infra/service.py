@@ -50,7 +50,7 @@ async def run_service(
         raise SystemExit(f"{name}: GODOT_RAG_PG_DSN and GODOT_RAG_NATS_URL must be set (godot-rag up sets them)")
     store = await Store.open(settings.pg_dsn)
     bus = await Bus.connect(settings.nats_url, name=f"godot-rag-{name}", ack_wait_override_s=settings.ack_wait_s)
-    await bus.ensure_streams(settings.nats_stream_replicas)
+    await bus.ensure_streams(settings.nats_stream_replicas, settings.stream_retention_days * 24 * 3600)
     stop = asyncio.Event()
     ctx = ServiceContext(name, settings, store, bus, stop)
     server = grpc.aio.server(options=GRPC_MESSAGE_OPTIONS)
