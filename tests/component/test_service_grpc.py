@@ -122,3 +122,37 @@ async def test_retriever_builds_queries_and_maps_its_errors(channel):
     assert await code_of(retriever.Search(spb.SearchRequest(query=empty))) == grpc.StatusCode.INVALID_ARGUMENT
     # The knowledge base of this fresh database is not built: worth retrying later, not a bad request.
     assert await code_of(retriever.Search(spb.SearchRequest(query=query))) == grpc.StatusCode.UNAVAILABLE
+
+
+async def test_an_oversized_prompt_is_refused_before_anything_is_recorded(channel, servers):
+    _, dsn, _ = servers
+    store = await Store.open(dsn)
+    try:
+        before = len(await store.list_analyses())
+        gateway = sgrpc.AnalysisServiceStub(channel)
+        # Over the 1 MB NATS payload the prompt used to be recorded, then fail every publish.
+        prompt = "Is this Godot 3? " + "x" * (1024 * 1024 + 10)
+        assert await code_of(gateway.Submit(spb.SubmitRequest(prompt=prompt, snippet="extends KinematicBody2D\n"))) \
+            == grpc.StatusCode.INVALID_ARGUMENT
+        assert len(await store.list_analyses()) == before
+    finally:
+        await store.close()
+
+
+async def test_a_server_path_is_local_only_and_a_remote_caller_gets_permission_denied(channel, tmp_path):
+    from godot_rag.errors import AccessDeniedError
+    from godot_rag.infra.grpc_edge import status_for
+    from godot_rag.pipeline.submit import SubmitInput, collect_and_submit
+
+    (tmp_path / "player.gd").write_text("extends KinematicBody2D\n")
+    gateway = sgrpc.AnalysisServiceStub(channel)
+    # This test's client connects over loopback to a loopback gateway: its own path is readable.
+    local = await gateway.Submit(spb.SubmitRequest(prompt="Godot 3 or 4?", path=str(tmp_path)))
+    assert local.files_included == 1
+    # The same request from another machine, as the servicer passes it on for a non-loopback peer:
+    # refused before the store or the bus is touched (neither is given here).
+    settings = load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path / "d")})
+    with pytest.raises(AccessDeniedError) as err:
+        await collect_and_submit(None, None, settings,  # type: ignore[arg-type]
+                                 SubmitInput(prompt="p", path=str(tmp_path), client="10.0.0.9", local_caller=False))
+    assert status_for(err.value) == grpc.StatusCode.PERMISSION_DENIED
