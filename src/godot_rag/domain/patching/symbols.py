@@ -25,6 +25,7 @@ from typing import Protocol
 from tree_sitter import Node, Parser
 
 from godot_rag.domain.chunking.gdscript import _language
+from godot_rag.domain.patching.sections import parse_section
 
 # Receiver kinds.
 SELF = "self"  # bare name or self.name inside the script
@@ -172,8 +173,6 @@ class SceneNodeInfo:
     instance: str  # project-relative path of the instanced scene ("" when none)
 
 
-_SCENE_SECTION = re.compile(r"^\[(\w+)((?:\s+\w+=(?:\"[^\"]*\"|\w+\([^)]*\)|[^\s\]]+))*)\s*\]\s*$")
-_SCENE_ATTR = re.compile(r'(\w+)=("[^"]*"|ExtResource\(\s*"?[^)\s"]+"?\s*\)|[^\s\]]+)')
 _EXT_REF = re.compile(r'ExtResource\(\s*"?([^)\s"]+)"?\s*\)')
 
 
@@ -187,13 +186,13 @@ def scan_scene(text: str) -> list[SceneNodeInfo]:
     nodes: list[dict] = []
     current: dict | None = None
     for line in text.splitlines():
-        m = _SCENE_SECTION.match(line)
-        if m:
-            attrs = {a.group(1): a.group(2).strip('"') for a in _SCENE_ATTR.finditer(m.group(2))}
+        section = parse_section(line)
+        if section is not None:
+            attrs = section.values()
             current = None
-            if m.group(1) == "ext_resource" and "id" in attrs and "path" in attrs:
+            if section.tag == "ext_resource" and "id" in attrs and "path" in attrs:
                 ext[attrs["id"]] = _res(attrs["path"])
-            elif m.group(1) == "node":
+            elif section.tag == "node":
                 parent = attrs.get("parent")
                 name = attrs.get("name", "")
                 path = "." if parent is None else (name if parent == "." else f"{parent}/{name}")
