@@ -94,3 +94,11 @@ async def test_without_a_token_on_loopback_the_web_screen_is_open(tmp_path: Path
         assert resp.status == 400
     finally:
         await client.close()
+
+
+async def test_static_files_cannot_be_left_by_their_path(web_client: TestClient):
+    for path in ("/static/../web.py", "/static/..%2fweb.py", "/static/%2e%2e/%2e%2e/settings.py", "/static//etc/passwd"):
+        resp = await web_client.get(path, allow_redirects=False, headers={"Authorization": f"Bearer {TOKEN}"})
+        body = await resp.text()
+        assert resp.status in (403, 404), path
+        assert "import" not in body and "root:" not in body

@@ -156,3 +156,36 @@ async def test_a_server_path_is_local_only_and_a_remote_caller_gets_permission_d
         await collect_and_submit(None, None, settings,  # type: ignore[arg-type]
                                  SubmitInput(prompt="p", path=str(tmp_path), client="10.0.0.9", local_caller=False))
     assert status_for(err.value) == grpc.StatusCode.PERMISSION_DENIED
+
+
+async def test_web_routes_with_paths_never_leave_the_store(servers, tmp_path):
+    """File paths in web routes name stored files of an analysis; nothing is read from disk for them."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from godot_rag.pipeline.submit import SubmitInput, collect_and_submit
+    from services.gateway.web import build_app
+
+    data_dir, dsn, nats_url = servers
+    settings = load_settings({"GODOT_RAG_DATA_DIR": str(data_dir), "GODOT_RAG_PG_DSN": dsn, "GODOT_RAG_NATS_URL": nats_url})
+    store = await Store.open(dsn)
+    bus = await Bus.connect(nats_url, name="component-web")
+    await bus.ensure_streams()
+    ctx = ServiceContext("component-web", settings, store, bus, asyncio.Event())
+    _, submitted = await collect_and_submit(store, bus, settings, SubmitInput(
+        prompt="Godot 3 or 4?", expanded_text="# player.gd\nextends KinematicBody2D\n", client="test"))
+    aid = submitted[0].analysis_id
+    client = TestClient(TestServer(build_app(ctx)))
+    await client.start_server()
+    try:
+        assert (await client.get(f"/a/{aid}/f/player.gd")).status == 200
+        for path in (f"/a/{aid}/f/../../../../etc/passwd", f"/a/{aid}/f/..%2f..%2f..%2fetc%2fpasswd",
+                     f"/a/{aid}/f/%2e%2e/%2e%2e/etc/passwd", f"/a/{aid}/f//etc/passwd", f"/a/{aid}/f/player.gd/../../../x",
+                     f"/api/analyses/{aid}/chunks/..%2f..%2fetc%2fpasswd", "/a/..%2f..%2fetc%2fpasswd"):
+            resp = await client.get(path, allow_redirects=False)
+            body = await resp.text()
+            assert resp.status in (400, 403, 404), path
+            assert "root:" not in body, path
+    finally:
+        await client.close()
+        await bus.close()
+        await store.close()

@@ -130,3 +130,27 @@ def test_limits_must_be_positive(tmp_path: Path):
     for name in ("MAX_PROMPT_BYTES", "GRPC_MAX_MESSAGE_BYTES", "MAX_SUBMISSIONS_PER_CLIENT", "WALK_MAX_ENTRIES"):
         with pytest.raises(SettingsError, match=name):
             load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), f"GODOT_RAG_{name}": "0"})
+
+
+async def test_rules_judging_leaves_the_event_loop_free():
+    """A large chunk is judged in a worker thread: the loop that acks progress and answers health checks keeps turning."""
+    import asyncio
+
+    from godot_rag.domain.chunking.gdscript import parse_gdscript
+    from godot_rag.domain.judging.backends import RulesBackend
+    from godot_rag.domain.judging.rules import RenameIndex, shipped_vocabulary
+    from godot_rag.domain.models import JudgmentRequest
+
+    source = "extends Node\nfunc f():\n" + "\tvar v = a.b(c, d) + e.f(g[1], h)\n" * 4000
+    chunk = next(c for c in parse_gdscript("a.gd", source.encode()).chunks if c.chunk_kind == "function")
+    backend = RulesBackend(RenameIndex.from_payloads([], shipped_vocabulary()))
+    request = JudgmentRequest(prompt="Godot 3 or 4?", chunk=chunk, evidence=(), source_kind="gdscript")
+    ticks = 0
+    judged = asyncio.create_task(backend.judge(request))
+    while not judged.done():
+        ticks += 1
+        await asyncio.sleep(0)
+    judgment = await judged
+    assert judgment.status == "ok" and judgment.signal == "neutral"
+    # On the loop itself the judgment would finish before the loop turned once more.
+    assert ticks > 10

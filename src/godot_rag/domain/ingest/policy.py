@@ -580,3 +580,20 @@ def decide_snippet(name: str, kind: str, data: bytes, *, max_bytes: int) -> Sour
     if looks_binary(data):
         return SourceFile(name, kind, False, REASON_BINARY_CONTENT, size=size)
     return SourceFile(name, kind, True, "", data=data, sha256=sha256_hex(data), size=size)
+
+
+def check_source_file(path: str) -> str:
+    """A caller-given ``source_file``: a relative POSIX path inside its project, or InvalidInputError.
+
+    It is a name (chunk ids and stored rows carry it), never opened; refusing
+    absolute paths and ``..`` keeps every id and link inside its project.
+    """
+    if not path:
+        raise InvalidInputError("source_file is required")
+    if "\0" in path or "\\" in path:
+        raise InvalidInputError(f"source_file {path!r}: NUL or backslash in the path")
+    if path.startswith("/") or (len(path) >= 2 and path[1] == ":" and path[0].isalpha()):
+        raise InvalidInputError(f"source_file {path!r}: an absolute path (give the path relative to the project)")
+    if any(part == ".." for part in path.split("/")):
+        raise InvalidInputError(f"source_file {path!r}: '..' leads outside the project")
+    return path
