@@ -189,3 +189,39 @@ async def test_web_routes_with_paths_never_leave_the_store(servers, tmp_path):
         await client.close()
         await bus.close()
         await store.close()
+
+
+async def test_web_pages_escape_script_in_file_names_chunk_text_and_node_names(servers):
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from godot_rag.pipeline.submit import SubmitInput, collect_and_submit
+    from services.gateway.web import build_app
+
+    data_dir, dsn, nats_url = servers
+    settings = load_settings({"GODOT_RAG_DATA_DIR": str(data_dir), "GODOT_RAG_PG_DSN": dsn, "GODOT_RAG_NATS_URL": nats_url})
+    store = await Store.open(dsn)
+    bus = await Bus.connect(nats_url, name="component-web-xss")
+    await bus.ensure_streams()
+    ctx = ServiceContext("component-web", settings, store, bus, asyncio.Event())
+    payload = "<script>alert(1)</script>"
+    text = (f"# {payload}.gd\nextends Node # {payload}\n"
+            f"\n# level.tscn\n[gd_scene format=2]\n\n[node name=\"{payload}\" type=\"Node2D\"]\n")
+    _, submitted = await collect_and_submit(store, bus, settings, SubmitInput(prompt=f"Godot 3 or 4? {payload}",
+                                                                            expanded_text=text, client="test"))
+    aid = submitted[0].analysis_id
+    client = TestClient(TestServer(build_app(ctx)))
+    await client.start_server()
+    try:
+        from urllib.parse import quote
+
+        files = [f["source_file"] for f in await store.list_files(aid)]
+        assert any(payload in f for f in files) and "level.tscn" in files
+        for path in ("/", f"/a/{aid}", *(f"/a/{aid}/f/{quote(f, safe='')}" for f in files)):
+            resp = await client.get(path)
+            body = await resp.text()
+            assert resp.status == 200, path
+            assert payload not in body, path  # only its escaped form reaches the page
+    finally:
+        await client.close()
+        await bus.close()
+        await store.close()
