@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from godot_rag.domain.judging.contract import check_reply, from_judgment
 from godot_rag.domain.models import Judgment, JudgmentRequest
 from godot_rag.prompts import JUDGE_PROMPT_VERSION
-from godot_rag.domain.judging.contract import check_reply, from_judgment
 from godot_rag.v1 import services_pb2 as spb
 
 MODEL_ALIAS = "smollm2-135m"
@@ -61,8 +61,8 @@ def assert_valid_or_visibly_failed(j: Judgment, request: JudgmentRequest) -> Non
 
 
 async def test_each_judgment_is_schema_valid_or_failed_with_its_raw_output(llm_url, repo):
-    from godot_rag.infra.llm_client import LLMClient
     from godot_rag.domain.judging.backends import LLMBackend
+    from godot_rag.infra.llm_client import LLMClient
 
     ev = _eval_module(repo)
     knowledge = ev.load_knowledge()

@@ -7,9 +7,9 @@ import time
 import pytest
 
 from godot_rag.cli import DEFAULT_PROMPT
-from godot_rag.pipeline.export import result_to_json
 from godot_rag.domain.chunking.files import chunk_file
 from godot_rag.domain.ingest.policy import files_from_expanded_text, scan_folder
+from godot_rag.pipeline.export import result_to_json
 from godot_rag.v1 import services_pb2 as spb
 
 
