@@ -10,6 +10,7 @@ import grpc
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
 from godot_rag.infra.auth import COOKIE_NAME, auth_metadata, server_interceptors
 from godot_rag.infra.service import ServiceContext
@@ -29,6 +30,7 @@ async def channel():
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, srv)
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    reflection.enable_server_reflection([reflection.SERVICE_NAME, health.SERVICE_NAME], srv)
     port = srv.add_insecure_port("127.0.0.1:0")
     await srv.start()
     chan = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
@@ -50,6 +52,22 @@ async def test_grpc_calls_need_the_token_but_health_checks_do_not(channel):
     assert out.status == "ok"
     reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""))
     assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+async def test_streaming_calls_are_refused_the_same_way(channel):
+    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    ask = reflection_pb2.ServerReflectionRequest(list_services="")
+
+    async def one(metadata):
+        async for reply in stub.ServerReflectionInfo(iter([ask]), metadata=metadata):
+            return reply
+        return None
+
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await one(())
+    assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    reply = await one(auth_metadata(TOKEN))
+    assert reflection.SERVICE_NAME in [s.name for s in reply.list_services_response.service]
 
 
 def web_context(tmp_path: Path, **env: str) -> ServiceContext:
