@@ -11,15 +11,17 @@ from godot_rag.infra.service import ServiceContext
 from godot_rag.pipeline.patch import basis_jsonl, patch_analysis, patch_result_json
 from godot_rag.pipeline.replay import ReplayOptions, ReplayStarted, replay_status, start_replay
 from godot_rag.pipeline.results import analysis_result, watch_progress
-from godot_rag.pipeline.submit import SubmitInput, collect_and_submit
+from godot_rag.pipeline.submit import SubmitInput, client_of_peer, collect_and_submit
 from godot_rag.pipeline.versions import chunk_page, chunk_trace, diff_results, list_versions, verdict_of_version
 from godot_rag.v1 import services_pb2 as spb
 from godot_rag.v1 import services_pb2_grpc as sgrpc
 
 
-def submit_input(request: spb.SubmitRequest) -> SubmitInput:
+def submit_input(request: spb.SubmitRequest, peer: str = "") -> SubmitInput:
     which = request.WhichOneof("input")
+    client, local = client_of_peer(peer)
     return SubmitInput(
+        client=client, local_caller=local,
         prompt=request.prompt, path=request.path if which == "path" else "",
         expanded_text=request.expanded_text if which == "expanded_text" else "",
         snippet=request.snippet if which == "snippet" else "", snippet_kind=request.snippet_kind,
@@ -51,7 +53,7 @@ class AnalysisServicer(sgrpc.AnalysisServiceServicer):
 
     @grpc_errors
     async def Submit(self, request: spb.SubmitRequest, context: grpc.aio.ServicerContext) -> spb.SubmitResponse:
-        submission, submitted = await collect_and_submit(self.ctx.store, self.ctx.bus, self.ctx.settings, submit_input(request))
+        submission, submitted = await collect_and_submit(self.ctx.store, self.ctx.bus, self.ctx.settings, submit_input(request, context.peer()))
         response = spb.SubmitResponse(source_origin=submission.source_origin, input_ref=submission.input_ref)
         for s in submitted:
             response.projects.append(spb.SubmittedProject(

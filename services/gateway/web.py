@@ -20,7 +20,8 @@ import jinja2
 from aiohttp import web
 
 from godot_rag.domain.ingest.policy import IngestError
-from godot_rag.errors import InvalidInputError, NotFoundError, NotReadyError
+from godot_rag.errors import AccessDeniedError, InvalidInputError, NotFoundError, NotReadyError, OverloadedError
+from godot_rag.infra.auth import COOKIE_NAME, bearer_of, token_matches
 from godot_rag.infra.service import ServiceContext
 from godot_rag.pipeline import web_data
 from godot_rag.pipeline import web_views as wv
@@ -134,6 +135,24 @@ def _is_loopback_ip(name: str) -> bool:
         return False
 
 
+# Reachable without the token: the sign-in page and the static files it uses.
+OPEN_PATHS = frozenset({"/login", "/static/app.css", "/static/early.js", "/static/app.js"})
+
+
+def _authorized(request: web.Request, token: str) -> bool:
+    """The token as ``Authorization: Bearer`` (API clients) or the sign-in cookie (browsers)."""
+    given = bearer_of(request.headers.get("Authorization", "")) or request.cookies.get(COOKIE_NAME, "")
+    return token_matches(given, token)
+
+
+def _http_status(exc: Exception) -> int:
+    if isinstance(exc, AccessDeniedError):
+        return 403
+    if isinstance(exc, OverloadedError):
+        return 429
+    return 400
+
+
 def _is_json(request: web.Request) -> bool:
     return request.content_type == "application/json"
 
@@ -150,6 +169,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
     macros: Any = env.get_template("macros.html").module  # the template's macros, looked up by name
     allowed = allowed_host_names(ctx.settings.host)
     limit = ctx.settings.retrieval_limit_per_table
+    token = ctx.settings.auth_token
 
     def page(name: str, status: int = 200, **data) -> web.Response:
         return web.Response(text=env.get_template(name).render(**data), status=status, content_type="text/html")
@@ -165,12 +185,38 @@ def build_app(ctx: ServiceContext) -> web.Application:
         if reason:
             log.warning("refused %s %s: %s", request.method, request.path, reason)
             return web.Response(text=f"refused: {reason}", status=403)
+        if token and not _authorized(request, token) and request.path not in OPEN_PATHS:
+            if request.path.startswith("/api/") or request.method not in SAFE_METHODS:
+                return _json({"error": "missing or wrong token (Authorization: Bearer, or sign in at /login)"}, 401)
+            raise web.HTTPSeeOther("/login")
         if request.method not in SAFE_METHODS and request.path.startswith("/api/") and not _is_json(request):
             return _json({"error": "JSON endpoints accept only Content-Type: application/json"}, 415)
         response = await handler(request)
         if not response.prepared:
             response.headers.update(SECURITY_HEADERS)
         return response
+
+    # ------------------------------------------------------------ sign-in (only when a token is configured)
+
+    login_form = env.from_string(
+        '{% extends "base.html" %}{% block main %}<h1>Sign in</h1>{% if error %}<p class="error">{{ error }}</p>{% endif %}'
+        '<form method="post" action="/login"><label>Token <input type="password" name="token" autocomplete="off">'
+        '</label> <button>Sign in</button></form>{% endblock %}')
+
+    @routes.get("/login")
+    async def login_page(request: web.Request) -> web.Response:
+        return web.Response(text=login_form.render(error=""), content_type="text/html")
+
+    @routes.post("/login")
+    async def login(request: web.Request) -> web.Response:
+        post = await request.post()
+        given = str(post.get("token", ""))
+        if not token_matches(given, token):
+            return web.Response(text=login_form.render(error="wrong token"), status=401, content_type="text/html")
+        response = web.HTTPSeeOther("/")
+        # HttpOnly: no script reads it; SameSite=Strict: no other site's page sends it.
+        response.set_cookie(COOKIE_NAME, given, httponly=True, samesite="Strict", path="/")
+        raise response
 
     # ------------------------------------------------------------ pages
 
@@ -196,23 +242,23 @@ def build_app(ctx: ServiceContext) -> web.Application:
         if not (body["path"] or body["git_url"] or data) and text.strip():
             body["expanded_text" if text.lstrip().startswith("# ") else "snippet"] = text
         try:
-            submitted = await _submit(body, data, name)
-        except IngestError as exc:
-            return await index_page(str(exc), form, 400)
+            submitted = await _submit(request, body, data, name)
+        except (InvalidInputError, AccessDeniedError, OverloadedError) as exc:
+            return await index_page(str(exc), form, _http_status(exc))
         raise web.HTTPSeeOther(f"/a/{quote(submitted[0].analysis_id, safe='')}")
 
-    async def _submit(body: dict, archive: bytes = b"", archive_name: str = "") -> list:
-        from godot_rag.pipeline.submit import collect, pipeline_version_for, submit_all
+    async def _submit(request: web.Request, body: dict, archive: bytes = b"", archive_name: str = "") -> list:
+        from godot_rag.pipeline.submit import SubmitInput, collect_and_submit
 
-        prompt = (body.get("prompt") or "").strip()
-        if not prompt:
-            raise IngestError("a prompt is required")
-        submission = await asyncio.to_thread(
-            collect, path=body.get("path", ""), expanded_text=body.get("expanded_text", ""), snippet=body.get("snippet", ""),
-            snippet_kind=body.get("snippet_kind", ""), git_url=body.get("git_url", ""), git_ref=body.get("git_ref", ""),
-            archive=archive, archive_name=archive_name, settings=ctx.settings,
-        )
-        submitted = await submit_all(ctx.store, ctx.bus, submission, prompt, pipeline_version_for(ctx.settings))
+        def text(key: str) -> str:
+            value = body.get(key, "")
+            return value if isinstance(value, str) else ""
+
+        client = request.remote or ""
+        _, submitted = await collect_and_submit(ctx.store, ctx.bus, ctx.settings, SubmitInput(
+            prompt=text("prompt").strip(), path=text("path"), expanded_text=text("expanded_text"), snippet=text("snippet"),
+            snippet_kind=text("snippet_kind"), git_url=text("git_url"), git_ref=text("git_ref"), archive=archive,
+            archive_name=archive_name, client=client, local_caller=_is_loopback_ip(client)))
         if not submitted:
             raise IngestError("no project found in the input")
         return submitted
@@ -447,9 +493,9 @@ def build_app(ctx: ServiceContext) -> web.Application:
             except (binascii.Error, ValueError, TypeError):
                 return _json({"error": "archive_b64 is not base64"}, 400)
         try:
-            submitted = await _submit(body, archive, str(body.get("archive_name") or ""))
-        except IngestError as exc:
-            return _json({"error": str(exc)}, 400)
+            submitted = await _submit(request, body, archive, str(body.get("archive_name") or ""))
+        except (InvalidInputError, AccessDeniedError, OverloadedError) as exc:
+            return _json({"error": str(exc)}, _http_status(exc))
         return _json({"analysis_id": submitted[0].analysis_id, "project_id": submitted[0].project_id,
                       "projects": [{"analysis_id": s.analysis_id, "project_id": s.project_id} for s in submitted]})
 

@@ -18,8 +18,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from godot_rag.infra.auth import client_channel
 from godot_rag.infra.embedded import EmbeddedError
-from godot_rag.infra.service import GRPC_MESSAGE_OPTIONS
+from godot_rag.infra.service import grpc_message_options
 from godot_rag.pipeline.export import result_to_json
 from godot_rag.settings import Settings, SettingsError, load_settings
 from godot_rag.supervisor import SupervisorError
@@ -108,27 +109,85 @@ def looks_like_git_url(target: str) -> bool:
     return "@" in head and ":" in head and not Path(target).exists()  # user@host:path
 
 
-def submit_request(target: str, prompt: str, *, kind: str = "", git: bool = False, ref: str = "", project_id: str = ""):
-    """The SubmitRequest for one command-line target ('-' = a snippet on stdin)."""
+def _local_repo_archive(repo: Path, ref: str, settings: Settings) -> bytes:
+    """The tree of a local repository's commit (``ref`` or HEAD) as tar bytes, read by the caller's own git."""
+    from godot_rag.infra.fetch import git_env
+
+    if ref.startswith("-"):
+        raise CliError(f"refused git ref {ref!r}")
+    try:
+        done = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "archive", "--format=tar", ref or "HEAD"],
+                              cwd=repo, env=git_env(), capture_output=True, timeout=settings.git_timeout_s, check=False)
+    except (FileNotFoundError, subprocess.TimeoutExpired) as exc:
+        raise CliError(f"{repo}: git archive failed ({exc})") from exc
+    if done.returncode != 0:
+        raise CliError(f"{repo}: git archive failed: {done.stderr.decode('utf-8', 'replace').strip()[:300]}")
+    return done.stdout
+
+
+def submit_request(target: str, prompt: str, *, kind: str = "", git: bool = False, ref: str = "", project_id: str = "",
+                   settings: Settings | None = None):
+    """The SubmitRequest for one command-line target ('-' = a snippet on stdin).
+
+    Local inputs travel as content (an archive built in memory, the expanded
+    text, the archive's bytes), never as paths: the gateway may be another
+    machine, and it reads no caller's paths (docs/security.md). Only remote git
+    URLs travel as URLs, for the gateway to clone.
+    """
+    from godot_rag.domain.ingest.archive import archive_stem, looks_like_archive_name
+    from godot_rag.domain.ingest.policy import IngestError
+    from godot_rag.infra.fetch import pack_folder
+    from godot_rag.pipeline.submit import walk_limits
     from godot_rag.v1 import services_pb2 as spb
 
+    settings = settings or load_settings()
     if target == "-":
         return spb.SubmitRequest(prompt=prompt, snippet=sys.stdin.read(), snippet_kind=kind, project_id=project_id)
-    if git or looks_like_git_url(target):
-        url = target if looks_like_git_url(target) else str(Path(target).expanduser().resolve())
-        return spb.SubmitRequest(prompt=prompt, git_url=url, git_ref=ref, project_id=project_id)
-    # Folders, .zip/.tar.gz archives (told apart by suffix and content on the gateway) and expanded text.
-    return spb.SubmitRequest(prompt=prompt, path=str(Path(target).expanduser().resolve()), project_id=project_id)
+    if target.startswith("file://"):
+        target, git = target[len("file://"):], True
+    if looks_like_git_url(target):
+        return spb.SubmitRequest(prompt=prompt, git_url=target, git_ref=ref, project_id=project_id)
+    path = Path(target).expanduser().resolve()
+    if git:
+        if not path.is_dir():
+            raise CliError(f"{target}: not a local git repository folder")
+        name = path.name[:-4] if path.name.endswith(".git") else path.name
+        return spb.SubmitRequest(prompt=prompt, archive=_local_repo_archive(path, ref, settings),
+                                 archive_name=f"{name}.tar", project_id=project_id or f"git:{name or 'repository'}")
+    if path.is_dir():
+        try:
+            data = pack_folder(path, walk_limits(settings), max_file_bytes=settings.max_file_bytes)
+        except IngestError as exc:
+            raise CliError(f"{target}: {exc}") from exc
+        return spb.SubmitRequest(prompt=prompt, archive=data, archive_name=f"{path.name}.tar.gz",
+                                 project_id=project_id or f"local:{path.name}")
+    if path.is_file():
+        data = path.read_bytes()
+        from godot_rag.domain.ingest.archive import detect_format
+
+        if looks_like_archive_name(path.name) or detect_format(data[:1024]):
+            return spb.SubmitRequest(prompt=prompt, archive=data, archive_name=path.name,
+                                     project_id=project_id or f"archive:{archive_stem(path.name)}")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CliError(f"{target} is neither a folder, an archive nor an expanded-text file (not UTF-8: {exc})") from exc
+        return spb.SubmitRequest(prompt=prompt, expanded_text=text,
+                                 project_id=project_id or f"expanded:{path.name.rsplit('.', 1)[0]}")
+    raise CliError(f"no such file or folder: {target}")
 
 
 def analyze_one(stub, target: str, prompt: str, kind: str = "", *, git: bool = False, ref: str = "",
-                project_id: str = "") -> list[dict]:
+                project_id: str = "", settings: Settings | None = None) -> list[dict]:
     """Submit one target and wait for each of its projects (one per project.godot root)."""
+    from godot_rag.infra.auth import auth_metadata
     from godot_rag.v1 import services_pb2 as spb
 
-    request = submit_request(target, prompt, kind=kind, git=git, ref=ref, project_id=project_id)
+    settings = settings or load_settings()
+    metadata = auth_metadata(settings.auth_token)
+    request = submit_request(target, prompt, kind=kind, git=git, ref=ref, project_id=project_id, settings=settings)
     try:
-        submitted = stub.Submit(request, timeout=300)
+        submitted = stub.Submit(request, timeout=300, metadata=metadata)
     except grpc.RpcError as exc:
         raise CliError(f"{target}: {exc.details()}") from exc
     projects = list(submitted.projects) or [spb.SubmittedProject(analysis_id=submitted.analysis_id,
@@ -140,10 +199,10 @@ def analyze_one(stub, target: str, prompt: str, kind: str = "", *, git: bool = F
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("chunks"),
                       TimeElapsedColumn(), console=console, transient=True) as bar:
             task = bar.add_task(f"{project.project_id}", total=None)
-            for p in stub.WatchProgress(spb.GetRequest(analysis_id=project.analysis_id)):
+            for p in stub.WatchProgress(spb.GetRequest(analysis_id=project.analysis_id), metadata=metadata):
                 total = p.chunks_total if p.files_chunked >= p.files_total else None
                 bar.update(task, completed=p.chunks_done + p.chunks_failed, total=total)
-        result = stub.Get(spb.GetRequest(analysis_id=project.analysis_id), timeout=120)
+        result = stub.Get(spb.GetRequest(analysis_id=project.analysis_id), timeout=120, metadata=metadata)
         doc = result_to_json(result)
         doc["project_root"] = project.project_root
         doc["source_origin"] = submitted.source_origin
@@ -230,11 +289,11 @@ def cmd_analyze(args, settings: Settings) -> int:
         addr = running_gateway(settings)
     docs = []
     try:
-        with grpc.insecure_channel(addr, options=GRPC_MESSAGE_OPTIONS) as channel:
+        with grpc.insecure_channel(addr, options=grpc_message_options(settings)) as channel:
             stub = sgrpc.AnalysisServiceStub(channel)
             for target in args.paths:
                 for doc in analyze_one(stub, target, args.prompt, args.kind, git=args.git, ref=args.ref,
-                                       project_id=args.project_id):
+                                       project_id=args.project_id, settings=settings):
                     print_summary(doc)
                     docs.append(doc)
     finally:
@@ -257,8 +316,10 @@ def gateway_stub(settings: Settings, keep_running: bool = False):
     if addr is None:
         started = start_stack(settings)
         addr = running_gateway(settings)
+    if addr is None:
+        raise CliError("no gateway answers (godot-rag up)")
     try:
-        with grpc.insecure_channel(addr, options=GRPC_MESSAGE_OPTIONS) as channel:
+        with client_channel(addr, settings.auth_token, grpc_message_options(settings)) as channel:
             yield sgrpc.AnalysisServiceStub(channel)
     finally:
         if started is not None and not keep_running:
@@ -399,11 +460,13 @@ def cmd_expand(args, settings: Settings) -> int:
     from godot_rag.pipeline.submit import collect
 
     target = args.path
+    # The user's own files, read by their own process: the gateway's path policy is not theirs.
+    own = settings.with_overrides(allowed_roots="", host="127.0.0.1")
     try:
         if args.git or looks_like_git_url(target):
-            submission = collect(git_url=target, git_ref=args.ref, settings=settings, keep_text=True)
+            submission = collect(git_url=target, git_ref=args.ref, settings=own, keep_text=True, local_caller=True)
         else:
-            submission = collect(path=target, settings=settings, keep_text=True)
+            submission = collect(path=target, settings=own, keep_text=True, local_caller=True)
     except IngestError as exc:
         raise CliError(f"{target}: {exc}") from exc
     # Paths relative to the input, so reading the text back finds the same project roots.
@@ -435,8 +498,10 @@ def _remote_patch(analysis_id: str, settings: Settings):
     if addr is None:
         started = start_stack(settings)
         addr = running_gateway(settings)
+    if addr is None:
+        raise CliError("no gateway answers (godot-rag up)")
     try:
-        with grpc.insecure_channel(addr, options=GRPC_MESSAGE_OPTIONS) as channel:
+        with client_channel(addr, settings.auth_token, grpc_message_options(settings)) as channel:
             try:
                 return sgrpc.AnalysisServiceStub(channel).Patch(spb.PatchRequest(analysis_id=analysis_id), timeout=600)
             except grpc.RpcError as exc:

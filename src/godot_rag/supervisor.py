@@ -40,6 +40,20 @@ class SupervisorError(RuntimeError):
     pass
 
 
+def write_runtime_file(path: Path, runtime: dict) -> None:
+    """Atomically write runtime.json, readable by this user only.
+
+    It holds the DSN (with its password when one is configured): mode 0600 from
+    the first byte; fchmod also narrows a stale .tmp left with a wider mode.
+    """
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        os.fchmod(fh.fileno(), 0o600)
+        fh.write(json.dumps(runtime, indent=2))
+    tmp.replace(path)
+
+
 @dataclass
 class Child:
     name: str  # the service ("retriever"); workers of one stage share it
@@ -134,9 +148,7 @@ class Supervisor:
             "pg_dsn": dsn,
             "data_dir": str(s.data_dir),
         }
-        tmp = s.runtime_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(runtime, indent=2))
-        tmp.replace(s.runtime_file)
+        write_runtime_file(s.runtime_file, runtime)
         self.echo(f"web debug screen on http://{s.host}:{web_port}/")
         self.echo(f"logs in {logs}; data in {s.data_dir}")
         return runtime

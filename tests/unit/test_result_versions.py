@@ -11,6 +11,7 @@ from godot_rag.domain.aggregation.versions import (
     version_chain,
 )
 from godot_rag.pipeline.export import dataset_records, project_slug
+from godot_rag.prompts import JUDGE_PROMPT_VERSION
 from godot_rag.v1 import messages_pb2 as pb
 from godot_rag.v1 import services_pb2 as spb
 
@@ -142,6 +143,6 @@ def test_replay_configuration_fills_the_stack_defaults_and_refuses_what_cannot_r
     llm_stack = load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_LLM_URL": "http://127.0.0.1:9",
                                "GODOT_RAG_LLM_MODEL": "qwen", "GODOT_RAG_JUDGE_CASCADE": "ambiguous"})
     llm = replay_config(llm_stack, ReplayOptions("a1", judge="llm"))
-    assert (llm["prompt_version"], llm["cascade"], llm["cascade_threshold"]) == ("judge.v1", "ambiguous", 0.85)
+    assert (llm["prompt_version"], llm["cascade"], llm["cascade_threshold"]) == (JUDGE_PROMPT_VERSION, "ambiguous", 0.85)
     with pytest.raises(InvalidInputError, match="prompt files"):
         replay_config(llm_stack, ReplayOptions("a1", judge="llm", prompt_version="judge.v9"))

@@ -18,6 +18,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from godot_rag.domain.judging.rules import declared_names_of
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
+from godot_rag.domain.redact import redact_credentials
 from godot_rag.infra import kb_store
 from godot_rag.infra.metrics import observe_kb_search
 
@@ -161,7 +162,7 @@ class Store:
         async with self.pool.connection() as conn:
             await conn.execute(
                 f"update {SCHEMA}.files set status = 'failed', error = %s, updated_at = now() where analysis_id = %s and source_file = %s",
-                (error, analysis_id, source_file),
+                (redact_credentials(error), analysis_id, source_file),
             )
 
     # ------------------------------------------------------------ chunking
@@ -284,7 +285,7 @@ class Store:
                   worker = %(w)s, trace_id = case when %(t)s <> '' then %(t)s else {SCHEMA}.chunk_stages.trace_id end,
                   started_at = case when %(st)s = 'in_progress' then now() else {SCHEMA}.chunk_stages.started_at end,
                   updated_at = now()""",
-                {"a": analysis_id, "c": chunk_id, "s": stage, "st": status, "e": error, "w": worker, "t": trace_id,
+                {"a": analysis_id, "c": chunk_id, "s": stage, "st": status, "e": redact_credentials(error), "w": worker, "t": trace_id,
                  "inc": 1 if count_attempt else 0},
             )
 
@@ -327,7 +328,8 @@ class Store:
             insert into {SCHEMA}.chunk_stages (analysis_id, chunk_id, stage, status)
             select %(a)s, %(c)s, %(n)s, 'waiting' where %(n)s <> '' and exists (select 1 from settled)
             on conflict do nothing returning 1""",
-            {"a": analysis_id, "c": chunk_id, "s": stage, "st": status, "e": error, "w": worker, "n": next_stage or ""},
+            {"a": analysis_id, "c": chunk_id, "s": stage, "st": status, "e": redact_credentials(error), "w": worker,
+             "n": next_stage or ""},
         )
 
     async def _execute_returning(self, sql: str, params: Sequence[Any] | dict = ()) -> dict | None:
@@ -550,7 +552,7 @@ class Store:
             await conn.execute(
                 f"""insert into {SCHEMA}.dead_letters (analysis_id, stage, subject, key, error, deliveries) values (%s, %s, %s, %s, %s, %s)
                 on conflict (analysis_id, stage, key) do update set error = excluded.error, deliveries = excluded.deliveries""",
-                (analysis_id, stage, subject, key, error[:4000], deliveries),
+                (analysis_id, stage, subject, key, redact_credentials(error)[:4000], deliveries),
             )
 
     async def dead_letters(self, analysis_id: str) -> list[dict]:

@@ -30,6 +30,7 @@ from godot_rag.infra.embedder import Embedder, check_model, text_sha256, vector_
 from godot_rag.infra.service import ServiceContext
 from godot_rag.infra.store import Store
 from godot_rag.pipeline.stage_runner import ChunkWork, Outcome
+from godot_rag.settings import Settings
 from godot_rag.stages import Status
 from godot_rag.v1 import messages_pb2 as pb
 
@@ -176,6 +177,16 @@ def retrieval_key(query: RetrieverQuery, kb_version: str) -> str:
                           .encode()).hexdigest()
 
 
+def search_limit(asked: int, settings: Settings) -> int:
+    """Hits per table for a Search call: the caller's number (0 = the configured default), at most the cap.
+
+    Each hit is a scored row from every search of its table: an unbounded
+    number would let one call rank whole tables.
+    """
+    wanted = asked if asked > 0 else settings.retrieval_limit_per_table
+    return max(1, min(wanted, settings.retrieval_max_limit_per_table))
+
+
 class RetrieveStage:
     """The retrieve stage's work for one chunk: query, search, store."""
 
@@ -194,8 +205,7 @@ class RetrieveStage:
         return self._prompts[aid]
 
     async def search(self, query: RetrieverQuery, limit: int = 0) -> tuple[list[RetrievalHit], str]:
-        return await retrieve(self.ctx.store, self.kb, query, limit or self.ctx.settings.retrieval_limit_per_table,
-                              self.embedder)
+        return await retrieve(self.ctx.store, self.kb, query, search_limit(limit, self.ctx.settings), self.embedder)
 
     async def __call__(self, item: ChunkWork) -> Outcome:
         store = self.ctx.store
