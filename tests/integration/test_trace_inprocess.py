@@ -89,7 +89,7 @@ async def test_every_hop_of_a_chunk_shares_its_analysis_trace(stack, spans, nats
         tasks += await aggregator.start(ctx)
         spans.clear()
         _, submitted = await collect_and_submit(store, bus, settings, SubmitInput(
-            prompt=f"Godot 3 or 4? {tag}", path=str(_project(tmp_path / "p", tag))))
+            prompt=f"Godot 3 or 4? {tag}", path=str(_project(tmp_path / "p", tag)), local_caller=True))
         aid = submitted[0].analysis_id
         assert submitted[0].created
         status = "running"
