@@ -65,6 +65,9 @@ class Settings:
     stage_workers: int = 1
     embedder: str = "minilm"  # minilm (in-process all-MiniLM-L6-v2) | tei (tei_url) | none (lexical-only retrieval)
     tei_url: str = ""
+    # Runtime of the in-process minilm model: onnx (ONNX Runtime, graph exported once from the
+    # packaged weights into data_dir/models) or torch (sentence-transformers); same vectors.
+    embedder_backend: str = "onnx"
     otlp_endpoint: str = ""  # empty = spans are kept in-process only
     log_level: str = "INFO"
 
@@ -127,6 +130,8 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         raise SettingsError(f"{ENV_PREFIX}EMBEDDER must be 'minilm', 'tei' or 'none', not {settings.embedder!r}")
     if settings.stage_workers < 1:
         raise SettingsError(f"{ENV_PREFIX}STAGE_WORKERS must be at least 1, not {settings.stage_workers}")
+    if settings.embedder_backend not in ("torch", "onnx"):
+        raise SettingsError(f"{ENV_PREFIX}EMBEDDER_BACKEND must be 'torch' or 'onnx', not {settings.embedder_backend!r}")
     if settings.embedder == "tei" and not settings.tei_url:
         raise SettingsError(f"{ENV_PREFIX}EMBEDDER=tei needs {ENV_PREFIX}TEI_URL")
     return settings
