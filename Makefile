@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PROTOS := $(wildcard protos/godot_rag/v1/*.proto)
 SAMPLES := samples/godot3_project samples/godot4_project samples/mini_dodge.txt
 
-.PHONY: install proto proto-check browser run up test test-unit test-integration bench eval-retrieval clean llm-install eval serve-llm
+.PHONY: install proto proto-check lint browser run up test test-unit test-integration bench eval-retrieval eval-patch clean llm-install eval serve-llm
 
 # Editing pyproject.toml reinstalls.
 $(STAMP): pyproject.toml
@@ -51,8 +51,14 @@ browser:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || \
 	  echo "chromium not installed and not root: the browser test will be skipped"; }
 
+# ruff (lint and format) and mypy over the product code; part of make test, so CI runs it.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src services tests benchmarks
+	$(VENV)/bin/ruff format --check src services
+	$(VENV)/bin/mypy
+
 test: $(STAMP) proto-check browser llm-install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --strict-markers
 
 test-unit: $(STAMP)
 	$(PY) -m pytest -q -m unit
@@ -68,6 +74,10 @@ bench: $(STAMP)
 eval-retrieval: $(STAMP)
 	$(PY) benchmarks/eval_retrieval.py
 
+# Agreement of `godot-rag patch` with Godot's own converter on its 189 self-test cases, every difference with its reason.
+eval-patch: $(STAMP)
+	$(PY) benchmarks/eval_patch.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache
 
@@ -81,7 +91,9 @@ llm-install: $(STAMP)
 	  CMAKE_ARGS="$(LLM_CMAKE_ARGS)" $(PY) -m pip install --quiet -e '.[llm]'; }
 
 # Judge evaluation: accuracy, per-class precision/recall and confusion matrix of the rules judge on the
-# labelled corpus (tests/corpus/judge/) and the sample verdicts; plus the LLM when GODOT_RAG_LLM_URL is set,
+# labelled corpus (tests/corpus/judge/), the sample verdicts, and the labelled project set
+# (tests/corpus/projects/: project accuracy, confusion, calibration table, per-function figures);
+# plus the LLM when GODOT_RAG_LLM_URL is set,
 # or SmolLM2 on a local llama.cpp server with LLM=local (on EVAL_LLM_LIMIT cases: CPU generation is slow).
 EVAL_LLM_LIMIT ?= 30
 eval: $(STAMP) $(if $(filter local,$(LLM)),llm-install)

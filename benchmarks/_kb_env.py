@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from godot_rag.infra.embedded import EmbeddedPostgres
 from godot_rag.infra.embedder import MiniLMEmbedder

@@ -26,12 +26,13 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from _kb_env import knowledge_base  # noqa: E402
+from eval_retrieval import load_cases  # noqa: E402
 
 from godot_rag.domain.chunking.gdscript import parse_gdscript  # noqa: E402
+from godot_rag.domain.retrieval import fusion  # noqa: E402
 from godot_rag.domain.retrieval.query import TABLE_PRIORITY, build_embedding_text, build_retriever_query  # noqa: E402
 from godot_rag.infra import kb_store  # noqa: E402
 from godot_rag.infra.embedder import MiniLMEmbedder, text_sha256, vector_literal  # noqa: E402
-from eval_retrieval import load_cases  # noqa: E402
 
 PROMPT = "Is this Godot 3 or Godot 4, and what is the basis for converting it?"
 
@@ -56,7 +57,7 @@ def line(name: str, ms: list[float]) -> str:
 
 async def bench(dsn: str, queries: list, vectors: list[list[float]], rounds: int) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"search (hybrid)": [], "search (lexical)": [], "cached embed": []}
-    lexical = replace(kb_store.DEFAULT_CONFIG, mode=kb_store.MODE_LEXICAL)
+    lexical = replace(fusion.DEFAULT_CONFIG, mode=fusion.MODE_LEXICAL)
     async with await psycopg.AsyncConnection.connect(dsn, row_factory=dict_row) as conn:
         for q, v in zip(queries, vectors):  # one untimed round: a fresh server reads its pages from disk once
             await kb_store.search(conn, q, tables=TABLE_PRIORITY[q.intent], limit_per_table=5, query_embedding=v)

@@ -170,7 +170,7 @@ def corpus_stats(folder: Path) -> dict:
     """Files and chunks as the pipeline will cut them (same chunkers), with the function share."""
     from godot_rag.domain.chunking.direct import chunk_direct
     from godot_rag.domain.ingest.policy import scan_folder
-    from services.chunker.consumer import direct_kind
+    from godot_rag.domain.chunking.files import direct_kind
 
     files = chunks = functions = size = 0
     for f in scan_folder(folder, max_bytes=2 * 1024 * 1024):

@@ -7,12 +7,23 @@
 The corpus is tests/corpus/judge/<set>/: scripts and a labels.tsv naming one
 label per function chunk (godot3 = runs on Godot 3 only, godot4 = Godot 4 only,
 neutral = both). Two sets: functions/ (the development set the rules were
-tuned on) and holdout/ (written after tuning, reported separately). Chunks come from the real parser
+tuned on) and holdout/ (written after tuning, reported separately), plus receivers/: small projects
+(project.godot, scripts, scenes) whose labelled functions call project members named like engine
+members, judged with the project index the pipeline computes at submission
+(``--no-project-index`` judges them without it). Chunks come from the real parser
 (``parse_gdscript``), evidence from the shipped rename table without a
 database: every api_mapping record whose old or new symbol is one of the
 chunk's candidates, which is what the retriever's exact-lexeme search finds
 first. The sample projects under samples/ are judged chunk by chunk and
 aggregated into a verdict, as the pipeline does.
+
+Projects: tests/corpus/projects/projects.tsv names labelled projects (godot3,
+godot4, mixed) and functions.tsv labelled functions inside them. Each project
+goes through the pure domain path (ingest policy, parser / direct chunker,
+rules judge with the rename index, verdict); printed are every verdict, project
+accuracy, the confusion matrix, a calibration table (share right per confidence
+bin; target: at least 9 in 10 right at confidence >= 0.9) and the per-function
+figures (docs/judge.md, "Projects").
 
 Printed: accuracy, per-class precision and recall, the confusion matrix, the
 share of neutral functions called godot3 or godot4, and every miss. Targets for
@@ -34,20 +45,26 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # services.* for direct_kind and the judge backends
 
 from godot_rag.domain.aggregation.verdict import ChunkOutcome, compute_verdict  # noqa: E402
-from godot_rag.domain.chunking.direct import chunk_direct  # noqa: E402
+from godot_rag.domain.chunking.files import chunk_file  # noqa: E402
 from godot_rag.domain.chunking.gdscript import parse_gdscript  # noqa: E402
-from godot_rag.domain.ingest.policy import files_from_expanded_text, scan_folder  # noqa: E402
-from godot_rag.domain.retrieval.knowledge import class_reference_names, read_jsonl_gz, rename_records  # noqa: E402
-from godot_rag.domain.models import SIGNALS, Chunk, RetrievalHit  # noqa: E402
+from godot_rag.domain.ingest.policy import files_from_expanded_text, scan_projects  # noqa: E402
+from godot_rag.domain.judging.project_index import FileScope, build_scopes  # noqa: E402
 from godot_rag.domain.judging.rules import (  # noqa: E402
     RenameIndex,
     declared_names,
     judge_chunk,
     shipped_vocabulary,
 )
+from godot_rag.domain.models import SIGNALS, Chunk, RetrievalHit  # noqa: E402
+from godot_rag.domain.retrieval.knowledge import class_reference_names, read_jsonl_gz, rename_records  # noqa: E402
 
 CORPUS = REPO / "tests" / "corpus" / "judge"
-SETS = ("functions", "holdout")
+SETS = ("functions", "holdout", "receivers")
+PROJECTS = REPO / "tests" / "corpus" / "projects"
+PROJECT_LABELS = ("godot3", "godot4", "mixed")
+# A verdict this sure must be right at least TARGET_CALIBRATED of the time.
+CALIBRATED_AT = 0.9
+TARGET_CALIBRATED = 0.9
 SAMPLES = {
     "samples/godot3_project": "godot3",
     "samples/godot4_project": "godot4",
@@ -64,6 +81,7 @@ class Case:
     label: str
     declared: frozenset[str]
     why: str
+    scope: FileScope | None = None  # the file's slice of its project's index (receivers/ only)
 
 
 @dataclass(frozen=True)
@@ -102,7 +120,16 @@ def offline_hits(chunk: Chunk, knowledge: Knowledge, limit: int = 8) -> list[Ret
     return out[:limit]
 
 
-def load_cases(folder: Path) -> list[Case]:
+def project_scopes(root: Path) -> dict[str, FileScope]:
+    """Scopes of every script of the project at ``root`` (paths relative to it), as submission computes them."""
+    files = []
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and (path.suffix in (".gd", ".tscn") or path.name == "project.godot"):
+            files.append((path.relative_to(root).as_posix(), path.read_text(encoding="utf-8")))
+    return build_scopes(files)[1]
+
+
+def load_cases(folder: Path, project_index: bool = True) -> list[Case]:
     labels: dict[str, dict[str, tuple[str, str]]] = {}
     for raw in (folder / "labels.tsv").read_text(encoding="utf-8").splitlines():
         if not raw.strip() or raw.startswith("#"):
@@ -112,8 +139,15 @@ def load_cases(folder: Path) -> list[Case]:
             raise ValueError(f"labels.tsv: {label!r} for {file} {chunk_key} is not one of {SIGNALS}")
         labels.setdefault(file, {})[chunk_key] = (label, why)
     cases: list[Case] = []
+    scopes: dict[str, dict[str, FileScope]] = {}
     for file, wanted in sorted(labels.items()):
         path = folder / file
+        scope = None
+        project, _, rel = file.partition("/")
+        if rel and (folder / project / "project.godot").is_file():
+            if project not in scopes:
+                scopes[project] = project_scopes(folder / project)
+            scope = scopes[project].get(rel) if project_index else None
         result = parse_gdscript(file, path.read_bytes())
         if result.status != "ok":
             raise ValueError(f"{file}: the parser says {result.status}: {result.errors}")
@@ -122,7 +156,7 @@ def load_cases(folder: Path) -> list[Case]:
         for key, (label, why) in wanted.items():
             if key not in by_key:
                 raise ValueError(f"{file}: no chunk {key} (chunks: {sorted(by_key)})")
-            cases.append(Case(file, by_key[key], label, declared, why))
+            cases.append(Case(file, by_key[key], label, declared, why, scope))
     return cases
 
 
@@ -181,47 +215,180 @@ def evaluate_rules(cases: list[Case], knowledge: Knowledge) -> tuple[dict, list[
     misses: list[str] = []
     for case in cases:
         hits = offline_hits(case.chunk, knowledge)
-        j = judge_chunk(case.chunk, "gdscript", hits, knowledge.index, case.declared)
+        j = judge_chunk(case.chunk, "gdscript", hits, knowledge.index, case.declared, case.scope)
         pairs.append((case.label, j.signal))
         if j.signal != case.label:
             misses.append(f"{case.chunk.chunk_id}: label {case.label}, judged {j.signal} ({j.confidence:.2f}): {j.explanation[:160]}")
     return metrics(pairs), misses, time.perf_counter() - started
 
 
-# ---------------------------------------------------------------- sample projects
+# ---------------------------------------------------------------- projects
+
+def judge_files(files, knowledge: Knowledge) -> tuple[list[ChunkOutcome], list[tuple[str, Chunk, object]]]:
+    """Chunk and judge the included files of one project; (outcomes, (file, chunk, judgment) of every script chunk)."""
+    from godot_rag.pipeline.submit import project_symbols
+
+    outcomes: list[ChunkOutcome] = []
+    judged: list[tuple[str, Chunk, object]] = []
+    # The project index, as submission computes it (pipeline.submit.project_symbols).
+    scopes = {p: FileScope.from_json(j) for p, j in project_symbols(files)[1].items()}
+    for f in files:
+        if not f.included:
+            continue
+        result = chunk_file(f.source_file, f.source_kind, f.data)
+        declared = declared_names(result.chunks)
+        for c in result.chunks:
+            j = judge_chunk(c, f.source_kind, offline_hits(c, knowledge), knowledge.index, declared, scopes.get(f.source_file))
+            outcomes.append(ChunkOutcome(f.source_file, f.source_kind, c.chunk_kind, "done", j.signal, j.confidence,
+                                         j.evidence_kinds, c.chunk_id))
+            if f.source_kind == "gdscript":
+                judged.append((f.source_file, c, j))
+    return outcomes, judged
+
+
+def project_files(rel: str) -> list:
+    """The files of the project at ``rel`` (a folder, or the expanded text form), nested project roots left out."""
+    path = REPO / rel
+    if path.is_file():
+        return files_from_expanded_text(path.read_text(encoding="utf-8"), max_bytes=2 << 20)
+    roots = scan_projects(path, max_bytes=2 << 20)
+    return next(p.files for p in roots if p.root == "")
+
 
 def sample_verdicts(knowledge: Knowledge) -> list[dict]:
-    from services.chunker.consumer import direct_kind
-
     out = []
     for rel, expected in SAMPLES.items():
-        path = REPO / rel
-        files = files_from_expanded_text(path.read_text(encoding="utf-8"), max_bytes=2 << 20) if path.is_file() \
-            else scan_folder(path, max_bytes=2 << 20)
-        outcomes: list[ChunkOutcome] = []
-        for f in files:
-            if not f.included:
-                continue
-            if f.source_kind == "gdscript":
-                result = parse_gdscript(f.source_file, f.data)
-            else:
-                result = chunk_direct(f.source_file, direct_kind(f.source_kind), f.data)
-            declared = declared_names(result.chunks)
-            for c in result.chunks:
-                j = judge_chunk(c, f.source_kind, offline_hits(c, knowledge), knowledge.index, declared)
-                outcomes.append(ChunkOutcome(f.source_file, f.source_kind, c.chunk_kind, "done", j.signal, j.confidence))
+        outcomes, _ = judge_files(project_files(rel), knowledge)
         v = compute_verdict(outcomes)
-        out.append({"sample": rel, "expected": expected, "verdict": v.label, "confidence": v.confidence, "counts": v.counts})
+        out.append({"sample": rel, "expected": expected, "verdict": v.label, "confidence": v.confidence, "counts": v.counts,
+                    "basis": list(v.basis)})
     return out
+
+
+@dataclass(frozen=True)
+class ProjectCase:
+    path: str  # relative to the repository
+    label: str  # godot3 | godot4 | mixed
+    why: str
+
+
+def load_projects() -> list[ProjectCase]:
+    cases = []
+    for raw in (PROJECTS / "projects.tsv").read_text(encoding="utf-8").splitlines():
+        if not raw.strip() or raw.startswith("#"):
+            continue
+        path, label, why = (raw.split("\t") + [""])[:3]
+        if label not in PROJECT_LABELS:
+            raise ValueError(f"projects.tsv: {label!r} for {path} is not one of {PROJECT_LABELS}")
+        if not (REPO / path).exists():
+            raise ValueError(f"projects.tsv: no project at {path}")
+        cases.append(ProjectCase(path, label, why))
+    return cases
+
+
+def load_project_function_labels() -> dict[tuple[str, str], tuple[str, str]]:
+    """(project-relative file under its project path, chunk key) -> (label, why), keyed by 'project/file'."""
+    labels: dict[tuple[str, str], tuple[str, str]] = {}
+    for raw in (PROJECTS / "functions.tsv").read_text(encoding="utf-8").splitlines():
+        if not raw.strip() or raw.startswith("#"):
+            continue
+        file, key, label, why = (raw.split("\t") + [""])[:4]
+        if label not in SIGNALS:
+            raise ValueError(f"functions.tsv: {label!r} for {file} {key} is not one of {SIGNALS}")
+        labels[(file, key)] = (label, why)
+    return labels
+
+
+def evaluate_projects(knowledge: Knowledge, cases: list[ProjectCase] | None = None) -> dict:
+    """Verdict of every labelled project and the judgment of every labelled function in them."""
+    cases = cases if cases is not None else load_projects()
+    fn_labels = load_project_function_labels()
+    started = time.perf_counter()
+    rows: list[dict] = []
+    pairs: list[tuple[str, str]] = []
+    fn_misses: list[str] = []
+    found: set[tuple[str, str]] = set()
+    for case in cases:
+        outcomes, judged = judge_files(project_files(case.path), knowledge)
+        v = compute_verdict(outcomes)
+        rows.append({"project": case.path, "label": case.label, "verdict": v.label, "confidence": v.confidence,
+                     "counts": v.counts, "basis": list(v.basis), "why": case.why})
+        for source_file, chunk, j in judged:
+            key = (f"{case.path}/{source_file}", chunk.chunk_id.split(":", 1)[1])
+            if key not in fn_labels:
+                continue
+            found.add(key)
+            label = fn_labels[key][0]
+            pairs.append((label, j.signal))
+            if j.signal != label:
+                fn_misses.append(f"{key[0]}:{key[1]}: label {label}, judged {j.signal} ({j.confidence:.2f}): {j.explanation[:160]}")
+    missing = sorted(set(fn_labels) - found)
+    if missing:
+        raise ValueError(f"functions.tsv names chunks no project has: {missing[:5]}")
+    correct = sum(r["label"] == r["verdict"] for r in rows)
+    labels = list(PROJECT_LABELS)
+    predicted = labels + sorted({r["verdict"] for r in rows} - set(labels))
+    confusion = {a: {p: sum(1 for r in rows if r["label"] == a and r["verdict"] == p) for p in predicted} for a in labels}
+    return {
+        "projects": rows,
+        "accuracy": correct / len(rows) if rows else 0.0,
+        "confusion": confusion,
+        "calibration": calibration(rows),
+        "functions": {**metrics(pairs), "misses": fn_misses},
+        "seconds": time.perf_counter() - started,
+    }
+
+
+CALIBRATION_BINS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.8), (0.8, 0.9), (0.9, 1.01))
+
+
+def calibration(rows: list[dict]) -> list[dict]:
+    """Reliability table: per confidence bin, how many verdicts and how many right."""
+    table = []
+    for lo, hi in CALIBRATION_BINS:
+        inside = [r for r in rows if lo <= r["confidence"] < hi]
+        right = sum(r["label"] == r["verdict"] for r in inside)
+        table.append({"bin": f"[{lo:.1f}, {min(hi, 1.0):.1f}{']' if hi > 1 else ')'}", "verdicts": len(inside), "right": right,
+                      "accuracy": right / len(inside) if inside else None,
+                      "mean_confidence": sum(r["confidence"] for r in inside) / len(inside) if inside else None})
+    return table
+
+
+def print_projects(report: dict, quiet: bool) -> None:
+    rows = report["projects"]
+    print(f"\n== projects (rules judge, aggregated verdict): {len(rows)} labelled projects in {report['seconds']:.2f} s")
+    for r in rows:
+        mark = "ok" if r["verdict"] == r["label"] else "WRONG"
+        print(f"{r['project']:58s} label {r['label']:7s} verdict {r['verdict']:12s} ({r['confidence']:.2f}) {mark}")
+        if not quiet and r["verdict"] != r["label"]:
+            for line in r["basis"]:
+                print(f"    {line[:200]}")
+    print(f"project accuracy {report['accuracy']:.3f} ({sum(r['verdict'] == r['label'] for r in rows)} of {len(rows)})")
+    cols = list(next(iter(report["confusion"].values())).keys())
+    print("confusion (rows = label, columns = verdict):")
+    print(f"{'':10s}" + "".join(f"{c:>14s}" for c in cols))
+    for label, row in report["confusion"].items():
+        print(f"{label:10s}" + "".join(f"{row[c]:14d}" for c in cols))
+    print("calibration (verdict confidence -> share right):")
+    print(f"{'bin':12s} {'verdicts':>8s} {'right':>6s} {'accuracy':>9s} {'mean conf':>10s}")
+    for b in report["calibration"]:
+        acc = f"{b['accuracy']:.3f}" if b["accuracy"] is not None else "-"
+        mc = f"{b['mean_confidence']:.3f}" if b["mean_confidence"] is not None else "-"
+        print(f"{b['bin']:12s} {b['verdicts']:8d} {b['right']:6d} {acc:>9s} {mc:>10s}")
+    high = [r for r in rows if r["confidence"] >= CALIBRATED_AT]
+    right = sum(r["verdict"] == r["label"] for r in high)
+    share = right / len(high) if high else 1.0
+    print(f"verdicts with confidence >= {CALIBRATED_AT}: {right} of {len(high)} right ({share:.3f}; target >= {TARGET_CALIBRATED})")
+    print_report("rules judge, functions of the labelled projects", report["functions"], [] if quiet else report["functions"]["misses"],
+                 0.0)
 
 
 # ---------------------------------------------------------------- LLM
 
 async def evaluate_llm(cases: list[Case], knowledge: Knowledge, settings, limit: int | None) -> tuple[dict, list[str], float, dict]:
-    from godot_rag import convert
+    from godot_rag.domain.judging.backends import LLMBackend
+    from godot_rag.domain.models import JudgmentRequest
     from godot_rag.infra.llm_client import LLMClient
-    from godot_rag.v1 import messages_pb2 as pb
-    from services.judge.backend import LLMBackend
 
     client = LLMClient.from_settings(settings)
     backend = LLMBackend(client)
@@ -235,12 +402,9 @@ async def evaluate_llm(cases: list[Case], knowledge: Knowledge, settings, limit:
 
     async def one(case: Case):
         hits = offline_hits(case.chunk, knowledge)
-        request = pb.JudgmentRequest(
-            prompt="Is this Godot 3 or Godot 4 code?", source_file=case.source_file, chunk_id=case.chunk.chunk_id,
-            chunk_order=case.chunk.chunk_order, chunk_kind=case.chunk.chunk_kind, chunk_text=case.chunk.code_text,
-            surrounding_context=case.chunk.surrounding_context, retrieved_evidence=[convert.hit_to_pb(h) for h in hits],
-            chunk=convert.chunk_to_pb(case.chunk), source_kind="gdscript", declared_names=sorted(case.declared),
-            intent="version_check",
+        request = JudgmentRequest(
+            prompt="Is this Godot 3 or Godot 4 code?", chunk=case.chunk, evidence=tuple(hits), source_kind="gdscript",
+            intent="version_check", declared_names=frozenset(case.declared), source_file=case.source_file,
         )
         async with sem:
             return case, await backend.judge(request)
@@ -267,9 +431,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--llm-limit", type=int, default=None, help="evaluate the LLM on an evenly spaced sample of N cases")
     ap.add_argument("--json", help="write the figures to this file")
     ap.add_argument("--quiet", action="store_true", help="do not list the misses")
+    ap.add_argument("--no-project-index", action="store_true", help="judge receivers/ without the project index")
     args = ap.parse_args(argv)
     knowledge = load_knowledge()
-    sets = {name: load_cases(CORPUS / name) for name in SETS}
+    sets = {name: load_cases(CORPUS / name, not args.no_project_index) for name in SETS}
     cases = [c for name in SETS for c in sets[name]]
     report: dict = {"rules": {}}
     for name, subset in [*sets.items(), ("all", cases)]:
@@ -285,6 +450,9 @@ def main(argv: list[str] | None = None) -> int:
         mark = "ok" if s["verdict"] == s["expected"] else "DIFFERS"
         print(f"{s['sample']:28s} expected {s['expected']:7s} verdict {s['verdict']:12s} ({s['confidence']:.2f}) {mark}  {s['counts']}")
     report["samples"] = samples
+    projects = evaluate_projects(knowledge)
+    print_projects(projects, args.quiet)
+    report["projects"] = projects
     if args.llm:
         from godot_rag.settings import load_settings
 

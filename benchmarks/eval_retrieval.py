@@ -1,7 +1,7 @@
 """Retrieval quality on the labelled set (tests/retrieval_set/cases.jsonl): `make eval-retrieval`.
 
 Every case is a small .gd file run through the real parser; the chosen chunk's
-RetrieverQuery (seed 001) is searched over the full knowledge base in three
+RetrieverQuery (the design) is searched over the full knowledge base in three
 modes: vector-only, lexical-only (ts_rank + trigram) and hybrid (the default).
 
 Metrics, per expected record, ranked within its own table's hit list (the
@@ -13,7 +13,7 @@ search returns per-table lists):
 ``--variants`` also measures the alternatives behind the defaults (fusion by
 reciprocal rank; lexical query from the query terms alone, without the chunk's
 other identifiers; "deprecated renamed" added to the migration prompt terms as
-in seed 001's reference code).
+in the design's reference code).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from _kb_env import knowledge_base  # noqa: E402
 
 from godot_rag.domain.chunking.gdscript import parse_gdscript  # noqa: E402
+from godot_rag.domain.retrieval import fusion  # noqa: E402
 from godot_rag.domain.retrieval.query import build_embedding_text, build_retriever_query  # noqa: E402
 from godot_rag.infra import kb_store  # noqa: E402
 from godot_rag.infra.embedder import MiniLMEmbedder  # noqa: E402
@@ -68,7 +69,7 @@ def check_expected(dsn: str, cases: list[dict]) -> None:
         raise SystemExit(f"expected records missing from the knowledge base: {missing}")
 
 
-async def run_mode(dsn: str, cases: list[dict], vectors: dict[str, list[float]], config: kb_store.SearchConfig) -> list[dict]:
+async def run_mode(dsn: str, cases: list[dict], vectors: dict[str, list[float]], config: fusion.SearchConfig) -> list[dict]:
     out = []
     async with await psycopg.AsyncConnection.connect(dsn, row_factory=dict_row) as conn:
         for c in cases:
@@ -117,29 +118,29 @@ async def main_async(args) -> int:
         texts = [build_embedding_text(c["query"]) for c in cases]
         vectors = dict(zip([c["id"] for c in cases], embedder.embed(texts)))
         print(f"{len(cases)} cases; query vectors in {time.monotonic() - started:.1f}s")
-        base = kb_store.DEFAULT_CONFIG
-        modes = [("vector-only", replace(base, mode=kb_store.MODE_VECTOR)),
-                 ("lexical-only", replace(base, mode=kb_store.MODE_LEXICAL)),
+        base = fusion.DEFAULT_CONFIG
+        modes = [("vector-only", replace(base, mode=fusion.MODE_VECTOR)),
+                 ("lexical-only", replace(base, mode=fusion.MODE_LEXICAL)),
                  (f"hybrid ({base.fusion}, default)", base)]
         if args.variants:
-            other = kb_store.FUSION_RRF if base.fusion == kb_store.FUSION_WSUM else kb_store.FUSION_WSUM
+            other = fusion.FUSION_RRF if base.fusion == fusion.FUSION_WSUM else fusion.FUSION_WSUM
             modes += [(f"hybrid ({other})", replace(base, fusion=other)),
                       ("hybrid, terms only (no chunk idents)", replace(base, chunk_identifiers=not base.chunk_identifiers)),
-                      ("lexical, terms only", replace(base, mode=kb_store.MODE_LEXICAL, chunk_identifiers=not base.chunk_identifiers))]
+                      ("lexical, terms only", replace(base, mode=fusion.MODE_LEXICAL, chunk_identifiers=not base.chunk_identifiers))]
         for w in args.weights or []:
             ws = tuple(float(x) for x in w.split(","))
-            modes.append((f"hybrid wsum {w}", replace(base, fusion=kb_store.FUSION_WSUM, weights_hybrid=ws)))
+            modes.append((f"hybrid wsum {w}", replace(base, fusion=fusion.FUSION_WSUM, weights_hybrid=ws)))
         rows, detail = [], {}
         for name, cfg in modes:
             res = await run_mode(dsn, cases, vectors, cfg)
             rows.append((name, summarize(res)))
             detail[name] = res
         if args.variants:
-            # Seed 001's reference code: the migration intent also adds "deprecated" and "renamed".
+            # the design's reference code: the migration intent also adds "deprecated" and "renamed".
             seed_texts = [build_embedding_text(replace(c["query"], prompt_terms=c["query"].prompt_terms + ("deprecated", "renamed")))
                           if "migration" in c["query"].prompt_terms else t for c, t in zip(cases, texts)]
             seed_vectors = dict(zip([c["id"] for c in cases], embedder.embed(seed_texts)))
-            for name, cfg in (("vector-only, +deprecated renamed", replace(base, mode=kb_store.MODE_VECTOR)),
+            for name, cfg in (("vector-only, +deprecated renamed", replace(base, mode=fusion.MODE_VECTOR)),
                               ("hybrid, +deprecated renamed", base)):
                 res = await run_mode(dsn, cases, seed_vectors, cfg)
                 rows.append((name, summarize(res)))

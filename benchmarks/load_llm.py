@@ -59,7 +59,7 @@ def _mapping_candidates() -> list[tuple[str, Candidate]]:
 
 def judgment_messages(limit: int = 0) -> list[list[dict]]:
     """Chat messages of real first-attempt judgments, one per sample chunk."""
-    from services.chunker.consumer import direct_kind
+    from godot_rag.domain.chunking.files import direct_kind
     from godot_rag.domain.ingest.policy import scan_folder
 
     ps = judge_prompts()

@@ -5,7 +5,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SEEDS = REPO.parent / "shared" / "seeds"
 
 
 def pytest_collection_modifyitems(config, items):

@@ -3,20 +3,24 @@ from __future__ import annotations
 import grpc
 
 from godot_rag import convert
-from godot_rag.domain.chunking.direct import chunk_direct
+from godot_rag.domain.chunking.files import chunk_file
+from godot_rag.domain.chunking.gdscript import SOURCE_KIND as GDSCRIPT
+from godot_rag.errors import InvalidInputError
+from godot_rag.infra.grpc_edge import grpc_errors
+from godot_rag.v1 import messages_pb2 as pb
 from godot_rag.v1 import services_pb2 as spb
 from godot_rag.v1 import services_pb2_grpc as sgrpc
-from services.chunker.consumer import direct_kind
 
 
 class ChunkerServicer(sgrpc.ChunkerServicer):
     """Chunker.Chunk as a standalone call: one non-GDScript text file in, its direct chunks out."""
 
-    async def Chunk(self, request: spb.ChunkRequest, context: grpc.aio.ServicerContext):
+    @grpc_errors
+    async def Chunk(self, request: spb.ChunkRequest, context: grpc.aio.ServicerContext) -> pb.ChunkingOutput:
         if not request.source_file or not request.source_kind:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "source_file and source_kind are required")
-        if request.source_kind == "gdscript":
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "gdscript goes to Parser.Parse")
-        result = chunk_direct(request.source_file, direct_kind(request.source_kind), request.source_text,
-                              expected_sha256=request.source_sha256 or None)
+            raise InvalidInputError("source_file and source_kind are required")
+        if request.source_kind == GDSCRIPT:
+            raise InvalidInputError("gdscript goes to Parser.Parse")
+        result = chunk_file(request.source_file, request.source_kind, request.source_text,
+                            expected_sha256=request.source_sha256 or None)
         return convert.chunking_to_pb(result, request.project_id)

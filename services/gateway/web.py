@@ -1,24 +1,48 @@
-"""The web debug screen: per analysis, every file (with exclusion reasons) and
-every chunk (status, line range, the exact text sent, the search clues, the
-candidates found, the judgment). Served on loopback by the gateway."""
+"""The web screen: analyses, a live per-chunk list, the file view with each
+chunk's text, search clues, candidates and judgment, and the JSON API.
+Served by the gateway; pages are rendered from ``godot_rag.pipeline.web_data``
+with autoescaping templates, and work without JavaScript where they can."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import json
 import logging
 from datetime import datetime
 from importlib import resources
+from ipaddress import ip_address
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
 
+import jinja2
 from aiohttp import web
 
 from godot_rag.domain.ingest.policy import IngestError
 from godot_rag.errors import NotFoundError
 from godot_rag.infra.service import ServiceContext
+from godot_rag.pipeline import web_data
+from godot_rag.pipeline import web_views as wv
 from godot_rag.pipeline.export import result_to_json
 from godot_rag.pipeline.results import analysis_result
+from godot_rag.pipeline.why_not import why_not_retrieved
 
 log = logging.getLogger(__name__)
+
+DEFAULT_PROMPT = "Is this Godot 3 or Godot 4, and what is the basis for converting it?"
+POLL_S = 0.5  # how often a live list asks the store for changes
+HEARTBEAT_S = 15.0
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+# Everything the pages use is served from here: no inline script, nothing from elsewhere.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                               "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+}
 
 
 def _json(data, status: int = 200) -> web.Response:
@@ -28,16 +52,282 @@ def _json(data, status: int = 200) -> web.Response:
 def _default(value):
     if isinstance(value, datetime):
         return value.isoformat()
+    if isinstance(value, (set, tuple)):
+        return list(value)
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
+# ---------------------------------------------------------------- request checks (CSRF, DNS rebinding)
+
+def allowed_host_names(configured_host: str) -> frozenset[str]:
+    """Loopback names and the host the gateway is configured to listen on (a
+    wildcard address names no host)."""
+    names = set(LOOPBACK_NAMES)
+    host = configured_host.strip().strip("[]").lower()
+    if host and host not in ("0.0.0.0", "::"):
+        names.add(host)
+    return frozenset(names)
+
+
+def split_host(value: str) -> tuple[str, str] | None:
+    """'Host' header -> (name, port), IPv6 brackets removed; None when malformed."""
+    value = value.strip().lower()
+    if not value:
+        return None
+    if value.startswith("["):
+        end = value.find("]")
+        if end < 0:
+            return None
+        name, rest = value[1:end], value[end + 1:]
+        if rest and not rest.startswith(":"):
+            return None
+        return name, rest[1:]
+    if value.count(":") > 1:
+        return None
+    name, _, port = value.partition(":")
+    if port and not port.isdigit():
+        return None
+    return name, port
+
+
+def _origin_matches(origin: str, host: tuple[str, str]) -> bool:
+    try:
+        parts = urlsplit(origin)
+        port = parts.port
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return False
+    default = "443" if parts.scheme == "https" else "80"
+    return (parts.hostname.lower(), str(port) if port else default) == (host[0], host[1] or default)
+
+
+def check_request(method: str, headers, allowed: frozenset[str]) -> str:
+    """Why a request is refused ('' when it is accepted).
+
+    Host must name this server (a DNS-rebound name does not); a browser's
+    cross-origin request carries a foreign Origin (or Referer), refused; a
+    state-changing request from a browser must come from this very origin.
+    """
+    host = split_host(headers.get("Host", ""))
+    if host is None or not (host[0] in allowed or _is_loopback_ip(host[0])):
+        return "unexpected Host header"
+    origin = headers.get("Origin")
+    if origin is not None and not _origin_matches(origin, host):
+        return "cross-origin request"
+    if method not in SAFE_METHODS:
+        if origin is None:
+            referer = headers.get("Referer")
+            if referer is not None and not _origin_matches(referer, host):
+                return "cross-origin request"
+            if headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
+                return "cross-origin request"
+    return ""
+
+
+def _is_loopback_ip(name: str) -> bool:
+    try:
+        return ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def _is_json(request: web.Request) -> bool:
+    return request.content_type == "application/json"
+
+
+# ---------------------------------------------------------------- app
+
 def build_app(ctx: ServiceContext) -> web.Application:
     routes = web.RouteTableDef()
-    index_html = resources.files("services.gateway").joinpath("static/index.html").read_text(encoding="utf-8")
+    pkg = resources.files("services.gateway")
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(pkg.joinpath("templates"))), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(file_href=wv.file_href, file_meta_text=wv.file_meta, statuses=wv.STATUSES,
+                       status_words=wv.STATUS_WORDS, signals=wv.SIGNALS, legend=wv.SCORE_LEGEND, score_keys=wv.SCORE_KEYS)
+    macros: Any = env.get_template("macros.html").module  # the template's macros, looked up by name
+    allowed = allowed_host_names(ctx.settings.host)
+    limit = ctx.settings.retrieval_limit_per_table
+
+    def page(name: str, status: int = 200, **data) -> web.Response:
+        return web.Response(text=env.get_template(name).render(**data), status=status, content_type="text/html")
+
+    def not_found(exc: Exception) -> web.Response:
+        return web.Response(text=env.from_string(
+            '{% extends "base.html" %}{% block main %}<h1>Not found</h1><p>{{ msg }}</p>{% endblock %}').render(msg=str(exc)),
+            status=404, content_type="text/html")
+
+    @web.middleware
+    async def guard(request: web.Request, handler):
+        reason = check_request(request.method, request.headers, allowed)
+        if reason:
+            log.warning("refused %s %s: %s", request.method, request.path, reason)
+            return web.Response(text=f"refused: {reason}", status=403)
+        if request.method not in SAFE_METHODS and request.path.startswith("/api/") and not _is_json(request):
+            return _json({"error": "JSON endpoints accept only Content-Type: application/json"}, 415)
+        response = await handler(request)
+        if not response.prepared:
+            response.headers.update(SECURITY_HEADERS)
+        return response
+
+    # ------------------------------------------------------------ pages
+
+    async def index_page(error: str = "", form: dict | None = None, status: int = 200) -> web.Response:
+        form = {"prompt": DEFAULT_PROMPT, "path": "", "git_url": "", "git_ref": "", "text": "", **(form or {})}
+        return page("index.html", status, analyses=await ctx.store.list_analyses(), error=error, form=form)
 
     @routes.get("/")
     async def index(request: web.Request) -> web.Response:
-        return web.Response(text=index_html, content_type="text/html")
+        return await index_page()
+
+    @routes.post("/submit")
+    async def submit_form(request: web.Request) -> web.Response:
+        post = await request.post()
+        form = {k: str(post.get(k, "")) for k in ("prompt", "path", "git_url", "git_ref", "text")}
+        archive = post.get("archive")
+        data, name = b"", ""
+        if isinstance(archive, web.FileField) and archive.filename:
+            data, name = archive.file.read(), archive.filename
+        text = form["text"]
+        body = {"prompt": form["prompt"], "path": form["path"].strip(), "git_url": form["git_url"].strip(),
+                "git_ref": form["git_ref"].strip()}
+        if not (body["path"] or body["git_url"] or data) and text.strip():
+            body["expanded_text" if text.lstrip().startswith("# ") else "snippet"] = text
+        try:
+            submitted = await _submit(body, data, name)
+        except IngestError as exc:
+            return await index_page(str(exc), form, 400)
+        raise web.HTTPSeeOther(f"/a/{quote(submitted[0].analysis_id, safe='')}")
+
+    async def _submit(body: dict, archive: bytes = b"", archive_name: str = "") -> list:
+        from godot_rag.pipeline.submit import collect, pipeline_version_for, submit_all
+
+        prompt = (body.get("prompt") or "").strip()
+        if not prompt:
+            raise IngestError("a prompt is required")
+        submission = await asyncio.to_thread(
+            collect, path=body.get("path", ""), expanded_text=body.get("expanded_text", ""), snippet=body.get("snippet", ""),
+            snippet_kind=body.get("snippet_kind", ""), git_url=body.get("git_url", ""), git_ref=body.get("git_ref", ""),
+            archive=archive, archive_name=archive_name, settings=ctx.settings,
+        )
+        submitted = await submit_all(ctx.store, ctx.bus, submission, prompt, pipeline_version_for(ctx.settings))
+        if not submitted:
+            raise IngestError("no project found in the input")
+        return submitted
+
+    @routes.get("/a/{aid}")
+    async def analysis_page(request: web.Request) -> web.Response:
+        flt = wv.ChunkFilter.from_query(request.query)
+        try:
+            data = await web_data.analysis_page(ctx.store, request.match_info["aid"], flt)
+        except NotFoundError as exc:
+            return not_found(exc)
+        q = {k: v for k, v in (("status", flt.status), ("signal", flt.signal), ("file", flt.file), ("migration", flt.migration)) if v}
+        return page("analysis.html", filter_query=("?" + urlencode(q)) if q else "", **data)
+
+    @routes.get("/a/{aid}/part/verdict")
+    async def verdict_part(request: web.Request) -> web.Response:
+        try:
+            data = await web_data.verdict_part(ctx.store, request.match_info["aid"])
+        except NotFoundError as exc:
+            return not_found(exc)
+        return web.Response(text=str(macros.verdict_part(data["verdict"], data["chart"])), content_type="text/html")
+
+    @routes.get("/a/{aid}/events")
+    async def events(request: web.Request) -> web.StreamResponse:
+        """Server-sent events: changed chunk rows (rendered), changed file entries, counts and progress."""
+        aid = request.match_info["aid"]
+        since_text = request.headers.get("Last-Event-ID") or request.query.get("since", "")
+        try:
+            since = datetime.fromisoformat(since_text) if since_text else None
+        except ValueError:
+            since = None
+        feed = web_data.LiveFeed(ctx.store, aid)
+        try:
+            batch = await feed.start(since)
+        except NotFoundError as exc:
+            return _json({"error": str(exc)}, 404)
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+                                           "X-Accel-Buffering": "no", **SECURITY_HEADERS})
+        await resp.prepare(request)
+        idle = 0.0
+        try:
+            while True:
+                wrote = await _send_batch(resp, aid, batch)
+                idle = 0.0 if wrote else idle + POLL_S
+                if not batch["running"]:
+                    await _event(resp, "end", {"status": batch["status"]}, batch["cursor"])
+                    break
+                if idle >= HEARTBEAT_S:
+                    await resp.write(b": keep-alive\n\n")
+                    idle = 0.0
+                if ctx.stop.is_set():
+                    break
+                await asyncio.sleep(POLL_S)
+                batch = await feed.poll()
+        except ConnectionResetError:
+            pass  # the page went away
+        return resp
+
+    async def _event(resp: web.StreamResponse, name: str, data, cursor) -> None:
+        text = json.dumps(data, default=_default, ensure_ascii=False)
+        head = f"event: {name}\n" + (f"id: {cursor.isoformat()}\n" if isinstance(cursor, datetime) else "")
+        await resp.write((head + f"data: {text}\n\n").encode("utf-8"))
+
+    async def _send_batch(resp: web.StreamResponse, aid: str, batch: dict) -> bool:
+        wrote = False
+        if batch["chunks"]:
+            await _event(resp, "chunks", [{"id": v["chunk_id"], "order": v["order_key"], "status": v["status"],
+                                           "html": str(macros.chunk_row(v, aid))} for v in batch["chunks"]], batch["cursor"])
+            wrote = True
+        if batch["files"]:
+            await _event(resp, "files", [{"path": e["source_file"], "html": str(macros.file_meta(e))} for e in batch["files"]],
+                         batch["cursor"])
+            wrote = True
+        if wrote or not batch["running"]:
+            await _event(resp, "progress", {"counts": batch["counts"], "status": batch["status"], **batch["progress"]},
+                         batch["cursor"])
+        return wrote
+
+    @routes.get("/a/{aid}/f/{path:.+}")
+    async def file_page(request: web.Request) -> web.Response:
+        try:
+            data = await web_data.file_page(ctx.store, request.match_info["aid"], request.match_info["path"],
+                                            why_chunk=request.query.get("chunk", ""), why=request.query.get("why", "")[:500],
+                                            limit_per_table=limit)
+        except NotFoundError as exc:
+            return not_found(exc)
+        try:
+            min_score = max(0.0, min(1.0, float(request.query.get("min", "0") or 0)))
+        except ValueError:
+            min_score = 0.0
+        return page("file.html", min_score=min_score, **data)
+
+    # ------------------------------------------------------------ exports
+
+    def _export(rows: list[dict], columns, fmt: str, name: str) -> web.Response:
+        if fmt == "json":
+            return web.Response(text=json.dumps(rows, default=_default, ensure_ascii=False, indent=1), content_type="application/json",
+                                headers={"Content-Disposition": f'attachment; filename="{name}.json"'})
+        return web.Response(text=wv.to_csv(rows, columns), content_type="text/csv", charset="utf-8",
+                            headers={"Content-Disposition": f'attachment; filename="{name}.csv"'})
+
+    @routes.get(r"/export/analyses.{fmt:json|csv}")
+    async def export_analyses(request: web.Request) -> web.Response:
+        return _export(await ctx.store.list_analyses(), wv.EXPORT_COLUMNS["analyses"], request.match_info["fmt"], "analyses")
+
+    @routes.get(r"/a/{aid}/export/{what:files|chunks|candidates}.{fmt:json|csv}")
+    async def export_list(request: web.Request) -> web.Response:
+        aid, what = request.match_info["aid"], request.match_info["what"]
+        try:
+            rows = await web_data.export_rows(ctx.store, aid, what, flt=wv.ChunkFilter.from_query(request.query),
+                                              chunk_id=request.query.get("chunk", ""))
+        except NotFoundError as exc:
+            return _json({"error": str(exc)}, 404)
+        columns = wv.EXPORT_COLUMNS[what] + (("start_line", "end_line") if what == "chunks" else ())
+        return _export(rows, columns, request.match_info["fmt"], f"{aid}-{what}")
+
+    # ------------------------------------------------------------ JSON API
 
     @routes.get("/api/analyses")
     async def analyses(request: web.Request) -> web.Response:
@@ -53,6 +343,16 @@ def build_app(ctx: ServiceContext) -> web.Application:
         doc["progress"] = await ctx.store.progress(result.analysis_id)
         return _json(doc)
 
+    @routes.get("/api/analyses/{analysis_id}/why-not")
+    async def why_not(request: web.Request) -> web.Response:
+        aid, chunk_id, record = request.match_info["analysis_id"], request.query.get("chunk", ""), request.query.get("record", "")
+        if not chunk_id or not record.strip():
+            return _json({"error": "give chunk and record"}, 400)
+        try:
+            return _json(await why_not_retrieved(ctx.store, aid, chunk_id, record[:500], limit_per_table=limit))
+        except NotFoundError as exc:
+            return _json({"error": str(exc)}, 404)
+
     @routes.get("/api/analyses/{analysis_id}/chunks/{chunk_id:.+}")
     async def chunk(request: web.Request) -> web.Response:
         aid, chunk_id = request.match_info["analysis_id"], request.match_info["chunk_id"]
@@ -67,27 +367,27 @@ def build_app(ctx: ServiceContext) -> web.Application:
 
     @routes.post("/api/analyses")
     async def submit(request: web.Request) -> web.Response:
-        from godot_rag.pipeline.submit import collect, pipeline_version_for, submit_all
-
-        body = await request.json()
-        prompt = (body.get("prompt") or "").strip()
-        if not prompt:
-            return _json({"error": "a prompt is required"}, 400)
         try:
-            submission = await asyncio.to_thread(
-                collect, path=body.get("path", ""), expanded_text=body.get("expanded_text", ""), snippet=body.get("snippet", ""),
-                snippet_kind=body.get("snippet_kind", ""), git_url=body.get("git_url", ""), git_ref=body.get("git_ref", ""),
-                settings=ctx.settings,
-            )
+            body = await request.json()
+        except json.JSONDecodeError:
+            return _json({"error": "the body is not JSON"}, 400)
+        if not isinstance(body, dict):
+            return _json({"error": "the body must be a JSON object"}, 400)
+        archive = b""
+        if body.get("archive_b64"):
+            try:
+                archive = base64.b64decode(body["archive_b64"], validate=True)
+            except (binascii.Error, ValueError, TypeError):
+                return _json({"error": "archive_b64 is not base64"}, 400)
+        try:
+            submitted = await _submit(body, archive, str(body.get("archive_name") or ""))
         except IngestError as exc:
             return _json({"error": str(exc)}, 400)
-        submitted = await submit_all(ctx.store, ctx.bus, submission, prompt, pipeline_version_for(ctx.settings))
-        if not submitted:
-            return _json({"error": "no project found in the input"}, 400)
         return _json({"analysis_id": submitted[0].analysis_id, "project_id": submitted[0].project_id,
                       "projects": [{"analysis_id": s.analysis_id, "project_id": s.project_id} for s in submitted]})
 
-    app = web.Application(client_max_size=64 * 1024 * 1024)
+    routes.static("/static", str(pkg.joinpath("static")), append_version=False)
+    app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[guard])
     app.add_routes(routes)
     return app
 

@@ -2,13 +2,14 @@ from __future__ import annotations
 
 import asyncio
 
+from godot_rag.domain.judging.backends import CascadeBackend, JudgeBackend, LLMBackend, RulesBackend
 from godot_rag.domain.judging.rules import RenameIndex, shipped_vocabulary
 from godot_rag.infra.llm_client import LLMClient
 from godot_rag.infra.service import run_service
+from godot_rag.pipeline.judging import JudgeStage
 from godot_rag.settings import Settings, load_settings
 from godot_rag.v1 import services_pb2, services_pb2_grpc
 from services.judge import consumer
-from services.judge.backend import CascadeBackend, JudgeBackend, LLMBackend, RulesBackend
 from services.judge.servicer import JudgeServicer
 
 
@@ -39,6 +40,6 @@ def main() -> None:
         index = RenameIndex.from_payloads(await ctx.store.api_mapping_payloads(), vocabulary)
         backend = make_backend(settings, index)
         holder["servicer"].backend = backend
-        return await consumer.start(ctx, backend)
+        return await consumer.start(ctx, JudgeStage(ctx, backend))
 
     asyncio.run(run_service("judge", settings, settings.judge_port, register, start))

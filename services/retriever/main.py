@@ -4,6 +4,7 @@ import asyncio
 
 from godot_rag.infra.embedder import make_embedder
 from godot_rag.infra.service import run_service
+from godot_rag.pipeline.retrieval import QueryEmbedder, RetrieveStage
 from godot_rag.settings import load_settings
 from godot_rag.v1 import services_pb2, services_pb2_grpc
 from services.retriever import consumer
@@ -14,13 +15,15 @@ def main() -> None:
     settings = load_settings()
     # Built here, loaded on the first query (the model is not needed to start).
     backend = make_embedder(settings.embedder, settings.tei_url)
-    embedder = consumer.QueryEmbedder(backend) if backend is not None else None
+    holder: dict[str, RetrieveStage] = {}
 
     def register(server, ctx):
-        services_pb2_grpc.add_RetrieverServicer_to_server(RetrieverServicer(ctx, embedder), server)
+        embedder = QueryEmbedder(backend, ctx.store) if backend is not None else None
+        holder["stage"] = RetrieveStage(ctx, embedder)
+        services_pb2_grpc.add_RetrieverServicer_to_server(RetrieverServicer(holder["stage"]), server)
         return [services_pb2.DESCRIPTOR.services_by_name["Retriever"].full_name]
 
     async def start_consumers(ctx):
-        return await consumer.start(ctx, embedder)
+        return await consumer.start(ctx, holder["stage"])
 
     asyncio.run(run_service("retriever", settings, settings.retriever_port, register, start_consumers))

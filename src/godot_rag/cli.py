@@ -1,4 +1,4 @@
-"""The godot-rag command line: up, analyze, expand, kb build."""
+"""The godot-rag command line: up, analyze, expand, patch, kb build."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from pathlib import Path
 
 import grpc
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from godot_rag.pipeline.export import result_to_json
 from godot_rag.infra.embedded import EmbeddedError
 from godot_rag.infra.service import GRPC_MESSAGE_OPTIONS
+from godot_rag.pipeline.export import result_to_json
 from godot_rag.settings import Settings, SettingsError, load_settings
 from godot_rag.supervisor import SupervisorError
 
@@ -174,6 +174,13 @@ def print_summary(doc: dict) -> None:
     for line in v.get("basis", []):
         out.print(f"  basis: {line}")
     out.print(f"[bold]verdict: {v['label']}[/bold] (confidence {v['confidence']:.2f}; counts {v['counts']})")
+    if doc.get("status") == "completed_with_failures":
+        failed_files = [f["source_file"] for f in doc["files"] if f["status"] == "failed"]
+        failed_chunks = [c["chunk_id"] for c in doc["chunks"] if c["status"] == "failed"]
+        out.print(f"[red]completed with failures: {len(failed_files)} files, {len(failed_chunks)} chunks failed[/red] "
+                  "(the verdict rests on the rest)")
+        for name in (failed_files + failed_chunks)[:20]:
+            out.print(f"  failed: {name}", markup=False, highlight=False)
     print_judge_summary(out, doc)
 
 
@@ -266,6 +273,53 @@ def cmd_expand(args, settings: Settings) -> int:
     return 0
 
 
+def cmd_patch(args, settings: Settings) -> int:
+    from rich.markup import escape
+
+    from godot_rag.errors import InvalidInputError
+    from godot_rag.pipeline.patch import apply_patch, patch_project, read_project, todos_json, write_outputs
+
+    target = Path(args.target)
+    if not target.exists():
+        # The store keeps the files of an analysis, but no gateway RPC returns them yet (docs/patch.md).
+        raise CliError(f"{args.target}: no such folder (patching a stored ANALYSIS_ID is not available yet; "
+                       "pass the project folder)")
+    try:
+        files = read_project(target, max_bytes=settings.max_file_bytes)
+    except InvalidInputError as exc:
+        raise CliError(str(exc)) from exc
+    if not files:
+        raise CliError(f"{target}: no .gd, .tscn, .tres or project.godot file to patch")
+    result = patch_project(files)
+    if args.out == "-":
+        sys.stdout.write(result.diff)
+    else:
+        diff_path, basis_path = write_outputs(result, Path(args.out))
+        console.print(f"wrote {diff_path} and {basis_path}")
+    out = console
+    for t in result.todos:
+        out.print(f"[yellow]TODO[/yellow] {escape(f'{t.path}:{t.line} [{t.rule}] {t.note}')}", highlight=False)
+    summary = result.summary()
+    applied = 0
+    if args.apply:
+        try:
+            done = apply_patch(target, result, force=args.force)
+        except InvalidInputError as exc:
+            raise CliError(str(exc)) from exc
+        applied = len(done.written)
+        if done.git_dirty:
+            out.print(f"[red]--force:[/red] applied over {len(done.git_dirty)} uncommitted change(s)")
+    if args.json:
+        summary_doc = {**summary, "applied": applied}
+        kept = [{"file": k.path, "line": k.line, "symbol": k.symbol, "reason": k.reason} for k in result.kept]
+        Path(args.json).write_text(json.dumps({"summary": summary_doc, "todos": todos_json(result), "kept": kept},
+                                              indent=2, ensure_ascii=False))
+    out.print(f"files {summary['files']} (changed {summary['files_changed']}), hunks {summary['hunks']}, "
+              f"edits {summary['edits']}, applied {applied} file(s), left for a person {summary['todos']} TODO(s), "
+              f"engine names kept as the project's own {summary['kept']}", highlight=False)
+    return 0
+
+
 class _KbProgress:
     """A rich progress bar fed by build_kb's (phase, done, total) reports.
 
@@ -277,7 +331,7 @@ class _KbProgress:
 
     def __init__(self, bar: Progress):
         self.bar = bar
-        self.tasks: dict[str, int] = {}
+        self.tasks: dict[str, TaskID] = {}
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         key = "steps" if total <= self.STEP_TOTAL else phase
@@ -288,11 +342,11 @@ class _KbProgress:
 
 def cmd_kb_build(args, settings: Settings) -> int:
     from godot_rag.infra.embedded import EmbeddedPostgres
-    from godot_rag.infra.embedder import make_embedder
+    from godot_rag.infra.embedder import embedder_from_settings
     from godot_rag.infra.store import migrate_sync
     from godot_rag.pipeline.kb import build_kb, export_vectors
 
-    embedder = make_embedder(settings.embedder, settings.tei_url)
+    embedder = embedder_from_settings(settings)
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     if args.kb_command == "export-vectors":
         if embedder is None:
@@ -337,6 +391,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--git", action="store_true", help="read a local repository at its last commit instead of its folder")
     p.add_argument("--ref", default="", help="branch or tag to clone")
     p.add_argument("-o", "--output", help="write the text to this file instead of standard output")
+    p = sub.add_parser("patch", help="the mechanical Godot 3 -> 4 changes as a unified diff, with the basis of every hunk")
+    p.add_argument("target", metavar="PATH", help="project folder, or an expanded-text file (diff only)")
+    p.add_argument("--out", default="-", help="write the diff here (and its basis beside it as <name>.basis.jsonl); "
+                                              "default: the diff on standard output")
+    p.add_argument("--apply", action="store_true", help="also write the patched files into the project")
+    p.add_argument("--force", action="store_true", help="with --apply: write even when the git tree is dirty or absent")
+    p.add_argument("--json", help="write the summary and the TODOs as JSON to this file")
     kb = sub.add_parser("kb", help="knowledge base")
     kb_sub = kb.add_subparsers(dest="kb_command", required=True)
     b = kb_sub.add_parser("build", help="load the shipped Godot reference data (embeds with GODOT_RAG_EMBEDDER)")
@@ -355,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_analyze(args, settings)
         if args.command == "expand":
             return cmd_expand(args, settings)
+        if args.command == "patch":
+            return cmd_patch(args, settings)
         if args.command == "kb":
             return cmd_kb_build(args, settings)
     except (CliError, SettingsError, SupervisorError, EmbeddedError) as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -15,7 +16,10 @@ def to_dict(msg: Message) -> dict:
     return json_format.MessageToDict(msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
 
 
-def from_dict(data: dict, cls: type[Message]) -> Message:
+M = TypeVar("M", bound=Message)
+
+
+def from_dict(data: dict, cls: type[M]) -> M:
     return json_format.ParseDict(data, cls(), ignore_unknown_fields=True)
 
 
@@ -137,6 +141,15 @@ def judgment_to_pb(j: m.Judgment) -> pb.Judgment:
         prompt_version=j.prompt_version,
         answer=j.answer,
         raw_output=j.raw_output,
+        evidence_kinds=list(j.evidence_kinds),
+        status=j.status,
+        error=j.error,
+        prompt_tokens=j.prompt_tokens,
+        completion_tokens=j.completion_tokens,
+        latency_ms=j.latency_ms,
+        llm_calls=j.llm_calls,
+        route=j.route,
+        cached=j.cached,
     )
 
 
@@ -153,4 +166,41 @@ def judgment_from_pb(j: pb.Judgment) -> m.Judgment:
         prompt_version=j.prompt_version,
         answer=j.answer,
         raw_output=j.raw_output,
+        status=j.status or m.JUDGMENT_OK,
+        error=j.error,
+        prompt_tokens=j.prompt_tokens,
+        completion_tokens=j.completion_tokens,
+        latency_ms=j.latency_ms,
+        llm_calls=j.llm_calls,
+        route=j.route,
+        cached=j.cached,
+        evidence_kinds=tuple(j.evidence_kinds),
+    )
+
+
+def request_from_pb(r: pb.JudgmentRequest) -> m.JudgmentRequest:
+    chunk = chunk_from_pb(r.chunk)
+    if not chunk.code_text and r.chunk_text:
+        chunk = m.Chunk(chunk.chunk_id or r.chunk_id, chunk.chunk_order or r.chunk_order, chunk.chunk_kind or r.chunk_kind,
+                        chunk.node_kind, chunk.name, chunk.span, r.chunk_text, chunk.symbol_candidates, chunk.api_call_candidates,
+                        chunk.reference_candidates, chunk.code_mask, chunk.surrounding_context)
+    if r.surrounding_context and not chunk.surrounding_context:
+        chunk = m.Chunk(chunk.chunk_id, chunk.chunk_order, chunk.chunk_kind, chunk.node_kind, chunk.name, chunk.span,
+                        chunk.code_text, chunk.symbol_candidates, chunk.api_call_candidates, chunk.reference_candidates,
+                        chunk.code_mask, r.surrounding_context)
+    return m.JudgmentRequest(
+        prompt=r.prompt, chunk=chunk, evidence=tuple(hit_from_pb(h) for h in r.retrieved_evidence), source_kind=r.source_kind,
+        intent=r.intent, declared_names=frozenset(r.declared_names), judgment_contract=r.judgment_contract,
+        project_id=r.project_id, source_file=r.source_file, project_symbols=r.project_symbols,
+    )
+
+
+def request_to_pb(r: m.JudgmentRequest) -> pb.JudgmentRequest:
+    c = r.chunk
+    return pb.JudgmentRequest(
+        prompt=r.prompt, project_id=r.project_id, source_file=r.source_file, chunk_id=c.chunk_id, chunk_order=c.chunk_order,
+        chunk_kind=c.chunk_kind, chunk_text=c.code_text, surrounding_context=c.surrounding_context,
+        retrieved_evidence=[hit_to_pb(h) for h in r.evidence], judgment_contract=r.judgment_contract, chunk=chunk_to_pb(c),
+        source_kind=r.source_kind, declared_names=sorted(r.declared_names), intent=r.intent,
+        project_symbols=r.project_symbols,
     )

@@ -1,4 +1,9 @@
-"""Typed errors. Stages raise these; the bus and gRPC edges map them."""
+"""Typed errors: one hierarchy. Stages raise these; the bus and gRPC edges map them, each in one place.
+
+- bus (``godot_rag.infra.bus``): RetryableError -> nak(delay); PoisonError, or
+  any failure on the last allowed delivery -> term() + dead letter.
+- gRPC (``godot_rag.infra.grpc_edge.STATUS_BY_ERROR``): each class below to one status code.
+"""
 
 from __future__ import annotations
 
@@ -8,20 +13,40 @@ class GodotRagError(Exception):
 
 
 class RetryableError(GodotRagError):
-    """Worth another try later (a dependency is down, a timeout). Bus: nak(delay)."""
+    """Worth another try later (a dependency is down, a timeout). Bus: nak(delay). gRPC: UNAVAILABLE."""
 
     def __init__(self, message: str, delay_s: float = 2.0):
         super().__init__(message)
         self.delay_s = delay_s
 
 
+class StoreError(RetryableError):
+    """The store cannot serve the request now (unreachable, schema missing)."""
+
+
 class PoisonError(GodotRagError):
-    """Will fail the same way every time (bad payload, missing record). Bus: term() + dead letter."""
+    """Will fail the same way every time (bad payload, missing record). Bus: term() + dead letter. gRPC: FAILED_PRECONDITION."""
+
+
+class LLMRequestError(GodotRagError):
+    """The LLM server rejected the request itself (4xx): retrying cannot help. gRPC: FAILED_PRECONDITION."""
 
 
 class NotFoundError(GodotRagError):
     """The requested analysis/chunk/file does not exist. gRPC: NOT_FOUND."""
 
 
+class NotReadyError(GodotRagError):
+    """The thing asked for exists but is not there yet (a verdict of a running analysis). gRPC: FAILED_PRECONDITION."""
+
+
 class InvalidInputError(GodotRagError):
     """The caller's input is unusable. gRPC: INVALID_ARGUMENT."""
+
+
+class ContractViolation(GodotRagError):
+    """A judgment (from a model or the rules) that breaks the judgment contract; ``errors`` lists every problem."""
+
+    def __init__(self, errors: list[str]):
+        super().__init__("; ".join(errors))
+        self.errors = errors

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
@@ -68,8 +69,23 @@ class Settings:
     # Runtime of the in-process minilm model: onnx (ONNX Runtime, graph exported once from the
     # packaged weights into data_dir/models) or torch (sentence-transformers); same vectors.
     embedder_backend: str = "onnx"
-    otlp_endpoint: str = ""  # empty = spans are kept in-process only
+    # Alias of OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT (infra/telemetry.py);
+    # all empty = spans are kept in-process only.
+    otlp_endpoint: str = ""
     log_level: str = "INFO"
+    log_format: str = "text"  # text | json (one JSON object a line, with trace_id, analysis_id, chunk_id)
+    # Prometheus /metrics of each service on this port (host = HOST); 0 picks a free one.
+    metrics_port: int = 0
+    metrics_poll_s: float = 15.0  # how often JetStream consumer pending / ack-pending are read for /metrics
+    # Bearer token the gateway requires on non-loopback addresses (a Secret in deploy/k8s).
+    auth_token: str = ""
+    # Each stage consumer's MaxAckPending (messages in flight across all its pods); 0 = the
+    # stage's own default. deploy/k8s sets them beside the replica bounds they must agree with.
+    parser_max_ack_pending: int = 0
+    chunker_max_ack_pending: int = 0
+    retriever_max_ack_pending: int = 0
+    judge_max_ack_pending: int = 0  # with judge=llm the default is llm_max_concurrency
+    aggregator_max_ack_pending: int = 0
 
     @property
     def run_dir(self) -> Path:
@@ -84,6 +100,15 @@ class Settings:
     def runtime_file(self) -> Path:
         return self.run_dir / "runtime.json"
 
+    def max_ack_pending_for(self, durable: str, default: int) -> int:
+        """The in-flight bound of one consumer: its setting, else the LLM's concurrency for an LLM judge, else ``default``."""
+        configured = getattr(self, f"{durable}_max_ack_pending", 0)
+        if configured > 0:
+            return configured
+        if durable == "judge" and self.judge == "llm":
+            return self.llm_max_concurrency
+        return default
+
     def to_env(self) -> dict[str, str]:
         """The environment that reproduces these settings in a child process."""
         env: dict[str, str] = {}
@@ -91,7 +116,7 @@ class Settings:
             env[ENV_PREFIX + f.name.upper()] = str(getattr(self, f.name))
         return env
 
-    def with_overrides(self, **changes: object) -> "Settings":
+    def with_overrides(self, **changes: Any) -> Settings:
         return replace(self, **changes)
 
 
@@ -128,6 +153,11 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         raise SettingsError(f"{ENV_PREFIX}LLM_FLAVOR must be 'vllm', 'llamacpp' or 'openai', not {settings.llm_flavor!r}")
     if settings.embedder not in ("minilm", "tei", "none"):
         raise SettingsError(f"{ENV_PREFIX}EMBEDDER must be 'minilm', 'tei' or 'none', not {settings.embedder!r}")
+    if settings.log_format not in ("text", "json"):
+        raise SettingsError(f"{ENV_PREFIX}LOG_FORMAT must be 'text' or 'json', not {settings.log_format!r}")
+    for stage in ("parser", "chunker", "retriever", "judge", "aggregator"):
+        if getattr(settings, f"{stage}_max_ack_pending") < 0:
+            raise SettingsError(f"{ENV_PREFIX}{stage.upper()}_MAX_ACK_PENDING must be 0 (the stage default) or more")
     if settings.stage_workers < 1:
         raise SettingsError(f"{ENV_PREFIX}STAGE_WORKERS must be at least 1, not {settings.stage_workers}")
     if settings.embedder_backend not in ("torch", "onnx"):

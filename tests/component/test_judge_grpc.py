@@ -9,11 +9,11 @@ import pytest
 
 from godot_rag import convert
 from godot_rag.domain.chunking.gdscript import parse_gdscript
-from godot_rag.domain.retrieval.knowledge import class_reference_names, read_jsonl_gz, rename_records
+from godot_rag.domain.judging.backends import RulesBackend
 from godot_rag.domain.judging.rules import RenameIndex, shipped_vocabulary
+from godot_rag.domain.retrieval.knowledge import class_reference_names, read_jsonl_gz, rename_records
 from godot_rag.v1 import messages_pb2 as pb
 from godot_rag.v1 import services_pb2_grpc as sgrpc
-from services.judge.backend import RulesBackend
 from services.judge.servicer import JudgeServicer
 
 PLAYER = b"""extends KinematicBody2D

@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from godot_rag import convert
 from godot_rag.domain.judging.contract import check_reply, from_judgment
-from godot_rag.v1 import messages_pb2 as pb
+from godot_rag.domain.models import Judgment, JudgmentRequest
 from godot_rag.v1 import services_pb2 as spb
 
 MODEL_ALIAS = "smollm2-135m"
@@ -46,14 +45,14 @@ def _eval_module(repo: Path):
     return module
 
 
-def assert_valid_or_visibly_failed(j: pb.Judgment, request: pb.JudgmentRequest) -> None:
-    from services.judge.backend import scope_of
+def assert_valid_or_visibly_failed(j: Judgment, request: JudgmentRequest) -> None:
+    from godot_rag.domain.judging.backends import scope_of
 
     assert j.judge_kind == "llm" and j.model == MODEL_ALIAS and j.prompt_version == "judge.v1"
     assert j.llm_calls in (1, 2) and j.prompt_tokens > 0 and j.latency_ms > 0
     if j.status == "ok":
         # Re-check what was kept against the contract: candidates only, lines inside the span.
-        contract = from_judgment(convert.judgment_from_pb(j))
+        contract = from_judgment(j)
         check_reply(json.dumps(contract), scope_of(request))
         assert j.signal in ("godot3", "godot4", "neutral") and j.raw_output
     else:
@@ -61,8 +60,8 @@ def assert_valid_or_visibly_failed(j: pb.Judgment, request: pb.JudgmentRequest) 
 
 
 async def test_each_judgment_is_schema_valid_or_failed_with_its_raw_output(llm_url, repo):
+    from godot_rag.domain.judging.backends import LLMBackend
     from godot_rag.infra.llm_client import LLMClient
-    from services.judge.backend import LLMBackend
 
     ev = _eval_module(repo)
     knowledge = ev.load_knowledge()
@@ -78,11 +77,8 @@ async def test_each_judgment_is_schema_valid_or_failed_with_its_raw_output(llm_u
     try:
         for case in picked:
             hits = ev.offline_hits(case.chunk, knowledge)
-            request = pb.JudgmentRequest(
-                prompt="Is this Godot 3 or Godot 4 code?", source_file=case.source_file, chunk_id=case.chunk.chunk_id,
-                chunk_kind=case.chunk.chunk_kind, chunk_text=case.chunk.code_text, surrounding_context=case.chunk.surrounding_context,
-                retrieved_evidence=[convert.hit_to_pb(h) for h in hits], chunk=convert.chunk_to_pb(case.chunk),
-                source_kind="gdscript", intent="version_check")
+            request = JudgmentRequest(prompt="Is this Godot 3 or Godot 4 code?", chunk=case.chunk, evidence=tuple(hits),
+                                      source_kind="gdscript", intent="version_check", source_file=case.source_file)
             j = await backend.judge(request)
             assert_valid_or_visibly_failed(j, request)
             outcomes.append(j.status)

@@ -7,10 +7,9 @@ import time
 import pytest
 
 from godot_rag.cli import DEFAULT_PROMPT
-from godot_rag.pipeline.export import result_to_json
-from godot_rag.domain.chunking.direct import chunk_direct
-from godot_rag.domain.chunking.gdscript import parse_gdscript
+from godot_rag.domain.chunking.files import chunk_file
 from godot_rag.domain.ingest.policy import files_from_expanded_text, scan_folder
+from godot_rag.pipeline.export import result_to_json
 from godot_rag.v1 import services_pb2 as spb
 
 
@@ -29,12 +28,7 @@ def expected_chunk_ids(files) -> dict[str, list[str]]:
     for f in files:
         if not f.included:
             continue
-        if f.source_kind == "gdscript":
-            result = parse_gdscript(f.source_file, f.data)
-        else:
-            from services.chunker.consumer import direct_kind
-
-            result = chunk_direct(f.source_file, direct_kind(f.source_kind), f.data)
+        result = chunk_file(f.source_file, f.source_kind, f.data)
         out[f.source_file] = [c.chunk_id for c in result.chunks]
     return out
 
@@ -72,6 +66,15 @@ def test_godot3_sample_is_godot3(stack, repo):
     # A Godot 3 chunk carries migration notes traceable to api_mapping records.
     notes = [n for c in doc["chunks"] for n in c["migration_notes"]]
     assert any(n["old"] == "KinematicBody2D" and n["basis_record_id"].startswith("rename:class_renames:") for n in notes), notes
+    # The project index was stored at submission with each script's slice of it, and judgments
+    # say what their member evidence rests on: hud.gd's onready vars are typed by hud.tscn.
+    assert [r["version"] for r in stack.sql("select version from godot_rag.project_symbols where analysis_id = %s",
+                                            (doc["analysis_id"],))] == ["symbols/1"]
+    scopes = {r["source_file"]: r["symbol_scope"] for r in stack.sql(
+        "select source_file, symbol_scope from godot_rag.files where analysis_id = %s", (doc["analysis_id"],))}
+    assert '"Globals"' in scopes["player.gd"] and scopes["README.md"] == "" and scopes["main.tscn"] == ""
+    hud = next(c for c in doc["chunks"] if c["chunk_id"] == "hud.gd:function:_ready")
+    assert "[receiver `health_bar`: ProgressBar]" in hud["explanation"], hud["explanation"]
 
 
 def test_godot4_sample_is_godot4(stack, repo):
@@ -93,8 +96,10 @@ def test_mini_dodge_expanded_text_keeps_seed_line_ranges(stack, repo):
     assert enemy["enemy.gd:class_extends:1"]["signal"] == "godot3"
     process = next(c for c in doc["chunks"] if c["chunk_id"] == "player.gd:function:_process")
     assert process["retriever_query"]["query_text"].startswith("Input.is_action_pressed Vector2.ZERO")
-    # Godot 4 player + Godot 3 enemy in one project.
+    # Godot 4 player + Godot 3 enemy in one project. The basis names why from the judgments'
+    # evidence kinds, which travel from the judge through the store to the aggregator.
     assert doc["verdict"]["label"] == "mixed", doc["verdict"]
+    assert any("enemy.gd (Godot 3-only base class)" in b for b in doc["verdict"]["basis"]), doc["verdict"]
 
 
 def test_resubmission_returns_the_same_finished_analysis(stack, repo):

@@ -1,6 +1,20 @@
 from __future__ import annotations
 
+import importlib.util
+import sys
+
+import pytest
+
 from godot_rag.domain.aggregation.verdict import ChunkOutcome, compute_verdict
+
+
+@pytest.fixture(scope="module")
+def ev(repo):
+    spec = importlib.util.spec_from_file_location("eval_judge", repo / "benchmarks" / "eval_judge.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["eval_judge"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def outcome(signal: str, kind: str = "gdscript", chunk_kind: str = "function", conf: float = 0.9, status: str = "done"):
@@ -49,3 +63,151 @@ def test_one_stray_godot3_fact_does_not_make_a_godot4_project_mixed():
     g4 += [ChunkOutcome("player.gd", "gdscript", "function", "done", "godot4", 0.95)] * 3
     stray = [ChunkOutcome("hud.gd", "gdscript", "function", "done", "godot3", 0.9)]
     assert compute_verdict(g4 + stray).label == "godot4"
+
+
+# ---------------------------------------------------------------- verdict rules (evidence kinds)
+
+def chunk(file: str, signal: str, kinds: tuple[str, ...] = (), conf: float = 0.9, kind: str = "", chunk_kind: str = "function",
+          chunk_id: str = ""):
+    source_kind = kind or {"gd": "gdscript", "tscn": "scene", "tres": "resource", "import": "import_meta", "uid": "uid",
+                           "godot": "project_config"}[file.rsplit(".", 1)[-1]]
+    return ChunkOutcome(file, source_kind, chunk_kind, "done", signal, conf, kinds, chunk_id)
+
+
+def config(version: int):
+    signal = "godot4" if version == 5 else "godot3"
+    return chunk("project.godot", signal, (f"{signal}:config",), 0.99, chunk_kind="config_version")
+
+
+def godot4_scripts(n: int = 3):
+    return [chunk(f"s{i}.gd", "godot4", ("godot4:syntax",), 0.95) for i in range(n)]
+
+
+def format2_scene(name: str):
+    return [chunk(name, "godot3", ("godot3:file_format",), 0.6, chunk_kind="header"),
+            chunk(name, "godot3", ("godot3:file_format",), 0.7, chunk_kind="ext_resource"),
+            chunk(name, "godot3", ("godot3:file_format",), 0.7, chunk_kind="node")]
+
+
+def test_format2_scenes_leave_a_godot4_project_godot4_and_are_listed():
+    scenes = [c for i in range(6) for c in format2_scene(f"level{i}.tscn")]
+    v = compute_verdict([config(5), *godot4_scripts(), *scenes])
+    assert v.label == "godot4" and v.confidence >= 0.9
+    line = next(b for b in v.basis if "file format" in b)
+    assert line.startswith("leftover: 6 scene/resource files still in the Godot 3 file format; Godot 4 loads them; re-save")
+    assert "level0.tscn" in line
+    assert not any(b.startswith("mixed") for b in v.basis)
+
+
+def test_format2_scenes_alone_say_godot3_only_weakly():
+    v = compute_verdict(format2_scene("a.tscn"))
+    assert v.label == "godot3" and v.confidence <= 0.5
+    assert "only the file format" in v.basis[0]
+
+
+def test_project_godot_decides_the_projects_own_version():
+    # No config: the Godot 3 API evidence outweighs. With config_version=5 the project is Godot 4
+    # and the Godot 3 API is a leftover, which lowers the confidence.
+    api3 = [chunk("a.gd", "godot3", ("godot3:api",), 0.85), chunk("b.gd", "godot3", ("godot3:api",), 0.85)]
+    api4 = [chunk("c.gd", "godot4", ("godot4:api",), 0.8)]
+    assert compute_verdict(api3 + api4).label == "godot3"
+    v = compute_verdict([config(5), *api3, *api4])
+    assert v.label == "godot4" and 0.55 <= v.confidence < 0.9
+    assert any(b.startswith("leftover: Godot 3 API in 2 scripts") for b in v.basis)
+    assert v.basis[0].startswith("project.godot says Godot 4")
+
+
+def test_a_script_in_the_other_versions_syntax_makes_the_project_mixed():
+    ghost = [chunk("ghost.gd", "godot3", ("godot3:syntax",), 0.95), chunk("ghost.gd", "godot3", ("godot3:syntax", "godot3:api"), 0.9)]
+    v = compute_verdict([config(5), *godot4_scripts(), *ghost])
+    assert v.label == "mixed" and v.confidence >= 0.85
+    assert any(b.startswith("mixed: written for Godot 3, which Godot 4 cannot load or run: ghost.gd (Godot 3 syntax)") for b in v.basis)
+
+
+def test_a_script_extending_a_class_the_project_version_lacks_makes_it_mixed():
+    enemy = [chunk("enemy.gd", "godot3", ("godot3:removed_type",), 0.85, chunk_kind="class_extends"),
+             chunk("enemy.gd", "godot3", ("godot3:api",), 0.85)]
+    v = compute_verdict([config(5), *godot4_scripts(), *enemy])
+    assert v.label == "mixed"
+    assert any("enemy.gd (Godot 3-only base class)" in b for b in v.basis)
+
+
+def test_stray_other_version_syntax_in_a_script_of_the_projects_version_is_a_leftover():
+    # One Godot 3 construct in a script whose Godot 4 evidence outweighs it: the script is Godot 4's, not Godot 3's.
+    player = [chunk("player.gd", "godot4", ("godot4:syntax",), 0.95)] * 3 + [chunk("player.gd", "godot3", ("godot3:syntax",), 0.95)]
+    v = compute_verdict([config(5), *player])
+    assert v.label == "godot4"
+    assert any(b.startswith("leftover: Godot 3 syntax left in 1 script") and "player.gd" in b for b in v.basis)
+
+
+def test_api_evidence_alone_never_makes_a_file_written_for_the_other_version():
+    # Twelve functions of one plugin file judged Godot 4 on names alone: listed, never a flip.
+    plugin = [chunk("plugin.gd", "godot4", ("godot4:api",), 0.9) for _ in range(12)]
+    v = compute_verdict([config(3), chunk("x.gd", "godot3", ("godot3:syntax",), 0.95), *plugin])
+    assert v.label == "godot3"
+    assert any(b.startswith("leftover: Godot 4 API in 1 script") for b in v.basis)
+
+
+def test_a_resource_of_a_removed_type_makes_a_godot4_project_mixed():
+    font = [chunk("font.tres", "godot3", ("godot3:removed_type", "godot3:file_format"), 0.85, chunk_kind="header")]
+    v = compute_verdict([config(5), *godot4_scripts(), *font])
+    assert v.label == "mixed" and v.confidence >= 0.85
+    assert any("font.tres (type Godot 4 does not have)" in b for b in v.basis)
+
+
+def test_a_weak_removed_type_judgment_does_not_count():
+    font = [chunk("font.tres", "godot3", ("godot3:removed_type", "godot4:syntax"), 0.3, chunk_kind="header")]
+    assert compute_verdict([config(5), *godot4_scripts(), *font]).label == "godot4"
+
+
+def test_godot4_file_format_in_a_godot3_project_is_a_file_godot3_cannot_load():
+    scripts3 = [chunk(f"s{i}.gd", "godot3", ("godot3:syntax",), 0.95) for i in range(3)]
+    ship = [chunk("ship.tscn", "godot4", ("godot4:file_format",), 0.95, chunk_kind="header")]
+    v = compute_verdict([config(4), *scripts3, *ship])
+    assert v.label == "mixed"
+    assert any("ship.tscn (Godot 4 file format)" in b for b in v.basis)
+
+
+def test_import_metadata_and_uid_files_never_make_a_project_mixed():
+    imports = [chunk(f"a{i}.png.import", "godot3", ("godot3:file_format",), 0.98, chunk_kind="section") for i in range(5)]
+    v = compute_verdict([config(5), *godot4_scripts(), *imports])
+    assert v.label == "godot4"
+    assert any(b.startswith("leftover: 5 .import files from Godot 3") for b in v.basis)
+    uids = [chunk(f"s{i}.gd.uid", "godot4", ("godot4:file_format",), 0.9, chunk_kind="block") for i in range(5)]
+    scripts3 = [chunk(f"s{i}.gd", "godot3", ("godot3:syntax",), 0.95) for i in range(3)]
+    assert compute_verdict([config(4), *scripts3, *uids]).label == "godot3"
+
+
+def test_judgments_without_kinds_fall_back_to_weight():
+    # A model's judgments name no kinds: a file whose other-version weight reaches about two confident
+    # chunks and is at least the project version's weight in it is written for the other version.
+    two = [ChunkOutcome("enemy.gd", "gdscript", "function", "done", "godot3", 0.9)] * 2
+    one = [ChunkOutcome("hud.gd", "gdscript", "function", "done", "godot3", 0.9)]
+    base = [config(5), *godot4_scripts()]
+    assert compute_verdict(base + two).label == "mixed"
+    assert compute_verdict(base + one).label == "godot4"
+    # A model's Godot 3 calls on format=2 scenes say which editor saved them: never a flip.
+    scenes = [ChunkOutcome(f"l{i}.tscn", "scene", "node", "done", "godot3", 0.9) for i in range(4) for _ in range(4)]
+    v = compute_verdict(base + scenes)
+    assert v.label == "godot4"
+    assert any(b.startswith("leftover: 4 scene/resource files judged Godot 3") and "l0.tscn" in b for b in v.basis), v.basis
+
+
+def test_every_chunk_is_accounted_for_once():
+    outcomes = [config(5), *godot4_scripts(2), chunk("a.gd", "neutral", (), 0.6),
+                ChunkOutcome("b.gd", "gdscript", "function", "failed", "", 0.0, (), "b.gd:function:f")]
+    v = compute_verdict(outcomes)
+    assert v.counts == {"godot3": 0, "godot4": 3, "neutral": 1, "failed": 1, "total": 5}
+    with pytest.raises(ValueError, match="twice"):
+        compute_verdict([chunk("a.gd", "godot4", chunk_id="a.gd:function:f"), chunk("a.gd", "neutral", chunk_id="a.gd:function:f")])
+
+
+def test_project_set_verdicts_and_calibration(ev):
+    # The labelled project set of `make eval`: every project right, and confident verdicts right >= 9 in 10.
+    report = ev.evaluate_projects(ev.load_knowledge())
+    wrong = [(r["project"], r["label"], r["verdict"], r["basis"]) for r in report["projects"] if r["label"] != r["verdict"]]
+    assert len(report["projects"]) >= 20
+    assert report["accuracy"] >= 0.95, wrong
+    confident = [r for r in report["projects"] if r["confidence"] >= ev.CALIBRATED_AT]
+    assert confident and sum(r["label"] == r["verdict"] for r in confident) >= ev.TARGET_CALIBRATED * len(confident)
+    assert {r["label"] for r in report["projects"]} == {"godot3", "godot4", "mixed"}

@@ -21,7 +21,6 @@ from godot_rag.domain.ingest.policy import (
     scan_projects,
     split_expanded_text,
 )
-from tests.conftest import SEEDS
 
 PLAYER_GD_SHA = "87f4fcf7481dba031f74a363475cee75b81c3d42eb1347b318f6b824e37329a6"
 
@@ -29,20 +28,15 @@ PLAYER_GD_SHA = "87f4fcf7481dba031f74a363475cee75b81c3d42eb1347b318f6b824e37329a
 CORPUS_DODGE = Path(__file__).resolve().parent.parent / "corpus" / "ingest" / "dodge_the_creeps.txt"
 
 
-def seed_dodge_text() -> str:
-    """The dodge_the_creeps project text of seed 001, from '# .gitignore' to the prose after it."""
-    lines = (SEEDS / "001_1478fd2829c9ba26.txt").read_text(encoding="utf-8").split("\n")
-    start = lines.index("# .gitignore")
-    end = next(i for i in range(start, len(lines)) if lines[i].startswith("Binary"))
-    return "\n".join(lines[start:end])
+# The design's worked example project text, copied verbatim into the corpus (origin: tests/corpus/README.md).
+DODGE_TEXT_SHA = "03831306209443e9e5a713c1e95dc18647fa536c533f4fc468a192696fb084f5"
 
 
-@pytest.mark.skipif(not SEEDS.exists(), reason="the seed documents live in ../shared, outside this repository")
-def test_corpus_copy_of_the_dodge_text_is_the_seed_text():
-    assert CORPUS_DODGE.read_text(encoding="utf-8") == seed_dodge_text()
+def test_corpus_copy_of_the_dodge_text_is_the_designs_text():
+    assert hashlib.sha256(CORPUS_DODGE.read_bytes()).hexdigest() == DODGE_TEXT_SHA
 
 
-def test_seed_001_expanded_player_gd_has_the_seed_sha256():
+def test_expanded_player_gd_has_the_worked_examples_sha256():
     blocks = {b.source_file: b for b in split_expanded_text(CORPUS_DODGE.read_text(encoding="utf-8"))}
     assert hashlib.sha256(blocks["player.gd"].text.encode()).hexdigest() == PLAYER_GD_SHA
     # The Markdown title right under '# README.md' is content, not a file header.

@@ -12,8 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from godot_rag.domain.chunking.direct import chunk_direct
-from godot_rag.domain.ingest.policy import projects_from_expanded_text
 from godot_rag.domain.chunking.validation import validate_chunking
+from godot_rag.domain.ingest.policy import projects_from_expanded_text
 
 DODGE_TEXT = Path(__file__).resolve().parent.parent / "corpus" / "ingest" / "dodge_the_creeps.txt"
 

@@ -9,6 +9,7 @@ from importlib import resources
 
 import pytest
 
+from godot_rag.domain.retrieval import fusion
 from godot_rag.domain.retrieval.knowledge import (
     CHANGE_TYPES,
     clean_markup,
@@ -166,31 +167,31 @@ def _row(rid, keys, text, vector, trigram):
 
 def test_weighted_fusion_normalises_and_keeps_components():
     rows = [_row("a", 8.0, 0.4, 0.2, 0.1), _row("b", 2.0, 0.1, 0.9, 0.9), _row("c", 0.0, 0.0, 0.3, 0.0)]
-    kept = kb_store.fuse(rows, 2, with_vector=True)
-    wv, wk, wt, wg = kb_store.DEFAULT_CONFIG.weights_hybrid
+    kept = fusion.fuse(rows, 2, with_vector=True)
+    wv, wk, wt, wg = fusion.DEFAULT_CONFIG.weights_hybrid
     by_id = {r["id"]: (score, comp) for score, r, comp in kept}
     assert set(by_id) == {"a", "b"}
     score, comp = by_id["a"]
     assert comp == {"keys": 1.0, "text": 1.0, "trigram": 0.1, "vector": 0.2, "keys_raw": 8.0, "text_raw": 0.4}
     assert score == pytest.approx(wv * 0.2 + wk * 1.0 + wt * 1.0 + wg * 0.1)
     assert by_id["b"][0] == pytest.approx(wv * 0.9 + wk * 0.25 + wt * 0.25 + wg * 0.9)
-    lexical = kb_store.fuse(rows, 3, with_vector=False)
+    lexical = fusion.fuse(rows, 3, with_vector=False)
     assert "vector" not in lexical[0][2] and lexical[0][1]["id"] == "a"
 
 
 def test_a_record_without_vector_is_scored_on_the_lexical_components():
     rows = [_row("member", 8.0, 0.4, None, 0.5), _row("class", 8.0, 0.4, 0.1, 0.5)]
-    kept = {r["id"]: (score, comp) for score, r, comp in kb_store.fuse(rows, 2, with_vector=True)}
-    wv, wk, wt, wg = kb_store.DEFAULT_CONFIG.weights_hybrid
+    kept = {r["id"]: (score, comp) for score, r, comp in fusion.fuse(rows, 2, with_vector=True)}
+    wv, wk, wt, wg = fusion.DEFAULT_CONFIG.weights_hybrid
     assert "vector" not in kept["member"][1]
     assert kept["member"][0] == pytest.approx((wk + wt + wg * 0.5) / (wk + wt + wg))
     assert kept["member"][0] > kept["class"][0]
 
 
 def test_rrf_fusion_ranks_by_reciprocal_ranks():
-    cfg = kb_store.SearchConfig(fusion=kb_store.FUSION_RRF)
+    cfg = fusion.SearchConfig(fusion=fusion.FUSION_RRF)
     rows = [_row("a", 3.0, 0.2, 0.5, 0.1), _row("b", 2.0, 0.3, 0.6, 0.2), _row("c", 0.0, 0.0, 0.1, 0.0)]
-    kept = kb_store.fuse(rows, 3, with_vector=True, config=cfg)
+    kept = fusion.fuse(rows, 3, with_vector=True, config=cfg)
     assert [r["id"] for _, r, _ in kept] == ["b", "a", "c"]
     assert kept[0][0] == pytest.approx(1 / 61 + 1 / 62 + 1 / 61 + 1 / 61)  # vector, keys, text, trigram ranks
     assert kept[2][0] == pytest.approx(1 / 63)  # c: only its vector is above zero

@@ -9,33 +9,34 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 
 import httpx
 import pytest
 
 from godot_rag import convert
 from godot_rag.domain.chunking.gdscript import parse_gdscript
+from godot_rag.domain.judging.backends import CascadeBackend, LLMBackend, RulesBackend, judge_once, judgment_key
 from godot_rag.domain.judging.rules import RenameIndex, shipped_vocabulary
+from godot_rag.domain.models import JudgmentRequest
 from godot_rag.errors import RetryableError
+from godot_rag.infra.bus import keep_alive
 from godot_rag.infra.llm_client import LLMClient, LLMRequestError, chat_url
 from godot_rag.pipeline.results import judge_stats, outcome_rows_to_verdict
 from godot_rag.v1 import messages_pb2 as pb
 from godot_rag.v1 import services_pb2 as spb
-from services.judge.backend import CascadeBackend, LLMBackend, RulesBackend, judgment_key
-from godot_rag.infra.bus import keep_alive
-from services.judge.consumer import judge_once
 
 HIT = pb.RetrievalHit(table="api_mapping", record_id="rename:gdscript_function_renames:rand_range", title="rand_range -> randf_range",
                       content="renamed", metadata_json=json.dumps({"old_symbol": "rand_range", "new_symbol": "randf_range",
                                                                    "change_type": "method", "enabled": True}))
 
 
-def request_for(source: str, chunk_index: int = 1, prompt: str = "Is this Godot 3 or Godot 4?") -> pb.JudgmentRequest:
+def request_for(source: str, chunk_index: int = 1, prompt: str = "Is this Godot 3 or Godot 4?") -> JudgmentRequest:
     chunk = parse_gdscript("a.gd", source.encode()).chunks[chunk_index]
-    return pb.JudgmentRequest(prompt=prompt, source_file="a.gd", chunk_id=chunk.chunk_id, chunk_kind=chunk.chunk_kind,
+    return convert.request_from_pb(pb.JudgmentRequest(prompt=prompt, source_file="a.gd", chunk_id=chunk.chunk_id, chunk_kind=chunk.chunk_kind,
                               chunk_text=chunk.code_text, surrounding_context=chunk.surrounding_context,
                               retrieved_evidence=[HIT], chunk=convert.chunk_to_pb(chunk), source_kind="gdscript",
-                              intent="version_check")
+                              intent="version_check"))
 
 
 G3_SOURCE = "extends Node\n\nfunc f():\n\treturn rand_range(0, 1)\n"  # chunk 1 spans lines 3-4
@@ -206,13 +207,11 @@ def test_judgment_key_covers_prompt_chunk_evidence_model_and_prompt_version(rule
     key = judgment_key(base, llm)
     assert key == judgment_key(request_for(G3_SOURCE), llm)
     other_prompt = request_for(G3_SOURCE, prompt="Does this need converting?")
-    no_evidence = request_for(G3_SOURCE)
-    del no_evidence.retrieved_evidence[:]
+    no_evidence = replace(request_for(G3_SOURCE), evidence=())
     other_model = LLMBackend(LLMClient("http://llm.test", "other-model", transport=httpx.MockTransport(Script())))
     assert len({key, judgment_key(other_prompt, llm), judgment_key(no_evidence, llm), judgment_key(base, other_model),
                 judgment_key(base, rules)}) == 5
-    moved = request_for(G3_SOURCE)
-    moved.source_file, moved.project_id = "elsewhere/b.gd", "other"
+    moved = replace(request_for(G3_SOURCE), source_file="elsewhere/b.gd", project_id="other")
     assert judgment_key(moved, llm) == key  # the path is tracking, not content
 
 

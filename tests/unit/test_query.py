@@ -9,6 +9,7 @@ import pytest
 
 from godot_rag.domain.chunking.gdscript import parse_gdscript
 from godot_rag.domain.models import RetrieverQuery
+from godot_rag.domain.retrieval import fusion
 from godot_rag.domain.retrieval.query import (
     INTENT_EXPLAIN,
     INTENT_MIGRATION,
@@ -93,7 +94,7 @@ def test_no_trace_field_can_reach_the_search():
     assert not trace_names & {f.name for f in fields(RetrieverQuery)}
     params = set(inspect.signature(kb_store.search).parameters)
     assert params == {"conn", "query", "tables", "limit_per_table", "query_embedding", "config"}
-    assert not trace_names & {f.name for f in fields(kb_store.SearchConfig)}
+    assert not trace_names & {f.name for f in fields(fusion.SearchConfig)}
 
 
 @pytest.mark.parametrize("prompt,intent", [
@@ -135,18 +136,18 @@ def test_prompt_terms():
 
 def test_query_lexemes_keep_api_names_whole_and_leave_prompt_terms_out():
     query = build_retriever_query(prompt=SEED_PROMPT, chunk=chunk_of(SEED_PROCESS))
-    lexemes = kb_store.query_lexemes(query)
+    lexemes = fusion.query_lexemes(query)
     assert lexemes[:3] == ["input.is_action_pressed", "input", "is_action_pressed"]
     assert "godot" not in lexemes and "migration" not in lexemes
     assert "var" not in lexemes and "if" not in lexemes  # words every chunk has
-    terms_only = kb_store.query_lexemes(query, chunk_identifiers=False)
+    terms_only = fusion.query_lexemes(query, chunk_identifiers=False)
     assert "flip_h" in lexemes and "flip_h" not in terms_only
 
 
 def test_comment_words_stay_out_of_the_keys():
     source = "func _ready():\n\tmodulate = Color(\"#ff0000\") # flash red, see KinematicBody2D docs\n\tshow()\n"
     query = build_retriever_query(prompt=SEED_PROMPT, chunk=chunk_of(source, name="_ready"))
-    lexemes = kb_store.query_lexemes(query)
+    lexemes = fusion.query_lexemes(query)
     assert "kinematicbody2d" not in lexemes and "flash" not in lexemes
     assert {"modulate", "color", "show"} <= set(lexemes)
-    assert kb_store.strip_comments('x = "a\\"#b" # c') == 'x = "a\\"#b" '
+    assert fusion.strip_comments('x = "a\\"#b" # c') == 'x = "a\\"#b" '

@@ -11,8 +11,8 @@ import pytest
 from godot_rag import convert
 from godot_rag.domain.chunking.gdscript import parse_gdscript
 from godot_rag.domain.judging.contract import ContractScope, from_judgment, validate
-from godot_rag.domain.models import RetrievalHit
 from godot_rag.domain.judging.rules import declared_names, judge_chunk
+from godot_rag.domain.models import RetrievalHit
 from godot_rag.v1 import messages_pb2 as pb
 
 
@@ -174,16 +174,16 @@ def test_neutral_confidence_says_whether_engine_apis_were_touched(knowledge):
     assert judged["function:pure"].confidence > judged["function:engine"].confidence
 
 
-def test_rules_backend_returns_a_contract_checked_protobuf(ev, knowledge):
-    from services.judge.backend import RulesBackend
+def test_rules_backend_returns_a_contract_checked_judgment(ev, knowledge):
+    from godot_rag.domain.judging.backends import RulesBackend
 
     result = parse_gdscript("player.gd", b"extends KinematicBody2D\n\nfunc _ready():\n\tyield(get_tree(), \"idle_frame\")\n")
     chunk = result.chunks[1]
     request = pb.JudgmentRequest(prompt="Godot 3 or 4?", chunk=convert.chunk_to_pb(chunk), source_kind="gdscript",
                                  chunk_kind=chunk.chunk_kind, surrounding_context=chunk.surrounding_context)
-    out = asyncio.run(RulesBackend(knowledge.index).judge(request))
+    out = asyncio.run(RulesBackend(knowledge.index).judge(convert.request_from_pb(request)))
     assert (out.status, out.signal, out.judge_kind, out.route) == ("ok", "godot3", "rules", "rules")
     assert out.latency_ms > 0 and out.llm_calls == 0
     explain = pb.JudgmentRequest(prompt="What does this code do?", chunk=convert.chunk_to_pb(chunk), source_kind="gdscript")
-    answered = asyncio.run(RulesBackend(knowledge.index).judge(explain))
+    answered = asyncio.run(RulesBackend(knowledge.index).judge(convert.request_from_pb(explain)))
     assert answered.status == "ok" and answered.answer == ""  # only a model writes answers

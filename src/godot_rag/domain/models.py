@@ -9,6 +9,23 @@ generated code or any I/O library.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class SourceKind(StrEnum):
+    """What an included file is, which decides the chunker that cuts it."""
+
+    GDSCRIPT = "gdscript"  # .gd: the GDScript AST chunker
+    SCENE = "scene"  # .tscn, .escn
+    RESOURCE = "resource"  # .tres
+    PROJECT_CONFIG = "project_config"  # project.godot
+    IMPORT_META = "import_meta"  # .import
+    UID = "uid"  # .uid
+    CONFIG = "config"  # .cfg and other ini-like files
+    IGNORE = "ignore"  # .gitignore, .gdignore, .gitattributes
+    SHADER = "shader"  # cut as text blocks
+    TEXT = "text"  # any other included text
+
 
 # Status values shared by parser and direct chunker output.
 PARSE_OK = "ok"
@@ -148,6 +165,43 @@ class Judgment:
     prompt_version: str
     answer: str = ""
     raw_output: str = ""
+    # "side:kind" pairs present among the facts (see judging.rules.EVIDENCE_KINDS);
+    # empty when the judge does not say (a model).
+    evidence_kinds: tuple[str, ...] = ()
+    # Accounting: how the judgment came about.
+    status: str = "ok"  # JUDGMENT_OK | JUDGMENT_FAILED
+    error: str = ""  # why a failed judgment failed; on a repaired one, the first attempt's violations
+    prompt_tokens: int = 0  # summed over the attempts (first + repair)
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+    llm_calls: int = 0
+    route: str = ""  # rules | llm | rules_confident | llm_ambiguous
+    cached: bool = False  # reused by its judgment key: no judge call in this analysis
+
+
+JUDGMENT_OK = "ok"
+JUDGMENT_FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class JudgmentRequest:
+    """What a judge sees of one chunk: the chunk, its evidence and the question (llm_judgment_request)."""
+
+    prompt: str
+    chunk: Chunk
+    evidence: tuple[RetrievalHit, ...]
+    source_kind: str = ""
+    intent: str = ""  # the prompt's primary intent (version_check, migration, explain)
+    # Functions and members the chunk's file declares: a call of one of them is
+    # the project's own method, not an engine API that shares its name.
+    declared_names: frozenset[str] = frozenset()
+    judgment_contract: str = ""  # JSON Schema the answer must satisfy; empty = derived from the request
+    # The file's slice of the project index (JSON of judging.project_index.FileScope): what its
+    # receivers resolve to. Empty when the analysis has none.
+    project_symbols: str = ""
+    # Tracking only (shown, logged); never part of what decides a judgment.
+    project_id: str = ""
+    source_file: str = ""
 
 
 VERDICT_GODOT3 = "godot3"

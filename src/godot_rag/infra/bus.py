@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Awaitable, Callable
 
 import nats
 from nats.js import api
@@ -20,35 +21,16 @@ from nats.js.errors import NotFoundError as JsNotFound
 from opentelemetry import trace
 
 from godot_rag.errors import PoisonError, RetryableError
+from godot_rag.infra import metrics
 from godot_rag.infra.telemetry import extract_context, inject_headers
+from godot_rag.stages import CHUNK_PREFIX, FILE_PREFIX, STREAM_CHUNKS, STREAM_FILES, ConsumerSpec, parse_subject
 
 log = logging.getLogger(__name__)
 
-STREAM_FILES = "GRAG_FILES"
-STREAM_CHUNKS = "GRAG_CHUNKS"
 # Long enough to cover a restart of the whole stack, so a republish after a
 # crash is dropped as a duplicate instead of doing the work twice.
 DEDUPE_WINDOW_S = 30 * 60
 RETENTION_S = 14 * 24 * 3600
-
-
-def file_subject(route: str, analysis_id: str, file_key: str) -> str:
-    return f"grag.file.{route}.{analysis_id}.{file_key}"
-
-
-def chunk_subject(stage: str, analysis_id: str, chunk_key: str) -> str:
-    return f"grag.chunk.{stage}.{analysis_id}.{chunk_key}"
-
-
-@dataclass
-class StageSpec:
-    durable: str
-    stream: str
-    filter_subjects: list[str]
-    ack_wait_s: float
-    max_deliver: int = 6
-    max_ack_pending: int = 8
-    batch: int = 8
 
 
 @dataclass
@@ -80,7 +62,7 @@ class Bus:
         self.ack_wait_override_s = ack_wait_override_s
 
     @classmethod
-    async def connect(cls, url: str, name: str, ack_wait_override_s: float = 0.0) -> "Bus":
+    async def connect(cls, url: str, name: str, ack_wait_override_s: float = 0.0) -> Bus:
         nc = await nats.connect(url, name=name, max_reconnect_attempts=-1, reconnect_time_wait=0.5, connect_timeout=5)
         return cls(nc, ack_wait_override_s)
 
@@ -91,7 +73,7 @@ class Bus:
 
     async def ensure_streams(self, replicas: int = 1) -> None:
         """Create or update the streams; replicas > 1 needs a JetStream cluster of that size."""
-        for name, subjects in ((STREAM_FILES, ["grag.file.>"]), (STREAM_CHUNKS, ["grag.chunk.>"])):
+        for name, subjects in ((STREAM_FILES, [f"{FILE_PREFIX}.>"]), (STREAM_CHUNKS, [f"{CHUNK_PREFIX}.>"])):
             config = api.StreamConfig(
                 name=name, subjects=subjects, storage=api.StorageType.FILE, retention=api.RetentionPolicy.LIMITS,
                 max_age=RETENTION_S, duplicate_window=DEDUPE_WINDOW_S, num_replicas=replicas,
@@ -106,11 +88,14 @@ class Bus:
         headers = inject_headers({"Nats-Msg-Id": msg_id})
         await self.js.publish(subject, data, headers=headers)
 
-    async def run_stage(self, spec: StageSpec, handler: Handler, dead_letter: DeadLetterSink, stop: asyncio.Event) -> None:
+    async def run_stage(self, spec: ConsumerSpec, handler: Handler, dead_letter: DeadLetterSink, stop: asyncio.Event,
+                        max_ack_pending: int = 0) -> None:
+        """Consume ``spec``'s subjects until ``stop``: at most ``max_ack_pending`` handlers run at once."""
+        in_flight = max_ack_pending or spec.max_ack_pending
         config = api.ConsumerConfig(
             durable_name=spec.durable, ack_policy=api.AckPolicy.EXPLICIT, ack_wait=self.ack_wait_override_s or spec.ack_wait_s,
-            max_deliver=spec.max_deliver, max_ack_pending=spec.max_ack_pending,
-            filter_subjects=spec.filter_subjects if len(spec.filter_subjects) > 1 else None,
+            max_deliver=spec.max_deliver, max_ack_pending=in_flight,
+            filter_subjects=list(spec.filter_subjects) if len(spec.filter_subjects) > 1 else None,
             filter_subject=spec.filter_subjects[0] if len(spec.filter_subjects) == 1 else None,
             deliver_policy=api.DeliverPolicy.ALL,
         )
@@ -120,26 +105,34 @@ class Bus:
         sub = await self.js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
         tracer = trace.get_tracer("godot_rag.bus")
         ack_wait = self.ack_wait_override_s or spec.ack_wait_s
-        slots = asyncio.Semaphore(spec.max_ack_pending)
+        slots = asyncio.Semaphore(in_flight)
         pending: set[asyncio.Task] = set()
 
         async def process(msg) -> None:
             md = msg.metadata
             delivery = Delivery(msg.subject, msg.data, dict(msg.headers or {}), md.num_delivered, spec.max_deliver, msg)
             ctx = extract_context(delivery.headers)
+            if delivery.num_delivered > 1:
+                metrics.count_redelivery(spec.durable)
+            started = time.perf_counter()
+            ok = False
             try:
-                parts = msg.subject.split(".")
+                parsed = parse_subject(msg.subject)
                 attributes = {"messaging.system": "nats", "messaging.destination.name": msg.subject,
+                              "messaging.operation.type": "process", "messaging.consumer.group.name": spec.durable,
                               "messaging.message.delivery_count": delivery.num_delivered}
-                if len(parts) > 4:
-                    attributes["godot_rag.analysis_id"] = parts[3]
+                if parsed is not None:
+                    attributes["godot_rag.analysis_id"] = parsed.analysis_id
                 # While the handler runs, progress acks keep JetStream from
                 # redelivering work that is slow but alive (a model load, a long
                 # generation); only a dead worker's messages come back.
                 async with keep_alive(msg.in_progress, every_s=max(0.5, ack_wait / 3)):
-                    with tracer.start_as_current_span(f"{spec.durable} {parts[2]}", context=ctx, attributes=attributes):
+                    step = parsed.step if parsed is not None else "message"
+                    with tracer.start_as_current_span(f"{spec.durable} {step}", context=ctx, kind=trace.SpanKind.CONSUMER,
+                                                      attributes=attributes):
                         await handler(delivery)
                 await msg.ack()
+                ok = True
             except PoisonError as exc:
                 await dead_letter(delivery, f"poison: {exc}")
                 await msg.term()
@@ -149,7 +142,7 @@ class Bus:
                     await msg.term()
                 else:
                     await msg.nak(delay=exc.delay_s * delivery.num_delivered)
-            except Exception as exc:  # noqa: BLE001 -- the bus edge: unknown failures are retried, then dead-lettered
+            except Exception as exc:
                 log.exception("stage %s failed on %s (delivery %d)", spec.durable, msg.subject, delivery.num_delivered)
                 if delivery.last_attempt:
                     await dead_letter(delivery, f"gave up after {delivery.num_delivered} deliveries: {type(exc).__name__}: {exc}")
@@ -157,12 +150,13 @@ class Bus:
                 else:
                     await msg.nak(delay=min(30.0, 2.0 ** delivery.num_delivered))
             finally:
+                metrics.observe_handled(spec.durable, time.perf_counter() - started, ok)
                 slots.release()
 
         while not stop.is_set():
             try:
-                msgs = await sub.fetch(spec.batch, timeout=1.0)
-            except (nats.errors.TimeoutError, asyncio.TimeoutError):
+                msgs = await sub.fetch(max(1, min(in_flight, in_flight - len(pending))), timeout=1.0)
+            except (TimeoutError, nats.errors.TimeoutError):
                 # An empty fetch: nothing pending for this stage right now.
                 continue
             except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
@@ -185,7 +179,7 @@ async def keep_alive(progress: Callable[[], Awaitable[None]], every_s: float) ->
             await asyncio.sleep(every_s)
             try:
                 await progress()
-            except (nats.errors.Error, asyncio.TimeoutError) as exc:
+            except (TimeoutError, nats.errors.Error) as exc:
                 # A missed beat only risks a redelivery, which every stage handles idempotently.
                 log.warning("progress ack failed: %s", exc)
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ class EmbeddedPostgres:
 
     def __init__(self, data_dir: Path):
         self.pgdata = data_dir / "pg"
-        self._server = None
+        self._server: Any = None
 
     def start(self) -> str:
         import pgserver  # imported here: only the embedded supervisor needs it

@@ -17,8 +17,9 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Any, Protocol
 
 import httpx
 
@@ -90,9 +91,9 @@ class MiniLMEmbedder:
         self.threads = threads
         self.backend = backend
         self.cache_dir = cache_dir
-        self._model = None
-        self._session = None
-        self._tokenizer = None
+        self._model: Any = None
+        self._session: Any = None
+        self._tokenizer: Any = None
         self._lock = threading.Lock()
         self._checksum = ""
 

@@ -36,10 +36,11 @@ import threading
 import time
 import zipfile
 import zlib
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import IO
 from urllib.parse import urlsplit
 
 from godot_rag.domain.ingest.archive import (
@@ -90,7 +91,7 @@ class SafeTree:
     def close(self) -> None:
         os.close(self.root_fd)
 
-    def __enter__(self) -> "SafeTree":
+    def __enter__(self) -> SafeTree:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -160,7 +161,7 @@ class SafeTree:
             return fh.read()
 
 
-def _blocks(stream: io.BufferedIOBase | io.RawIOBase) -> Iterator[bytes]:
+def _blocks(stream: IO[bytes]) -> Iterator[bytes]:
     while True:
         block = stream.read(CHUNK)
         if not block:

@@ -10,31 +10,35 @@ One SQL statement gathers, for every table, candidates from two indexes:
 - vector: ``embedding <=> v`` (HNSW, cosine), when the query has a vector;
 and scores every candidate on four components (keys, ts_rank of the full
 ``search_tsv``, cosine, pg_trgm similarity of the query terms to the title).
-They are fused in Python (``fuse``); a second statement fetches content and
+They are fused by ``godot_rag.domain.retrieval.fusion.fuse``; a second statement fetches content and
 metadata of the hits kept. docs/retrieval.md has the measurements behind the choices.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from godot_rag.domain.retrieval.knowledge import KnowledgeRecord, key_lexemes
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
+from godot_rag.domain.retrieval.fusion import (
+    DEFAULT_CONFIG,
+    MODE_LEXICAL,
+    MODE_VECTOR,
+    SearchConfig,
+    fuse,
+    query_lexemes,
+    trigram_terms,
+)
+from godot_rag.domain.retrieval.knowledge import KnowledgeRecord
+from godot_rag.domain.retrieval.why_not import RankFacts, SearchRank
 
 SCHEMA = "godot_rag"
 TABLES = ("docs_chunks", "api_mapping", "label_prototypes")
 
-MODE_HYBRID = "hybrid"
-MODE_LEXICAL = "lexical"
-MODE_VECTOR = "vector"
-FUSION_WSUM = "wsum"
-FUSION_RRF = "rrf"
 
 
 def _lex_quote(lex: str) -> str:
@@ -181,66 +185,6 @@ async def put_cached_embedding(conn, model: str, sha: str, vector: str) -> None:
 
 # ---------------------------------------------------------------- search (async: query time)
 
-@dataclass(frozen=True)
-class SearchConfig:
-    """Knobs of the search, fixed by measurement (benchmarks/eval_retrieval.py)."""
-
-    mode: str = MODE_HYBRID
-    fusion: str = FUSION_WSUM
-    candidates_per_index: int = 20  # 40 and 30 measured the same Recall@5/MRR, slower (docs/retrieval.md)
-    chunk_identifiers: bool = True  # lexical query also takes the chunk text's identifiers
-    weights_hybrid: tuple[float, float, float, float] = (0.30, 0.35, 0.15, 0.20)  # vector, keys, text, trigram
-    weights_lexical: tuple[float, float, float] = (0.50, 0.20, 0.30)  # keys, text, trigram
-    rrf_k: int = 60
-
-
-DEFAULT_CONFIG = SearchConfig()
-
-
-def strip_comments(code: str) -> str:
-    """GDScript code without its ``#`` comments (a ``#`` inside a string literal stays)."""
-    out: list[str] = []
-    for line in code.split("\n"):
-        quote = ""
-        cut = len(line)
-        i = 0
-        while i < len(line):
-            ch = line[i]
-            if quote:
-                if ch == "\\":
-                    i += 1
-                elif ch == quote:
-                    quote = ""
-            elif ch in "\"'":
-                quote = ch
-            elif ch == "#":
-                cut = i
-                break
-            i += 1
-        out.append(line[:cut])
-    return "\n".join(out)
-
-
-def query_lexemes(query: RetrieverQuery, *, chunk_identifiers: bool = True) -> list[str]:
-    """The lexical keys of a query: its terms (API calls, symbols, name), then
-    (optionally) the other identifiers of the chunk's code. Prompt terms stay
-    out: "godot", "migration" are in every record's prose and in no record's keys."""
-    prompt = set(query.prompt_terms)
-    terms = [t for t in query.query_terms if t not in prompt]
-    lexemes = key_lexemes(" ".join(terms))
-    if chunk_identifiers:
-        # Comments are prose about the code, not code: their words stay out of the keys.
-        for lex in key_lexemes(strip_comments(query.raw_chunk_text)):
-            if lex not in lexemes:
-                lexemes.append(lex)
-    return lexemes[:96]  # a 300-line function stays a bounded query
-
-
-def _trigram_terms(query: RetrieverQuery) -> list[str]:
-    prompt = set(query.prompt_terms)
-    return [t for t in query.query_terms if t not in prompt][:24]
-
-
 # Weight of a key by its tsvector weight: the record's own symbol (A) over its owner class (B).
 KEY_WEIGHT_SQL = "case u.weights[1] when 'A' then 1.0 when 'B' then 0.4 when 'C' then 0.2 else 0.1 end"
 
@@ -265,7 +209,7 @@ def _candidate_sql(tables: Sequence[str], *, lexical: bool, vector: bool) -> str
         parts = []
         if lexical:
             # Set-wise: one hash join of every match's keys with the query lexemes,
-            # not a sub-select per matching record (460 matches for the seed chunk).
+            # not a sub-select per matching record (460 matches for the worked example's player chunk).
             parts.append(f"""(select v.id from {view} v cross join lateral unnest(v.symbol_tsv) u join {q} on {q}.lexeme = u.lexeme
                 where v.table_name = '{table}' and v.symbol_tsv @@ %(tsq)s::tsquery
                 group by v.id order by sum({q}.idf * {KEY_WEIGHT_SQL}) desc, v.id limit %(cand)s)""")
@@ -307,7 +251,7 @@ async def search(conn, query: RetrieverQuery, *, tables: Sequence[str], limit_pe
     if not (use_vector or use_lexical) or not tables:
         return []
     vec = None if query_embedding is None else "[" + ",".join(f"{x:.6g}" for x in query_embedding) + "]"
-    params = {"tsq": tsq, "lex": lexemes, "vec": vec, "terms": _trigram_terms(query),
+    params = {"tsq": tsq, "lex": lexemes, "vec": vec, "terms": trigram_terms(query),
               "cand": max(config.candidates_per_index, limit_per_table)}
     # The planner prices a 50-lexeme OR tsquery and a 384-d distance as cheap and
     # picks sequential scans on the smaller tables (api_mapping: 14 ms against
@@ -337,49 +281,143 @@ async def search(conn, query: RetrieverQuery, *, tables: Sequence[str], limit_pe
     return hits
 
 
-def fuse(rows: list[dict], limit: int, *, with_vector: bool, with_lexical: bool = True,
-         config: SearchConfig = DEFAULT_CONFIG) -> list[tuple[float, dict, dict]]:
-    """(score, row, components) of the best ``limit`` candidates of one table.
+# ---------------------------------------------------------------- one record against one query ("why not retrieved?")
 
-    Components, each 0..1: keys = idf-weighted key match / the best among the
-    candidates; text = ts_rank / the best ts_rank among the candidates; vector =
-    cosine similarity (these models' vectors are normalised; absent for a
-    record without a vector); trigram = pg_trgm
-    similarity of the best query term to the title. ``*_raw`` keep the unnormalised values.
-    """
-    if not rows:
+async def find_records(conn, text: str, *, limit: int = 10) -> list[dict]:
+    """Records whose id is ``text``, else whose title contains it (case-insensitive), exact titles first."""
+    text = text.strip()
+    if not text:
         return []
-    max_text = max(float(r["text_score"] or 0) for r in rows) or 1.0
-    max_keys = max(float(r.get("key_score") or 0) for r in rows) or 1.0
-    comps = []
-    for r in rows:
-        comp = {"keys": round(float(r.get("key_score") or 0) / max_keys, 6),
-                "text": round(float(r["text_score"] or 0) / max_text, 6),
-                "trigram": round(float(r["trigram_score"] or 0), 6),
-                "keys_raw": round(float(r.get("key_score") or 0), 6),
-                "text_raw": round(float(r["text_score"] or 0), 6)}
-        if with_vector and r["vector_score"] is not None:
-            comp["vector"] = round(max(0.0, float(r["vector_score"])), 6)
-        comps.append(comp)
-    if config.fusion == FUSION_RRF:
-        keys = (["vector"] if with_vector else []) + (["keys", "text", "trigram"] if with_lexical else [])
-        score = [0.0] * len(rows)
-        for key in keys:
-            order = sorted(range(len(rows)), key=lambda i: (-comps[i].get(key, 0.0), rows[i]["id"]))
-            for rank, i in enumerate(order, 1):
-                if comps[i].get(key, 0) > 0:
-                    score[i] += 1.0 / (config.rrf_k + rank)
-    elif with_vector and with_lexical:
-        # A record without a vector (class-reference members are lexical-only)
-        # is scored on the lexical components alone, rescaled to the same 0..1
-        # range, instead of losing the vector weight.
-        wv, wk, wt, wg = config.weights_hybrid
-        score = [wv * c["vector"] + wk * c["keys"] + wt * c["text"] + wg * c["trigram"] if "vector" in c
-                 else (wk * c["keys"] + wt * c["text"] + wg * c["trigram"]) / (wk + wt + wg) for c in comps]
-    elif with_vector:
-        score = [c.get("vector", 0.0) for c in comps]
-    else:
-        wk, wt, wg = config.weights_lexical
-        score = [wk * c["keys"] + wt * c["text"] + wg * c["trigram"] for c in comps]
-    order = sorted(range(len(rows)), key=lambda i: (-score[i], rows[i]["id"]))
-    return [(score[i], rows[i], comps[i]) for i in order[:limit]]
+    view = f"{SCHEMA}.dynamic_retrieval_view"
+    cur = await conn.execute(f"select table_name, id, title from {view} where id = %s order by table_name", (text,))
+    rows = await cur.fetchall()
+    if rows:
+        return [dict(r) for r in rows]
+    pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    cur = await conn.execute(
+        f"""select table_name, id, title from {view} where title ilike %s
+            order by lower(title) = lower(%s) desc, length(title), id limit %s""",
+        (pattern, text, limit),
+    )
+    return [dict(r) for r in await cur.fetchall()]
+
+
+async def rank_record(conn, query: RetrieverQuery, *, table: str, record_id: str, tables_searched: Sequence[str],
+                      limit_per_table: int, query_embedding: list[float] | None = None,
+                      stored_hit_ids: Sequence[str] = (), kb_changed: bool = False,
+                      config: SearchConfig = DEFAULT_CONFIG) -> RankFacts | None:
+    """Where one record stands for a query: its rank in each search over its
+    whole table, whether candidate selection kept it, and its fused rank among
+    the candidates (the record added when it was not one). None: no such record.
+
+    Runs the same candidate statement as ``search`` (same lexemes, terms,
+    vector and cut), so the fused rank is the one the search computes.
+    """
+    if table not in TABLES:
+        raise ValueError(f"unknown knowledge table {table!r}")
+    view = f"{SCHEMA}.dynamic_retrieval_view"
+    lexemes = query_lexemes(query, chunk_identifiers=config.chunk_identifiers) if config.mode != MODE_VECTOR else []
+    tsq = tsquery_literal(lexemes)
+    use_vector = query_embedding is not None and config.mode != MODE_LEXICAL
+    use_lexical = bool(tsq) and config.mode != MODE_VECTOR
+    vec = None if query_embedding is None else "[" + ",".join(f"{x:.6g}" for x in query_embedding) + "]"
+    cand = max(config.candidates_per_index, limit_per_table)
+    params = {"tsq": tsq, "lex": lexemes, "vec": vec, "terms": trigram_terms(query), "cand": cand, "rid": record_id}
+
+    cur = await conn.execute(f"select id, title, embedding is not null as has_vector from {view} "
+                             f"where table_name = '{table}' and id = %(rid)s", params)
+    record = await cur.fetchone()
+    if record is None:
+        return None
+
+    candidates: list[dict] = []
+    if use_vector or use_lexical:
+        # The same plan as the search (HNSW and GIN), so the approximate vector
+        # index returns the same candidates it returned to the retriever.
+        await conn.execute("set local enable_seqscan = off")
+        cur = await conn.execute(_candidate_sql([table], lexical=use_lexical, vector=use_vector), params)
+        candidates = [dict(r) for r in await cur.fetchall()]
+        await conn.execute("set local enable_seqscan = on")
+    ids = {c["id"] for c in candidates}
+
+    # The record's own components, and its rank in each search over the whole table.
+    cur = await conn.execute(
+        f"""with q as materialized (
+                select s.lexeme, ln((k.n + 1.0) / (s.ndoc + 0.5)) as idf
+                from {SCHEMA}.kb_lexeme_stats s,
+                     (select coalesce((record_counts->>'{table}')::float8, 1) as n from {SCHEMA}.kb_versions where name = 'current') k
+                where s.table_name = '{table}' and s.lexeme = any(%(lex)s::text[])),
+            t as (select v.id, v.title, v.symbol_tsv, v.search_tsv, v.embedding from {view} v where v.table_name = '{table}'),
+            keyed as (select t.id, sum(q.idf * {KEY_WEIGHT_SQL}) as s from t cross join lateral unnest(t.symbol_tsv) u
+                      join q on q.lexeme = u.lexeme where %(tsq)s <> '' and t.symbol_tsv @@ %(tsq)s::tsquery group by t.id),
+            texted as (select t.id, ts_rank(t.search_tsv, %(tsq)s::tsquery) as s from t
+                       where %(tsq)s <> '' and t.search_tsv @@ %(tsq)s::tsquery),
+            vectored as (select t.id, 1 - (t.embedding <=> %(vec)s::vector) as s from t
+                         where %(vec)s::vector is not null and t.embedding is not null),
+            trigrams as (select t.id, (select coalesce(max(similarity(x, t.title)), 0) from unnest(%(terms)s::text[]) x) as s from t)
+        select
+          (select s from keyed where id = %(rid)s) as keys_score,
+          (select count(*) from keyed a, keyed b where b.id = %(rid)s and (a.s > b.s or (a.s = b.s and a.id < b.id))) + 1 as keys_rank,
+          (select count(*) from keyed) as keys_n,
+          (select s from texted where id = %(rid)s) as text_score,
+          (select count(*) from texted a, texted b where b.id = %(rid)s and (a.s > b.s or (a.s = b.s and a.id < b.id))) + 1 as text_rank,
+          (select count(*) from texted) as text_n,
+          (select s from vectored where id = %(rid)s) as vector_score,
+          (select count(*) from vectored a, vectored b where b.id = %(rid)s and (a.s > b.s or (a.s = b.s and a.id < b.id))) + 1 as vector_rank,
+          (select count(*) from vectored) as vector_n,
+          (select s from trigrams where id = %(rid)s) as trigram_score,
+          (select count(*) from trigrams a, trigrams b where b.id = %(rid)s and b.s > 0 and (a.s > b.s or (a.s = b.s and a.id < b.id))) + 1 as trigram_rank,
+          (select count(*) from trigrams where s > 0) as trigram_n""",
+        params,
+    )
+    m = await cur.fetchone()
+
+    def rank(name: str, used: bool) -> SearchRank:
+        score = m[f"{name}_score"]
+        seen = used and score is not None and (name != "trigram" or float(score) > 0)
+        return SearchRank(name, None if score is None else float(score), int(m[f"{name}_rank"]) if seen else None,
+                          int(m[f"{name}_n"]), used)
+
+    ranks = (rank("keys", use_lexical), rank("vector", use_vector), rank("text", use_lexical), rank("trigram", use_lexical))
+    by_keys = ranks[0].rank is not None and ranks[0].rank <= cand
+    by_vector = ranks[1].rank is not None and ranks[1].rank <= cand
+
+    # Fused rank among the candidates; a record that was not one is scored the
+    # same way and added, to say where it would have stood.
+    rows = list(candidates)
+    if record_id not in ids and (use_vector or use_lexical):
+        cur = await conn.execute(
+            f"""with q0 as materialized (
+                    select s.lexeme, ln((k.n + 1.0) / (s.ndoc + 0.5)) as idf
+                    from {SCHEMA}.kb_lexeme_stats s,
+                         (select coalesce((record_counts->>'{table}')::float8, 1) as n from {SCHEMA}.kb_versions where name = 'current') k
+                    where s.table_name = '{table}' and s.lexeme = any(%(lex)s::text[]))
+                select '{table}' as table_name, v.id, v.title,
+                  coalesce((select sum(q0.idf * {KEY_WEIGHT_SQL}) from unnest(v.symbol_tsv) u join q0 on q0.lexeme = u.lexeme), 0) as key_score,
+                  case when %(tsq)s = '' then 0 else ts_rank(v.search_tsv, %(tsq)s::tsquery) end as text_score,
+                  case when v.embedding is null or %(vec)s::vector is null then null
+                       else 1 - (v.embedding <=> %(vec)s::vector) end as vector_score,
+                  (select coalesce(max(similarity(t, v.title)), 0) from unnest(%(terms)s::text[]) t) as trigram_score
+                from {view} v where v.table_name = '{table}' and v.id = %(rid)s""",
+            params,
+        )
+        rows.append(dict(await cur.fetchone()))
+    fused = fuse(rows, len(rows), with_vector=use_vector, with_lexical=use_lexical, config=config) if rows else []
+    order = [row["id"] for _, row, _ in fused]
+    fused_rank = order.index(record_id) + 1 if record_id in order else None
+    fused_score = fused[fused_rank - 1][0] if fused_rank else None
+    # The last record the limit keeps among the real candidates (the record itself excluded when it was added).
+    real = [s for s, row, _ in fused if row["id"] in ids]
+    last_kept = real[min(limit_per_table, len(real)) - 1] if real else None
+    stored = list(stored_hit_ids)
+    return RankFacts(
+        table=table, record_id=record_id, title=record["title"] or "", searched=table in tables_searched,
+        tables_searched=tuple(tables_searched), ranks=ranks, candidates_per_index=cand,
+        # The exact ranks say which index let it in; the HNSW index is approximate,
+        # so a candidate neither exact rank explains came through the vector index.
+        key_candidate=record_id in ids and by_keys,
+        vector_candidate=record_id in ids and (by_vector or not by_keys),
+        candidate_count=len(rows), fused_score=None if fused_score is None else round(fused_score, 6), fused_rank=fused_rank,
+        limit_per_table=limit_per_table, last_kept_score=None if last_kept is None else round(last_kept, 6),
+        stored_rank=stored.index(record_id) + 1 if record_id in stored else None, kb_changed=kb_changed,
+    )

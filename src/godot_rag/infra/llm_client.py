@@ -21,19 +21,16 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
-from godot_rag.errors import GodotRagError, RetryableError
+from godot_rag.errors import LLMRequestError, RetryableError
 
 log = logging.getLogger(__name__)
 
 FLAVORS = ("vllm", "llamacpp", "openai")
 _RETRY_STATUS = {408, 429}
-
-
-class LLMRequestError(GodotRagError):
-    """The server rejected the request itself (4xx): retrying cannot help."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +96,7 @@ class LLMClient:
         self._slots = asyncio.Semaphore(max(1, max_concurrency))
 
     @classmethod
-    def from_settings(cls, settings, **overrides) -> "LLMClient":
+    def from_settings(cls, settings, **overrides) -> LLMClient:
         kwargs = dict(
             api_key=settings.llm_api_key, flavor=settings.llm_flavor, timeout_s=settings.llm_timeout_s,
             max_concurrency=settings.llm_max_concurrency, retries=settings.llm_retries, max_tokens=settings.llm_max_tokens,
@@ -200,7 +197,7 @@ class LocalLlamaServer:
         self.threads = threads or self.idle_cores()
         self.log_path = log_path
         self.ready_timeout_s = ready_timeout_s
-        self.proc = None
+        self.proc: Any = None
         self.url = ""
 
     @staticmethod
@@ -259,7 +256,7 @@ class LocalLlamaServer:
             self.proc.wait()
         self.proc = None
 
-    def __enter__(self) -> "LocalLlamaServer":
+    def __enter__(self) -> LocalLlamaServer:
         self.start()
         return self
 

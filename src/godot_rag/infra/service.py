@@ -5,22 +5,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from godot_rag.errors import InvalidInputError, NotFoundError
-from google.protobuf.message import DecodeError
-
-from godot_rag.domain.ids import message_id, subject_token
-from godot_rag.infra.bus import Bus, Delivery, chunk_subject
+from godot_rag.infra.bus import Bus
+from godot_rag.infra.logs import configure_logging
+from godot_rag.infra.metrics import serve_metrics
 from godot_rag.infra.store import Store
 from godot_rag.infra.telemetry import setup_tracing
 from godot_rag.settings import Settings
-from godot_rag.v1 import messages_pb2 as pb
 
 log = logging.getLogger(__name__)
 
@@ -39,44 +36,6 @@ class ServiceContext:
     stop: asyncio.Event
     background: list[asyncio.Task] = field(default_factory=list)
 
-    async def dead_letter(self, delivery: Delivery, error: str) -> None:
-        """Record a message given up on, and settle what it was about.
-
-        A dead file task fails its file; a dead chunk task fails the chunk's
-        stage and still reaches the aggregator. Either way the analysis can
-        complete, with the failure visible in the API, the UI and the logs.
-        """
-        parts = delivery.subject.split(".")
-        analysis_id = parts[3] if len(parts) > 4 else ""
-        log.error("%s dead-lettered %s after %d deliveries: %s", self.name, delivery.subject, delivery.num_delivered, error)
-        await self.store.record_dead_letter(
-            analysis_id=analysis_id, stage=self.name, subject=delivery.subject, key=parts[-1], error=error,
-            deliveries=delivery.num_delivered,
-        )
-        kind = parts[1] if len(parts) > 1 else ""
-        stage = parts[2] if len(parts) > 2 else ""
-        try:
-            if kind == "file":
-                task = pb.FileTask.FromString(delivery.data)
-                source_file = task.request.source_file
-                await self.store.fail_file(task.analysis_id, source_file, f"{self.name}: {error}"[:2000])
-                done = pb.FileDone(analysis_id=task.analysis_id, source_file=source_file, status="failed")
-                await self.bus.publish(chunk_subject("filedone", task.analysis_id, subject_token(source_file)),
-                                       done.SerializeToString(), message_id(task.analysis_id, source_file, "filedone", "1"))
-            elif kind == "chunk" and stage in ("retrieve", "judge", "aggregate"):
-                task = pb.ChunkTask.FromString(delivery.data)
-                chunk_id = task.trace.chunk_id
-                await self.store.mark_stage(task.analysis_id, chunk_id, stage, "failed", error=error[:2000], worker=self.name)
-                if stage != "aggregate":
-                    await self.bus.publish(chunk_subject("aggregate", task.analysis_id, subject_token(chunk_id)), delivery.data,
-                                           message_id(task.analysis_id, chunk_id, "aggregate", "1"))
-        except DecodeError:
-            log.error("dead-lettered payload on %s is not a readable task; only the dead letter is recorded", delivery.subject)
-
-
-def configure_logging(level: str, name: str) -> None:
-    logging.basicConfig(level=level, format=f"%(asctime)s {name} %(levelname)s %(name)s: %(message)s")
-
 
 async def run_service(
     name: str,
@@ -85,7 +44,7 @@ async def run_service(
     register: Callable[[grpc.aio.Server, ServiceContext], list[str]],
     start_consumers: Callable[[ServiceContext], Awaitable[list[asyncio.Task]]] | None = None,
 ) -> None:
-    configure_logging(settings.log_level, name)
+    configure_logging(name, settings.log_level, settings.log_format)
     setup_tracing(name, settings.otlp_endpoint)
     if not settings.pg_dsn or not settings.nats_url:
         raise SystemExit(f"{name}: GODOT_RAG_PG_DSN and GODOT_RAG_NATS_URL must be set (godot-rag up sets them)")
@@ -105,6 +64,8 @@ async def run_service(
         await health_servicer.set(svc, health_pb2.HealthCheckResponse.SERVING)
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     log.info("%s gRPC listening on %s:%d", name, settings.host, bound)
+    metrics_server = await serve_metrics(settings.host, settings.metrics_port)
+    log.info("%s metrics on %s", name, metrics_server.url)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
@@ -119,6 +80,10 @@ async def run_service(
     pending = [t for t in tasks if not t.done()]
     if pending:
         await asyncio.wait(pending, timeout=10)
+    for t in ctx.background:
+        t.cancel()
+    await asyncio.gather(*ctx.background, return_exceptions=True)
+    await metrics_server.close()
     await bus.close()
     await store.close()
     log.info("%s stopped", name)
@@ -128,12 +93,3 @@ async def run_service(
         for t in crashed:
             log.error("%s consumer crashed", name, exc_info=t.exception())
         raise SystemExit(1)
-
-
-async def abort_for(context: grpc.aio.ServicerContext, exc: Exception) -> None:
-    """Map the project's typed errors to gRPC status codes."""
-    if isinstance(exc, NotFoundError):
-        await context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
-    if isinstance(exc, InvalidInputError):
-        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-    raise exc

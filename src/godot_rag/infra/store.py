@@ -6,8 +6,9 @@ message rewrites the same row instead of adding one.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any, cast
 
 import psycopg
 from psycopg.rows import dict_row
@@ -15,15 +16,11 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from godot_rag.domain.judging.rules import declared_names_of
-from godot_rag.infra import kb_store
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
+from godot_rag.infra import kb_store
 
 SCHEMA = "godot_rag"
 _MIGRATION_LOCK = 0x60D07A6  # advisory lock id: one migrator at a time
-
-
-class StoreError(RuntimeError):
-    """The store cannot serve the request (unreachable, schema missing...)."""
 
 
 def migration_files() -> list[tuple[int, str, str]]:
@@ -67,7 +64,7 @@ class Store:
         self.pool = pool
 
     @classmethod
-    async def open(cls, dsn: str, *, min_size: int = 1, max_size: int = 4) -> "Store":
+    async def open(cls, dsn: str, *, min_size: int = 1, max_size: int = 4) -> Store:
         pool = AsyncConnectionPool(dsn, min_size=min_size, max_size=max_size, open=False,
                                    kwargs={"row_factory": dict_row, "autocommit": False})
         await pool.open(wait=True, timeout=30)
@@ -79,18 +76,24 @@ class Store:
     async def _fetchone(self, sql: str, params: Sequence[Any] | dict = ()) -> dict | None:
         async with self.pool.connection() as conn:
             cur = await conn.execute(sql, params)
-            return await cur.fetchone()
+            return cast("dict | None", await cur.fetchone())
 
     async def _fetchall(self, sql: str, params: Sequence[Any] | dict = ()) -> list[dict]:
         async with self.pool.connection() as conn:
             cur = await conn.execute(sql, params)
-            return await cur.fetchall()
+            return cast("list[dict]", await cur.fetchall())
 
     # ------------------------------------------------------------ analyses & files
 
     async def create_analysis(self, *, analysis_id: str, project_id: str, prompt: str, source_origin: str, input_ref: str,
-                              pipeline_version: str, files: list[dict]) -> bool:
-        """Insert the analysis and its file list; False when it already existed (a resubmission)."""
+                              pipeline_version: str, files: list[dict], project_symbols: str = "",
+                              symbols_version: str = "", symbol_scopes: dict[str, str] | None = None) -> bool:
+        """Insert the analysis and its file list; False when it already existed (a resubmission).
+
+        ``project_symbols`` is the project index (JSON) and ``symbol_scopes`` each
+        script's slice of it (source_file -> JSON), stored with the files.
+        """
+        scopes = symbol_scopes or {}
         async with self.pool.connection() as conn:
             async with conn.transaction():
                 cur = await conn.execute(
@@ -112,14 +115,20 @@ class Store:
                             )
                     await c2.executemany(
                         f"""insert into {SCHEMA}.files (analysis_id, source_file, file_order, source_kind, included, excluded_reason,
-                            sha256, size, status)
-                        values (%s, %s, %s, %s, %s, %s, %s, %s, %s) on conflict do nothing""",
+                            sha256, size, status, symbol_scope)
+                        values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) on conflict do nothing""",
                         [
                             (analysis_id, f["source_file"], i + 1, f["source_kind"], f["included"], f["excluded_reason"],
-                             f["sha256"], f["size"], "queued" if f["included"] else "excluded")
+                             f["sha256"], f["size"], "queued" if f["included"] else "excluded", scopes.get(f["source_file"], ""))
                             for i, f in enumerate(files)
                         ],
                     )
+                    if project_symbols:
+                        await c2.execute(
+                            f"""insert into {SCHEMA}.project_symbols (analysis_id, version, symbols) values (%s, %s, %s::jsonb)
+                            on conflict (analysis_id) do update set version = excluded.version, symbols = excluded.symbols""",
+                            (analysis_id, symbols_version, project_symbols),
+                        )
                 return True
 
     async def get_analysis(self, analysis_id: str) -> dict | None:
@@ -196,6 +205,42 @@ class Store:
     async def get_chunk(self, analysis_id: str, chunk_id: str) -> dict | None:
         return await self._fetchone(f"select * from {SCHEMA}.chunks where analysis_id = %s and chunk_id = %s", (analysis_id, chunk_id))
 
+    async def file_symbol_scope(self, analysis_id: str, source_file: str) -> str:
+        """The file's slice of the project index (JSON; "" when none was computed)."""
+        row = await self._fetchone(f"select symbol_scope from {SCHEMA}.files where analysis_id = %s and source_file = %s",
+                                   (analysis_id, source_file))
+        return row["symbol_scope"] if row else ""
+
+    async def project_symbols(self, analysis_id: str) -> dict | None:
+        """The analysis's project index: {version, symbols} (None when none was stored)."""
+        return await self._fetchone(f"select version, symbols from {SCHEMA}.project_symbols where analysis_id = %s",
+                                    (analysis_id,))
+
+    async def get_chunk_with_file(self, analysis_id: str, chunk_id: str) -> tuple[dict | None, dict | None]:
+        """A chunk row and its file row in one round trip."""
+        row = await self._fetchone(
+            f"""select to_jsonb(c) as chunk_row, to_jsonb(f) as file_row from {SCHEMA}.chunks c
+            left join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
+            where c.analysis_id = %s and c.chunk_id = %s""",
+            (analysis_id, chunk_id),
+        )
+        if row is None:
+            return None, None
+        return row["chunk_row"], row["file_row"]
+
+    async def judge_inputs(self, analysis_id: str, chunk_id: str) -> dict | None:
+        """What the judge needs of one chunk, in one round trip: the chunk, its file's kind and slice of the project
+        index, its retrieval, the prompt."""
+        return await self._fetchone(
+            f"""select c.chunk, c.source_file, f.source_kind, f.symbol_scope, r.query, r.hits, a.prompt, a.project_id
+            from {SCHEMA}.chunks c
+            join {SCHEMA}.analyses a on a.analysis_id = c.analysis_id
+            left join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
+            left join {SCHEMA}.retrievals r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id
+            where c.analysis_id = %s and c.chunk_id = %s""",
+            (analysis_id, chunk_id),
+        )
+
     async def file_declared_names(self, analysis_id: str, source_file: str) -> list[str]:
         rows = await self._fetchall(
             f"""select chunk->>'chunk_kind' as kind, chunk->>'name' as name, chunk->>'code_text' as text
@@ -230,7 +275,66 @@ class Store:
                  "inc": 1 if count_attempt else 0},
             )
 
+    async def stage_statuses(self, analysis_id: str, chunk_id: str, stages: Sequence[str]) -> dict[str, str]:
+        rows = await self._fetchall(
+            f"""select stage, status from {SCHEMA}.chunk_stages where analysis_id = %s and chunk_id = %s and stage = any(%s)""",
+            (analysis_id, chunk_id, list(stages)),
+        )
+        return {r["stage"]: r["status"] for r in rows}
+
+    async def claim_stage(self, analysis_id: str, chunk_id: str, stage: str, *, worker: str, trace_id: str = "") -> bool:
+        """Mark the stage in progress (one more attempt) unless it is already settled; True when claimed.
+
+        Done and failed are final for an analysis: a redelivery of a settled
+        chunk claims nothing and is only handed on.
+        """
+        row = await self._execute_returning(
+            f"""insert into {SCHEMA}.chunk_stages (analysis_id, chunk_id, stage, status, attempts, worker, trace_id, started_at)
+            values (%(a)s, %(c)s, %(s)s, 'in_progress', 1, %(w)s, %(t)s, now())
+            on conflict (analysis_id, chunk_id, stage) do update set status = 'in_progress',
+              attempts = {SCHEMA}.chunk_stages.attempts + 1, worker = %(w)s,
+              trace_id = case when %(t)s <> '' then %(t)s else {SCHEMA}.chunk_stages.trace_id end,
+              started_at = now(), updated_at = now()
+            where {SCHEMA}.chunk_stages.status not in ('done', 'failed')
+            returning 1 as claimed""",
+            {"a": analysis_id, "c": chunk_id, "s": stage, "w": worker, "t": trace_id},
+        )
+        return row is not None
+
+    async def finish_stage(self, analysis_id: str, chunk_id: str, stage: str, status: str, *, error: str = "", worker: str = "",
+                           next_stage: str | None = None) -> None:
+        """Settle the stage (done or failed) and, in the same statement, mark the next stage waiting."""
+        await self._execute_returning(
+            f"""with settled as (
+                update {SCHEMA}.chunk_stages set
+                  status = case when status = 'done' then 'done' else %(st)s end,
+                  last_error = case when %(e)s <> '' then %(e)s else last_error end,
+                  worker = case when %(w)s <> '' then %(w)s else worker end, updated_at = now()
+                where analysis_id = %(a)s and chunk_id = %(c)s and stage = %(s)s returning 1)
+            insert into {SCHEMA}.chunk_stages (analysis_id, chunk_id, stage, status)
+            select %(a)s, %(c)s, %(n)s, 'waiting' where %(n)s <> '' and exists (select 1 from settled)
+            on conflict do nothing returning 1""",
+            {"a": analysis_id, "c": chunk_id, "s": stage, "st": status, "e": error, "w": worker, "n": next_stage or ""},
+        )
+
+    async def _execute_returning(self, sql: str, params: Sequence[Any] | dict = ()) -> dict | None:
+        """One statement in its own committed transaction; its first row, if any."""
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(sql, params)
+            return cast("dict | None", await cur.fetchone()) if cur.description else None
+
     # ------------------------------------------------------------ retrieval
+
+    async def get_cached_embedding(self, model: str, sha: str) -> list[float] | None:
+        async with self.pool.connection() as conn:
+            cached = await kb_store.get_cached_embedding(conn, model, sha)
+        return None if cached is None else [float(x) for x in cached.strip("[]").split(",")]
+
+    async def put_cached_embeddings(self, model: str, items: Sequence[tuple[str, str]]) -> None:
+        """(sha256 of the text, vector literal) pairs, in one transaction."""
+        async with self.pool.connection() as conn:
+            for sha, vector in items:
+                await kb_store.put_cached_embedding(conn, model, sha, vector)
 
     async def kb_version(self) -> dict | None:
         return await self._fetchone(f"select * from {SCHEMA}.kb_versions where name = 'current'")
@@ -293,20 +397,21 @@ class Store:
         async with self.pool.connection() as conn:
             async with conn.transaction():
                 cur = await conn.execute(f"select status from {SCHEMA}.analyses where analysis_id = %s", (analysis_id,))
-                analysis = await cur.fetchone()
-                if analysis is None or analysis["status"] == "done" or await self._unfinished(conn, analysis_id):
+                analysis = cast("dict | None", await cur.fetchone())
+                if analysis is None or analysis["status"] != "running" or await self._unfinished(conn, analysis_id):
                     return None
         async with self.pool.connection() as conn:
             async with conn.transaction():
                 # The row lock serialises concurrent aggregators: the first one
                 # finalizes, the others see 'done' and leave.
                 cur = await conn.execute(f"select status from {SCHEMA}.analyses where analysis_id = %s for update", (analysis_id,))
-                analysis = await cur.fetchone()
-                if analysis is None or analysis["status"] == "done" or await self._unfinished(conn, analysis_id):
+                analysis = cast("dict | None", await cur.fetchone())
+                if analysis is None or analysis["status"] != "running" or await self._unfinished(conn, analysis_id):
                     return None
                 cur = await conn.execute(
                     f"""select c.chunk_id, c.source_file, c.chunk_kind, f.source_kind,
-                          coalesce(s.status, 'waiting') as agg_status, j.signal, j.confidence
+                          coalesce(s.status, 'waiting') as agg_status, j.signal, j.confidence,
+                          j.judgment -> 'evidence_kinds' as evidence_kinds
                         from {SCHEMA}.chunks c
                         join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
                         left join {SCHEMA}.chunk_stages s on s.analysis_id = c.analysis_id and s.chunk_id = c.chunk_id and s.stage = 'aggregate'
@@ -314,7 +419,7 @@ class Store:
                         where c.analysis_id = %s order by c.source_file, c.chunk_order""",
                     (analysis_id,),
                 )
-                rows = await cur.fetchall()
+                rows = cast("list[dict]", await cur.fetchall())
                 verdict = compute(rows)
                 await conn.execute(
                     f"""insert into {SCHEMA}.verdicts (analysis_id, label, confidence, counts, basis) values (%s, %s, %s, %s, %s)
@@ -322,11 +427,20 @@ class Store:
                       counts = excluded.counts, basis = excluded.basis, computed_at = now()""",
                     (analysis_id, verdict["label"], verdict["confidence"], Jsonb(verdict["counts"]), Jsonb(verdict["basis"])),
                 )
+                # Every chunk settled; failed ones (or failed files) make it "completed with failures", never a plain "done".
+                failed = any(r["agg_status"] == "failed" for r in rows) or await self._has_failed_files(conn, analysis_id)
                 await conn.execute(
-                    f"update {SCHEMA}.analyses set status = 'done', finished_at = coalesce(finished_at, now()), updated_at = now() where analysis_id = %s",
-                    (analysis_id,),
+                    f"""update {SCHEMA}.analyses set status = %s, finished_at = coalesce(finished_at, now()), updated_at = now()
+                    where analysis_id = %s""",
+                    ("completed_with_failures" if failed else "done", analysis_id),
                 )
                 return verdict
+
+    async def _has_failed_files(self, conn, analysis_id: str) -> bool:
+        cur = await conn.execute(f"select exists (select 1 from {SCHEMA}.files where analysis_id = %s and status = 'failed') as f",
+                                 (analysis_id,))
+        row = cast("dict", await cur.fetchone())
+        return bool(row["f"])
 
     async def list_analyses(self, limit: int = 100) -> list[dict]:
         return await self._fetchall(
@@ -432,3 +546,94 @@ class Store:
                         on conflict (judgment_key) do nothing""",
                         (judgment_key, Jsonb(judgment)),
                     )
+
+    # ------------------------------------------------------------ web screen (read only)
+
+    async def web_chunk_rows(self, analysis_id: str, since: Any = None) -> list[dict]:
+        """One row per chunk for the live list: place, per-stage state, judgment summary,
+        and ``changed_at`` (latest stage update). With ``since``, only the chunks
+        whose stage rows changed after it."""
+        return await self._fetchall(
+            f"""select c.chunk_id, c.source_file, c.chunk_order, c.chunk_kind, c.start_line, c.end_line,
+                  coalesce(c.chunk->>'name', '') as name, f.source_kind, f.file_order, st.stages, st.changed_at,
+                  j.signal, j.needs_migration, j.confidence, j.status as judgment_status,
+                  coalesce(j.judgment->'migration_notes', '[]'::jsonb) as migration_notes
+                from {SCHEMA}.chunks c
+                join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
+                join lateral (select jsonb_object_agg(s.stage, jsonb_build_object('status', s.status, 'attempts', s.attempts,
+                                 'last_error', s.last_error)) as stages, max(s.updated_at) as changed_at
+                              from {SCHEMA}.chunk_stages s where s.analysis_id = c.analysis_id and s.chunk_id = c.chunk_id) st on true
+                left join {SCHEMA}.judgments j on j.analysis_id = c.analysis_id and j.chunk_id = c.chunk_id
+                where c.analysis_id = %(a)s and (%(since)s::timestamptz is null or c.chunk_id in (
+                  select s.chunk_id from {SCHEMA}.chunk_stages s where s.analysis_id = %(a)s and s.updated_at > %(since)s::timestamptz))
+                order by f.file_order, c.chunk_order""",
+            {"a": analysis_id, "since": since},
+        )
+
+    async def web_files_changed(self, analysis_id: str, since: Any = None) -> list[dict]:
+        return await self._fetchall(
+            f"""select * from {SCHEMA}.files where analysis_id = %(a)s
+                and (%(since)s::timestamptz is null or updated_at > %(since)s::timestamptz) order by file_order""",
+            {"a": analysis_id, "since": since},
+        )
+
+    async def web_timing(self, analysis_id: str, window_s: float = 30.0) -> dict:
+        """Chunks finished (aggregate done) in total and within the last ``window_s``, with the clock of the database."""
+        return await self._fetchone(
+            f"""select count(*) as done, count(*) filter (where s.updated_at > now() - make_interval(secs => %(w)s)) as recent,
+                  min(s.updated_at) as first_done, max(s.updated_at) as last_done, now() as now,
+                  (select created_at from {SCHEMA}.analyses where analysis_id = %(a)s) as created_at,
+                  (select max(updated_at) from {SCHEMA}.chunk_stages where analysis_id = %(a)s) as cursor
+                from {SCHEMA}.chunk_stages s where s.analysis_id = %(a)s and s.stage = 'aggregate' and s.status = 'done'""",
+            {"a": analysis_id, "w": window_s},
+        ) or {}
+
+    async def web_file_chunks(self, analysis_id: str, source_file: str) -> list[dict]:
+        """Every chunk of one file with its retrieval, judgment (and accounting) and stage rows."""
+        return await self._fetchall(
+            f"""select c.chunk_id, c.chunk_order, c.start_line, c.end_line, c.chunk,
+                  (select jsonb_agg(jsonb_build_object('stage', s.stage, 'status', s.status, 'attempts', s.attempts,
+                      'last_error', s.last_error, 'worker', s.worker, 'trace_id', s.trace_id,
+                      'started_at', s.started_at, 'updated_at', s.updated_at) order by s.stage)
+                     from {SCHEMA}.chunk_stages s where s.analysis_id = c.analysis_id and s.chunk_id = c.chunk_id) as stages,
+                  r.query, r.hits, r.kb_version,
+                  j.judgment, j.judge_kind, j.model, j.prompt_version, j.latency_ms, j.prompt_tokens, j.completion_tokens,
+                  j.llm_calls, j.route, j.cached, j.status as judgment_status, j.error as judgment_error
+                from {SCHEMA}.chunks c
+                left join {SCHEMA}.retrievals r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id
+                left join {SCHEMA}.judgments j on j.analysis_id = c.analysis_id and j.chunk_id = c.chunk_id
+                where c.analysis_id = %s and c.source_file = %s order by c.chunk_order""",
+            (analysis_id, source_file),
+        )
+
+    async def web_file_versions(self, project_id: str, source_file: str) -> list[dict]:
+        """The analyses of a project that list this file, newest first, with the file's content hash."""
+        return await self._fetchall(
+            f"""select a.analysis_id, a.created_at, a.status, f.sha256, f.included from {SCHEMA}.analyses a
+                join {SCHEMA}.files f on f.analysis_id = a.analysis_id and f.source_file = %s
+                where a.project_id = %s order by a.created_at desc limit 20""",
+            (source_file, project_id),
+        )
+
+    async def web_latest_analysis(self, project_id: str) -> dict | None:
+        return await self._fetchone(
+            f"select analysis_id, created_at from {SCHEMA}.analyses where project_id = %s order by created_at desc limit 1",
+            (project_id,),
+        )
+
+    async def cached_embedding(self, model: str, sha: str) -> list[float] | None:
+        async with self.pool.connection() as conn:
+            text = await kb_store.get_cached_embedding(conn, model, sha)
+        return None if text is None else [float(x) for x in text.strip("[]").split(",")]
+
+    async def find_records(self, text: str) -> list[dict]:
+        async with self.pool.connection() as conn:
+            rows = await kb_store.find_records(conn, text)
+            await conn.rollback()
+        return rows
+
+    async def rank_record(self, query: RetrieverQuery, **kwargs):
+        async with self.pool.connection() as conn:
+            facts = await kb_store.rank_record(conn, query, **kwargs)
+            await conn.rollback()
+        return facts

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Mapping
 
 from opentelemetry import propagate, trace
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -12,17 +15,46 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 log = logging.getLogger(__name__)
 
 
-def setup_tracing(service_name: str, otlp_endpoint: str = "") -> TracerProvider:
-    provider = TracerProvider(resource=Resource.create({"service.name": f"godot-rag-{service_name}"}))
-    if otlp_endpoint:
-        try:
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-        except ImportError as exc:  # the exporter is an optional extra
-            raise RuntimeError(
-                "GODOT_RAG_OTLP_ENDPOINT is set but opentelemetry-exporter-otlp-proto-grpc is not installed "
-                "(pip install 'godot-rag[otlp]')"
-            ) from exc
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_endpoint, insecure=True)))
+# The standard OpenTelemetry variables (read here and by the SDK, per the
+# OpenTelemetry specification); GODOT_RAG_OTLP_ENDPOINT is the project's alias,
+# used when neither endpoint variable is set.
+OTEL_TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+OTEL_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
+OTEL_PROTOCOLS = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+
+
+def otlp_traces_endpoint(alias: str = "", environ: Mapping[str, str] | None = None) -> str:
+    """Where spans go: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT, else the alias.
+
+    Empty = no export. ``OTEL_TRACES_EXPORTER=none`` and ``OTEL_SDK_DISABLED=true`` turn export off whatever is set.
+    """
+    env = os.environ if environ is None else environ
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true" or env.get("OTEL_TRACES_EXPORTER", "").strip() == "none":
+        return ""
+    return env.get(OTEL_TRACES_ENDPOINT) or env.get(OTEL_ENDPOINT) or alias
+
+
+def setup_tracing(service_name: str, otlp_endpoint: str = "", environ: Mapping[str, str] | None = None) -> TracerProvider:
+    """One tracer provider for the process, exporting over OTLP/gRPC when an endpoint is configured.
+
+    ``service.name`` is ``godot-rag-<service>`` unless OTEL_SERVICE_NAME says
+    otherwise (OTEL_RESOURCE_ATTRIBUTES adds attributes). The exporter reads
+    the other OTEL_EXPORTER_OTLP_* variables itself (headers, certificate,
+    compression, timeout); an ``http://`` endpoint means plain text.
+    """
+    env = os.environ if environ is None else environ
+    endpoint = otlp_traces_endpoint(otlp_endpoint, env)
+    for key in OTEL_PROTOCOLS:
+        protocol = env.get(key, "").strip()
+        if endpoint and protocol and protocol != "grpc":
+            # Only the gRPC exporter is installed; an HTTP collector would silently get nothing.
+            raise RuntimeError(f"{key}={protocol!r}: godot-rag exports spans over OTLP/gRPC only (use port 4317 and 'grpc')")
+    # An explicit attribute would beat OTEL_SERVICE_NAME inside Resource.create, so it is applied here.
+    name = env.get("OTEL_SERVICE_NAME") or f"godot-rag-{service_name}"
+    provider = TracerProvider(resource=Resource.create({"service.name": name}))
+    if endpoint:
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+        log.info("exporting spans over OTLP/gRPC to %s", endpoint)
     trace.set_tracer_provider(provider)
     return provider
 

@@ -1,6 +1,6 @@
 """The chunking stage shared by the parser (.gd) and the chunker (everything else).
 
-File task in -> cached or fresh chunking -> seed validation -> chunks committed
+File task in -> cached or fresh chunking -> contract validation -> chunks committed
 -> one retrieve task per chunk + a file-done event. Idempotent: a redelivered
 file task finds its chunks committed and only republishes (deduped by id).
 """
@@ -8,32 +8,39 @@ file task finds its chunks committed and only republishes (deduped by id).
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from opentelemetry import trace
 
 from godot_rag import convert
+from godot_rag.domain.chunking.files import chunk_file, producer_version
+from godot_rag.domain.chunking.validation import validate_chunking
 from godot_rag.domain.ids import message_id, subject_token
 from godot_rag.domain.models import PARSE_FAILED, ChunkingResult
-from godot_rag.domain.chunking.validation import validate_chunking
 from godot_rag.errors import PoisonError, RetryableError
-from godot_rag.infra.bus import chunk_subject
 from godot_rag.infra.service import ServiceContext
+from godot_rag.stages import FILE_DONE, STAGE_VERSION, FileStatus, Stage, chunk_subject
 from godot_rag.v1 import messages_pb2 as pb
 
 log = logging.getLogger(__name__)
 
-ChunkFn = Callable[[str, str, bytes, str], ChunkingResult]  # (source_file, source_kind, data, expected_sha) -> result
 
-STAGE_VERSION = "1"
+# (source_file, source_kind, data, expected_sha256) -> result; chunk_file unless a test injects a faulty one.
+ChunkFn = Callable[[str, str, bytes, str | None], ChunkingResult]
 
 
-async def chunk_output_for(ctx: ServiceContext, req: pb.AnalysisRequest, data: bytes, chunk_fn: ChunkFn, version: str) -> dict:
+def _chunk_file(source_file: str, source_kind: str, data: bytes, expected_sha256: str | None) -> ChunkingResult:
+    return chunk_file(source_file, source_kind, data, expected_sha256=expected_sha256)
+
+
+async def chunk_output_for(ctx: ServiceContext, req: pb.AnalysisRequest, data: bytes, chunk_fn: ChunkFn = _chunk_file,
+                           version: str | None = None) -> dict:
     """The chunking output as a dict, from the reuse cache (sha256, kind, version) or computed now."""
+    version = version or producer_version(req.source_kind)
     cached = await ctx.store.get_chunking_cache(req.source_sha256, req.source_kind, version)
     if cached is not None and cached.get("source_file") == req.source_file:
         return {**cached, "reused": True}
-    result = chunk_fn(req.source_file, req.source_kind, data, req.source_sha256)
+    result = chunk_fn(req.source_file, req.source_kind, data, req.source_sha256 or None)
     problems = validate_chunking(data, result, [(c.chunk_id, c.chunk_order) for c in result.chunks])
     if problems and result.status != PARSE_FAILED:
         output = convert.to_dict(convert.chunking_to_pb(result, req.project_id))
@@ -51,7 +58,7 @@ async def chunk_output_for(ctx: ServiceContext, req: pb.AnalysisRequest, data: b
     return output
 
 
-async def handle_file_task(ctx: ServiceContext, data: bytes, chunk_fn: ChunkFn, version: str) -> None:
+async def handle_file_task(ctx: ServiceContext, data: bytes, chunk_fn: ChunkFn = _chunk_file, version: str | None = None) -> None:
     task = pb.FileTask.FromString(data)
     req = task.request
     aid = task.analysis_id
@@ -59,7 +66,7 @@ async def handle_file_task(ctx: ServiceContext, data: bytes, chunk_fn: ChunkFn, 
     file_row = await ctx.store.get_file(aid, req.source_file)
     if file_row is None:
         raise PoisonError(f"file {req.source_file} of analysis {aid} is not recorded")
-    if file_row["status"] == "queued":
+    if file_row["status"] == FileStatus.QUEUED:
         blob = await ctx.store.get_blob(req.source_sha256)
         if blob is None:
             raise RetryableError(f"content {req.source_sha256} of {req.source_file} not in the store yet")
@@ -67,16 +74,16 @@ async def handle_file_task(ctx: ServiceContext, data: bytes, chunk_fn: ChunkFn, 
         await ctx.store.save_file_chunks(aid, req.source_file, output)
         log.info("%s: %s -> %d chunks (%s)", ctx.name, req.source_file, len(output.get("chunks", [])), output.get("status"))
     else:
-        cached = await ctx.store.get_chunking_cache(req.source_sha256, req.source_kind, version)
+        cached = await ctx.store.get_chunking_cache(req.source_sha256, req.source_kind, version or producer_version(req.source_kind))
         output = cached or {"chunks": [], "status": file_row["parse_status"]}
     for c in output.get("chunks", []):
         chunk_id = c["chunk_id"]
         chunk_trace = pb.ChunkTrace(project_id=req.project_id, source_file=req.source_file, source_sha256=req.source_sha256,
                               chunk_id=chunk_id, chunk_order=c["chunk_order"], chunk_kind=c["chunk_kind"])
         key = subject_token(chunk_id)
-        await ctx.bus.publish(chunk_subject("retrieve", aid, key), pb.ChunkTask(analysis_id=aid, trace=chunk_trace).SerializeToString(),
-                              message_id(aid, chunk_id, "retrieve", STAGE_VERSION))
+        await ctx.bus.publish(chunk_subject(Stage.RETRIEVE, aid, key), pb.ChunkTask(analysis_id=aid, trace=chunk_trace).SerializeToString(),
+                              message_id(aid, chunk_id, Stage.RETRIEVE, STAGE_VERSION))
     done = pb.FileDone(analysis_id=aid, source_file=req.source_file, status=output.get("status", ""),
                        chunk_count=len(output.get("chunks", [])))
-    await ctx.bus.publish(chunk_subject("filedone", aid, subject_token(req.source_file)), done.SerializeToString(),
-                          message_id(aid, req.source_file, "filedone", STAGE_VERSION))
+    await ctx.bus.publish(chunk_subject(FILE_DONE, aid, subject_token(req.source_file)), done.SerializeToString(),
+                          message_id(aid, req.source_file, FILE_DONE, STAGE_VERSION))

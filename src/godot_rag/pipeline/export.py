@@ -38,6 +38,8 @@ def result_to_json(result) -> dict:
             "signal": j.signal,
             "needs_migration": j.needs_migration,
             "confidence": j.confidence,
+            # What the judgment rests on ("godot3:syntax", "godot3:file_format", ...); empty from a model.
+            "evidence_kinds": list(j.evidence_kinds),
             "judge": {"kind": j.judge_kind, "model": j.model, "prompt_version": j.prompt_version, "status": j.status,
                       "route": j.route, "cached": j.cached, "latency_ms": j.latency_ms, "prompt_tokens": j.prompt_tokens,
                       "completion_tokens": j.completion_tokens, "llm_calls": j.llm_calls},

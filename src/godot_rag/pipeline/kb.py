@@ -22,9 +22,9 @@ import json
 import logging
 import struct
 import time
+from collections.abc import Callable, Iterator
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Iterator
 
 import psycopg
 
@@ -180,7 +180,7 @@ def ensure_embeddings(dsn: str, embedder: Embedder, texts: dict[str, str], progr
 
 
 def build_kb(dsn: str, *, embedder: Embedder | None = None, force: bool = False,
-             progress: Progress | None = None) -> dict[str, int] | None:
+             progress: Progress | None = None) -> dict[str, float] | None:
     """Load the KB idempotently; returns record counts (and timings), or None when it was already current."""
     if not force and kb_is_current(dsn, embedder):
         return None

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+
 from godot_rag import convert
 from godot_rag.domain.aggregation.verdict import ChunkOutcome, compute_verdict
-from godot_rag.errors import NotFoundError
+from godot_rag.errors import NotFoundError, NotReadyError
 from godot_rag.infra.store import Store
+from godot_rag.stages import CHUNK_STAGES, AnalysisStatus, ChunkStatus, Stage, Status
 from godot_rag.v1 import messages_pb2 as pb
 from godot_rag.v1 import services_pb2 as spb
 
-STAGES = ("retrieve", "judge", "aggregate")
-
+log = logging.getLogger(__name__)
 
 def chunk_status(stages: dict | None, analysis_running: bool) -> tuple[str, str, str]:
     """(status, stage, last_error) of a chunk from its per-stage rows.
@@ -20,23 +24,75 @@ def chunk_status(stages: dict | None, analysis_running: bool) -> tuple[str, str,
     """
     stages = stages or {}
     last_error = ""
-    for stage in STAGES:
+    for stage in CHUNK_STAGES:
         row = stages.get(stage)
         if row and row.get("last_error"):
             last_error = row["last_error"]
-        if row and row.get("status") == "failed":
-            return "failed", stage, last_error
-    if (stages.get("aggregate") or {}).get("status") == "done":
-        return "done", "aggregate", last_error
-    for stage in reversed(STAGES):
+        if row and row.get("status") == Status.FAILED:
+            return ChunkStatus.FAILED, stage, last_error
+    if (stages.get(Stage.AGGREGATE) or {}).get("status") == Status.DONE:
+        return ChunkStatus.DONE, Stage.AGGREGATE, last_error
+    for stage in reversed(CHUNK_STAGES):
         row = stages.get(stage)
-        if row and row.get("status") == "in_progress":
-            return ("in_progress" if analysis_running else "interrupted"), stage, last_error
-    for stage in STAGES:
+        if row and row.get("status") == Status.IN_PROGRESS:
+            return (ChunkStatus.IN_PROGRESS if analysis_running else ChunkStatus.INTERRUPTED), stage, last_error
+    for stage in CHUNK_STAGES:
         row = stages.get(stage)
-        if row and row.get("status") != "done":
-            return "waiting", stage, last_error
-    return "waiting", "retrieve", last_error
+        if row and row.get("status") != Status.DONE:
+            return ChunkStatus.WAITING, stage, last_error
+    return ChunkStatus.WAITING, Stage.RETRIEVE, last_error
+
+
+def is_running(analysis: dict) -> bool:
+    return analysis["status"] == AnalysisStatus.RUNNING
+
+
+async def watch_progress(store: Store, analysis_id: str, stop: asyncio.Event, every_s: float = 0.25) -> AsyncIterator[spb.Progress]:
+    """Progress of an analysis each time it changes, until it is finished or the service stops."""
+    if await store.get_analysis(analysis_id) is None:
+        raise NotFoundError(f"no analysis {analysis_id}")
+    last = None
+    while True:
+        analysis = await store.get_analysis(analysis_id)
+        if analysis is None:
+            raise NotFoundError(f"no analysis {analysis_id}")
+        p = await store.progress(analysis_id)
+        progress = spb.Progress(
+            analysis_id=analysis_id, status=analysis["status"], files_total=p["files_total"],
+            files_chunked=p["files_chunked"], chunks_total=p["chunks_total"], chunks_done=p["chunks_done"],
+            chunks_failed=p["chunks_failed"],
+        )
+        finished = not is_running(analysis)
+        if finished:
+            v = verdict_pb(await store.get_verdict(analysis_id))
+            if v is not None:
+                progress.verdict.CopyFrom(v)
+        if progress != last:
+            yield progress
+            last = progress
+        if finished or stop.is_set():
+            return
+        await asyncio.sleep(every_s)
+
+
+async def verdict_of(store: Store, analysis_id: str) -> pb.Verdict:
+    if await store.get_analysis(analysis_id) is None:
+        raise NotFoundError(f"no analysis {analysis_id}")
+    verdict = verdict_pb(await store.get_verdict(analysis_id))
+    if verdict is None:
+        raise NotReadyError(f"analysis {analysis_id} is still running")
+    return verdict
+
+
+async def list_chunks(store: Store, analysis_id: str, source_file: str = "") -> spb.ListChunksResponse:
+    analysis = await store.get_analysis(analysis_id)
+    if analysis is None:
+        raise NotFoundError(f"no analysis {analysis_id}")
+    results = await chunk_results(store, analysis_id, source_file, is_running(analysis))
+    return spb.ListChunksResponse(chunks=[
+        spb.ChunkStatus(trace=r.trace, span=r.span, status=r.status, judgment=r.judgment, last_error=r.last_error)
+        for r in results
+    ])
 
 
 def outcome_rows_to_verdict(rows: list[dict]) -> dict:
@@ -45,11 +101,19 @@ def outcome_rows_to_verdict(rows: list[dict]) -> dict:
     outcomes = [
         ChunkOutcome(r["source_file"], r["source_kind"], r["chunk_kind"],
                      "done" if r["agg_status"] == "done" and r["signal"] else "failed",
-                     r["signal"] or "", float(r["confidence"] or 0))
+                     r["signal"] or "", float(r["confidence"] or 0), tuple(r.get("evidence_kinds") or ()))
         for r in rows
     ]
     v = compute_verdict(outcomes)
     return {"label": v.label, "confidence": v.confidence, "counts": v.counts, "basis": list(v.basis)}
+
+
+async def finalize_analysis(store: Store, analysis_id: str) -> dict | None:
+    """Store the verdict when every file is chunked and every chunk settled; the verdict, or None while work remains."""
+    verdict = await store.finalize_if_complete(analysis_id, outcome_rows_to_verdict)
+    if verdict is not None:
+        log.info("analysis %s complete: %s (%.2f)", analysis_id, verdict["label"], verdict["confidence"])
+    return verdict
 
 
 def verdict_pb(row: dict | None) -> pb.Verdict | None:
@@ -83,7 +147,7 @@ async def analysis_result(store: Store, analysis_id: str) -> spb.AnalysisResult:
     analysis = await store.get_analysis(analysis_id)
     if analysis is None:
         raise NotFoundError(f"no analysis {analysis_id}")
-    running = analysis["status"] != "done"
+    running = is_running(analysis)
     result = spb.AnalysisResult(analysis_id=analysis_id, project_id=analysis["project_id"], prompt=analysis["prompt"],
                                 status=analysis["status"])
     v = verdict_pb(await store.get_verdict(analysis_id))

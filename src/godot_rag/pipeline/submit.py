@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import posixpath
 from dataclasses import dataclass, replace
@@ -10,10 +11,10 @@ from pathlib import Path
 from opentelemetry import trace
 
 from godot_rag.domain.aggregation.verdict import AGGREGATOR_VERSION
-from godot_rag.domain.ingest.archive import ArchiveLimits, archive_stem, detect_format, looks_like_archive_name
 from godot_rag.domain.chunking.direct import CHUNKER_VERSION
 from godot_rag.domain.chunking.gdscript import PARSER_VERSION
 from godot_rag.domain.ids import analysis_id_for, message_id, sha256_hex, subject_token
+from godot_rag.domain.ingest.archive import ArchiveLimits, archive_stem, detect_format, looks_like_archive_name
 from godot_rag.domain.ingest.policy import (
     AST_KINDS,
     REASON_NESTED_PROJECT,
@@ -26,15 +27,17 @@ from godot_rag.domain.ingest.policy import (
     projects_from_expanded_text,
     scan_projects,
 )
+from godot_rag.domain.judging.project_index import PROJECT_INDEX_VERSION, build_scopes
+from godot_rag.domain.judging.rules import RULES_JUDGE_VERSION
 from godot_rag.domain.retrieval.knowledge import KB_DATA_VERSION
 from godot_rag.domain.retrieval.query import RETRIEVAL_VERSION
-from godot_rag.domain.judging.rules import RULES_JUDGE_VERSION
-from godot_rag.infra.bus import Bus, file_subject
+from godot_rag.infra.bus import Bus
 from godot_rag.infra.fetch import clone_git, extract_archive, parse_git_source, working_folder
 from godot_rag.infra.store import Store
-from godot_rag.pipeline.results import outcome_rows_to_verdict
+from godot_rag.pipeline.results import finalize_analysis
 from godot_rag.prompts import JUDGE_PROMPT_VERSION
 from godot_rag.settings import Settings
+from godot_rag.stages import FILE_TASK, STAGE_VERSION, AnalysisStatus, FileRoute, file_subject
 from godot_rag.v1 import messages_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -53,7 +56,6 @@ def pipeline_version_for(settings: Settings | None) -> str:
 
 
 PIPELINE_VERSION = pipeline_version_for(None)
-FILE_STAGE_VERSION = "1"
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,27 @@ def collect(*, path: str = "", expanded_text: str = "", snippet: str = "", snipp
     raise IngestError("nothing to analyse: give a path, a git URL, an archive, expanded text or a snippet")
 
 
+def project_symbols(files: list[SourceFile]) -> tuple[str, dict[str, str]]:
+    """The project index (JSON) and each script's scope (source_file -> JSON) from the included files' contents."""
+    texts: list[tuple[str, str]] = []
+    for f in files:
+        if not f.included or not f.data or f.source_kind not in _SYMBOL_KINDS:
+            continue
+        try:
+            texts.append((f.source_file, f.data.decode("utf-8")))
+        except UnicodeDecodeError:
+            continue  # the parser reports such a file; it simply adds no symbols
+    if not any(p.endswith(".gd") for p, _ in texts):
+        return "", {}
+    index, scopes = build_scopes(texts)
+    return index.to_json(), {p: scope.to_json() for p, scope in scopes.items()}
+
+
+# Files whose contents say what the project's names are: scripts, scenes (node types,
+# attached scripts) and project.godot (autoloads).
+_SYMBOL_KINDS = frozenset({"gdscript", "scene", "project_config"})
+
+
 async def submit(store: Store, bus: Bus, collected: Collected, prompt: str,
                  pipeline_version: str = PIPELINE_VERSION) -> tuple[str, bool]:
     """Record the analysis and publish its file tasks. Returns (analysis_id, created)."""
@@ -174,14 +197,17 @@ async def submit(store: Store, bus: Bus, collected: Collected, prompt: str,
         (f.source_file, f.source_kind, f.sha256 if f.included else f"excluded:{f.excluded_reason}") for f in collected.files
     ]
     aid = analysis_id_for(collected.project_id, prompt, manifest, pipeline_version)
+    # Pure CPU over every script and scene (about a second for a large project): off the event loop.
+    symbols, scopes = await asyncio.to_thread(project_symbols, collected.files)
     created = await store.create_analysis(
         analysis_id=aid, project_id=collected.project_id, prompt=prompt, source_origin=collected.source_origin,
         input_ref=collected.input_ref, pipeline_version=pipeline_version,
         files=[{"source_file": f.source_file, "source_kind": f.source_kind, "included": f.included,
                 "excluded_reason": f.excluded_reason, "sha256": f.sha256, "size": f.size, "data": f.data} for f in collected.files],
+        project_symbols=symbols, symbols_version=PROJECT_INDEX_VERSION, symbol_scopes=scopes,
     )
     analysis = await store.get_analysis(aid)
-    if analysis is not None and analysis["status"] == "done":
+    if analysis is not None and analysis["status"] != AnalysisStatus.RUNNING:
         return aid, created
 
     # New, or resubmitted while unfinished: (re)publish. Msg ids dedupe within
@@ -194,15 +220,15 @@ async def submit(store: Store, bus: Bus, collected: Collected, prompt: str,
         for f in collected.files:
             if not f.included:
                 continue
-            route = "ast" if f.source_kind in AST_KINDS else "direct"
+            route = FileRoute.AST if f.source_kind in AST_KINDS else FileRoute.DIRECT
             req = pb.AnalysisRequest(analysis_id=aid, prompt=prompt, project_id=collected.project_id, source_file=f.source_file,
                                      source_kind=f.source_kind, source_sha256=f.sha256, source_origin=collected.source_origin)
             await bus.publish(file_subject(route, aid, subject_token(f.source_file)),
                               pb.FileTask(analysis_id=aid, request=req).SerializeToString(),
-                              message_id(aid, f.source_file, "file", FILE_STAGE_VERSION))
+                              message_id(aid, f.source_file, FILE_TASK, STAGE_VERSION))
     if not any(f.included for f in collected.files):
         # Nothing to chunk: the verdict is computed right away from zero chunks.
-        await store.finalize_if_complete(aid, outcome_rows_to_verdict)
+        await finalize_analysis(store, aid)
     return aid, created
 
 
@@ -225,3 +251,33 @@ async def submit_all(store: Store, bus: Bus, submission: Submission, prompt: str
         included = sum(1 for f in project.files if f.included)
         out.append(SubmittedProject(aid, project.project_id, project.root, created, included, len(project.files) - included))
     return out
+
+
+@dataclass(frozen=True)
+class SubmitInput:
+    """One submission as a caller gives it: exactly one input form set."""
+
+    prompt: str
+    path: str = ""
+    expanded_text: str = ""
+    snippet: str = ""
+    snippet_kind: str = ""
+    git_url: str = ""
+    git_ref: str = ""
+    archive: bytes = b""
+    archive_name: str = ""
+    project_id: str = ""
+
+
+async def collect_and_submit(store: Store, bus: Bus, settings: Settings, given: SubmitInput) -> tuple[Submission, list[SubmittedProject]]:
+    """Read the input (off the event loop: cloning, extracting and reading block), then submit each project."""
+    if not given.prompt.strip():
+        raise IngestError("a prompt is required")
+    if not any((given.path, given.expanded_text, given.snippet, given.git_url, given.archive)):
+        raise IngestError("nothing to analyse: set path, git_url, archive, expanded_text or snippet")
+    submission = await asyncio.to_thread(
+        collect, path=given.path, expanded_text=given.expanded_text, snippet=given.snippet, snippet_kind=given.snippet_kind,
+        git_url=given.git_url, git_ref=given.git_ref, archive=given.archive, archive_name=given.archive_name,
+        project_id=given.project_id, settings=settings,
+    )
+    return submission, await submit_all(store, bus, submission, given.prompt, pipeline_version_for(settings))

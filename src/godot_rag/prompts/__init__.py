@@ -21,10 +21,10 @@ import copy
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Sequence
 
 JUDGE_PROMPT_VERSION = "judge.v1"
 

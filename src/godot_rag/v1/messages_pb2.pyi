@@ -186,7 +186,7 @@ class MigrationNote(_message.Message):
     def __init__(self, line: _Optional[int] = ..., old: _Optional[str] = ..., new: _Optional[str] = ..., basis_record_id: _Optional[str] = ...) -> None: ...
 
 class Judgment(_message.Message):
-    __slots__ = ("signal", "needs_migration", "confidence", "evidence", "migration_notes", "explanation", "judge_kind", "model", "prompt_version", "answer", "raw_output", "status", "error", "prompt_tokens", "completion_tokens", "latency_ms", "llm_calls", "route", "cached")
+    __slots__ = ("signal", "needs_migration", "confidence", "evidence", "migration_notes", "explanation", "judge_kind", "model", "prompt_version", "answer", "raw_output", "status", "error", "prompt_tokens", "completion_tokens", "latency_ms", "llm_calls", "route", "cached", "evidence_kinds")
     SIGNAL_FIELD_NUMBER: _ClassVar[int]
     NEEDS_MIGRATION_FIELD_NUMBER: _ClassVar[int]
     CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
@@ -206,6 +206,7 @@ class Judgment(_message.Message):
     LLM_CALLS_FIELD_NUMBER: _ClassVar[int]
     ROUTE_FIELD_NUMBER: _ClassVar[int]
     CACHED_FIELD_NUMBER: _ClassVar[int]
+    EVIDENCE_KINDS_FIELD_NUMBER: _ClassVar[int]
     signal: str
     needs_migration: bool
     confidence: float
@@ -225,10 +226,11 @@ class Judgment(_message.Message):
     llm_calls: int
     route: str
     cached: bool
-    def __init__(self, signal: _Optional[str] = ..., needs_migration: _Optional[bool] = ..., confidence: _Optional[float] = ..., evidence: _Optional[_Iterable[_Union[EvidenceUse, _Mapping]]] = ..., migration_notes: _Optional[_Iterable[_Union[MigrationNote, _Mapping]]] = ..., explanation: _Optional[str] = ..., judge_kind: _Optional[str] = ..., model: _Optional[str] = ..., prompt_version: _Optional[str] = ..., answer: _Optional[str] = ..., raw_output: _Optional[str] = ..., status: _Optional[str] = ..., error: _Optional[str] = ..., prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., latency_ms: _Optional[float] = ..., llm_calls: _Optional[int] = ..., route: _Optional[str] = ..., cached: _Optional[bool] = ...) -> None: ...
+    evidence_kinds: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, signal: _Optional[str] = ..., needs_migration: _Optional[bool] = ..., confidence: _Optional[float] = ..., evidence: _Optional[_Iterable[_Union[EvidenceUse, _Mapping]]] = ..., migration_notes: _Optional[_Iterable[_Union[MigrationNote, _Mapping]]] = ..., explanation: _Optional[str] = ..., judge_kind: _Optional[str] = ..., model: _Optional[str] = ..., prompt_version: _Optional[str] = ..., answer: _Optional[str] = ..., raw_output: _Optional[str] = ..., status: _Optional[str] = ..., error: _Optional[str] = ..., prompt_tokens: _Optional[int] = ..., completion_tokens: _Optional[int] = ..., latency_ms: _Optional[float] = ..., llm_calls: _Optional[int] = ..., route: _Optional[str] = ..., cached: _Optional[bool] = ..., evidence_kinds: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class JudgmentRequest(_message.Message):
-    __slots__ = ("prompt", "project_id", "source_file", "chunk_id", "chunk_order", "chunk_kind", "chunk_text", "surrounding_context", "retrieved_evidence", "judgment_contract", "chunk", "source_kind", "declared_names", "intent")
+    __slots__ = ("prompt", "project_id", "source_file", "chunk_id", "chunk_order", "chunk_kind", "chunk_text", "surrounding_context", "retrieved_evidence", "judgment_contract", "chunk", "source_kind", "declared_names", "intent", "project_symbols")
     PROMPT_FIELD_NUMBER: _ClassVar[int]
     PROJECT_ID_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FILE_FIELD_NUMBER: _ClassVar[int]
@@ -243,6 +245,7 @@ class JudgmentRequest(_message.Message):
     SOURCE_KIND_FIELD_NUMBER: _ClassVar[int]
     DECLARED_NAMES_FIELD_NUMBER: _ClassVar[int]
     INTENT_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_SYMBOLS_FIELD_NUMBER: _ClassVar[int]
     prompt: str
     project_id: str
     source_file: str
@@ -257,7 +260,8 @@ class JudgmentRequest(_message.Message):
     source_kind: str
     declared_names: _containers.RepeatedScalarFieldContainer[str]
     intent: str
-    def __init__(self, prompt: _Optional[str] = ..., project_id: _Optional[str] = ..., source_file: _Optional[str] = ..., chunk_id: _Optional[str] = ..., chunk_order: _Optional[int] = ..., chunk_kind: _Optional[str] = ..., chunk_text: _Optional[str] = ..., surrounding_context: _Optional[str] = ..., retrieved_evidence: _Optional[_Iterable[_Union[RetrievalHit, _Mapping]]] = ..., judgment_contract: _Optional[str] = ..., chunk: _Optional[_Union[Chunk, _Mapping]] = ..., source_kind: _Optional[str] = ..., declared_names: _Optional[_Iterable[str]] = ..., intent: _Optional[str] = ...) -> None: ...
+    project_symbols: str
+    def __init__(self, prompt: _Optional[str] = ..., project_id: _Optional[str] = ..., source_file: _Optional[str] = ..., chunk_id: _Optional[str] = ..., chunk_order: _Optional[int] = ..., chunk_kind: _Optional[str] = ..., chunk_text: _Optional[str] = ..., surrounding_context: _Optional[str] = ..., retrieved_evidence: _Optional[_Iterable[_Union[RetrievalHit, _Mapping]]] = ..., judgment_contract: _Optional[str] = ..., chunk: _Optional[_Union[Chunk, _Mapping]] = ..., source_kind: _Optional[str] = ..., declared_names: _Optional[_Iterable[str]] = ..., intent: _Optional[str] = ..., project_symbols: _Optional[str] = ...) -> None: ...
 
 class Verdict(_message.Message):
     __slots__ = ("label", "confidence", "counts", "basis")

@@ -1,17 +1,31 @@
 """Project verdict from per-chunk judgments.
 
-The verdict comes from the accumulated chunk judgments, never from file names.
-Chunks weigh by what they are: project.godot's config_version is the strongest
-single fact, a script chunk counts once, scene and import metadata count less.
+The verdict comes from the accumulated chunk judgments, never from file names,
+in two steps (docs/judge.md, "Verdict rules"):
+
+1. The project's own version. project.godot's ``config_version`` (and
+   ``config/features``) is the project's own statement and decides it. Without
+   one, the weighted content evidence does (syntax, types, API), and the file
+   format only when nothing else speaks.
+2. Files written for the other version: files the project's own version cannot
+   load or run. A script whose other-version grammar or base class outweighs the
+   project version's evidence in that file; a scene or resource holding a type
+   the project's version does not have; for a Godot 3 project, a scene or
+   resource saved in Godot 4's format. Any such file makes the project
+   ``mixed``. Everything else of the other version is a leftover: listed in the
+   basis (Godot 3 file format, import caches, API names), never a flip.
+
+Every chunk is accounted for: counted once under its signal or as failed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from godot_rag.domain.models import (
     SIGNAL_GODOT3,
     SIGNAL_GODOT4,
+    SIGNAL_NEUTRAL,
     VERDICT_GODOT3,
     VERDICT_GODOT4,
     VERDICT_MIXED,
@@ -19,17 +33,33 @@ from godot_rag.domain.models import (
     Verdict,
 )
 
-AGGREGATOR_VERSION = "verdict/1"
+AGGREGATOR_VERSION = "verdict/2"
 
 KIND_WEIGHT = {"gdscript": 1.0, "project_config": 1.0, "scene": 0.5, "resource": 0.5, "import_meta": 0.25, "uid": 0.25}
 CHUNK_KIND_WEIGHT = {"config_version": 5.0, "features": 3.0}
-# Share of the weighted signal one side needs for a clean label.
-CLEAN_SHARE = 0.85
-# A file counts as written for the minority version when its minority weight
-# reaches this (about two confident facts) and dominates the file: one whole
-# Godot 3 script in a Godot 4 project makes the project mixed, a stray fact
-# in an otherwise clean project does not.
-MINORITY_FILE_WEIGHT = 1.5
+
+# Evidence kinds, as the rules judge writes them ("godot3:syntax"). A judgment
+# that names none (a model's) is "unknown".
+CONFIG, SYNTAX, REMOVED_TYPE, API, FILE_FORMAT, UNKNOWN = "config", "syntax", "removed_type", "api", "file_format", "unknown"
+# Weighted syntax evidence (chunk weight x confidence) that shows a script in
+# the other version's grammar: one confident syntax chunk. A chunk whose facts
+# contradict each other stays below it (the judge caps it at 0.25).
+SYNTAX_FILE_WEIGHT = 0.8
+# A removed type counts from a judgment at least this sure of it.
+REMOVED_TYPE_CONFIDENCE = 0.5
+# Judgments without evidence kinds (a model's): a file is written for the other
+# version when its weight for it reaches about two confident chunks and is at
+# least the project version's weight in that file.
+UNKNOWN_FILE_WEIGHT = 1.5
+# How much agreeing content project.godot's version line is worth when other
+# content disagrees with it (about two confident script chunks).
+CONFIG_PSEUDO_WEIGHT = 2.0
+# Files named per basis line.
+LIST_FILES = 6
+
+_SIDES = (SIGNAL_GODOT3, SIGNAL_GODOT4)
+_NAME = {SIGNAL_GODOT3: "Godot 3", SIGNAL_GODOT4: "Godot 4"}
+_LABEL = {SIGNAL_GODOT3: VERDICT_GODOT3, SIGNAL_GODOT4: VERDICT_GODOT4}
 
 
 @dataclass(frozen=True)
@@ -40,56 +70,248 @@ class ChunkOutcome:
     status: str  # done | failed
     signal: str  # godot3 | godot4 | neutral | "" when failed
     confidence: float
+    evidence_kinds: tuple[str, ...] = ()  # "godot3:syntax", ... (judging.rules.EVIDENCE_KINDS); () = unknown
+    chunk_id: str = ""
+
+
+@dataclass
+class _Side:
+    weight: float = 0.0  # every chunk judged for this side
+    content: float = 0.0  # chunks resting on more than the file format (and not on project.godot's version lines)
+    file_format: float = 0.0  # chunks resting on the file format alone
+    config: float = 0.0
+    syntax: float = 0.0
+    unknown: float = 0.0
+    removed_type: bool = False
+
+
+@dataclass
+class _File:
+    source_file: str
+    source_kind: str
+    sides: dict[str, _Side] = field(default_factory=lambda: {s: _Side() for s in _SIDES})
+
+
+def _kinds_of(o: ChunkOutcome) -> set[str]:
+    """The kinds behind the chunk's own signal."""
+    kinds = {k.split(":", 1)[1] for k in o.evidence_kinds if k.startswith(o.signal + ":")}
+    if not kinds:
+        # A model's judgment says nothing about kinds; project.godot's version
+        # lines are still recognisable by their chunk kind.
+        return {CONFIG} if o.chunk_kind in CHUNK_KIND_WEIGHT else {UNKNOWN}
+    return kinds
+
+
+def chunk_weight(o: ChunkOutcome) -> float:
+    """What one judged chunk adds to its side's signal weight."""
+    return CHUNK_KIND_WEIGHT.get(o.chunk_kind, KIND_WEIGHT.get(o.source_kind, 0.5)) * o.confidence
+
+
+def file_signal_weights(outcomes: list[ChunkOutcome]) -> dict[str, tuple[float, float]]:
+    """(Godot 3 weight, Godot 4 weight) per file, the sums compute_verdict weighs."""
+    out: dict[str, tuple[float, float]] = {}
+    for o in outcomes:
+        if o.status != "done" or o.signal not in (SIGNAL_GODOT3, SIGNAL_GODOT4):
+            continue
+        w3, w4 = out.get(o.source_file, (0.0, 0.0))
+        w = chunk_weight(o)
+        out[o.source_file] = (w3 + w, w4) if o.signal == SIGNAL_GODOT3 else (w3, w4 + w)
+    return out
 
 
 def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
     counts = {"godot3": 0, "godot4": 0, "neutral": 0, "failed": 0, "total": len(outcomes)}
-    s3 = s4 = 0.0
-    files3: dict[str, float] = {}
-    files4: dict[str, float] = {}
+    seen_ids: set[tuple[str, str]] = set()
+    files: dict[str, _File] = {}
     for o in outcomes:
-        if o.status != "done":
+        if o.chunk_id:
+            key = (o.source_file, o.chunk_id)
+            if key in seen_ids:
+                raise ValueError(f"chunk {o.chunk_id} of {o.source_file} reached the verdict twice")
+            seen_ids.add(key)
+        if o.status != "done" or o.signal not in (*_SIDES, SIGNAL_NEUTRAL):
             counts["failed"] += 1
             continue
-        counts[o.signal] = counts.get(o.signal, 0) + 1
-        weight = CHUNK_KIND_WEIGHT.get(o.chunk_kind, KIND_WEIGHT.get(o.source_kind, 0.5)) * o.confidence
-        if o.signal == SIGNAL_GODOT3:
-            s3 += weight
-            files3[o.source_file] = files3.get(o.source_file, 0) + weight
-        elif o.signal == SIGNAL_GODOT4:
-            s4 += weight
-            files4[o.source_file] = files4.get(o.source_file, 0) + weight
-    total = s3 + s4
-    if total <= 0:
-        return Verdict(VERDICT_UNDETERMINED, 0.0, counts, ("no chunk carries a Godot-3-only or Godot-4-only signal",))
-    share3 = s3 / total
-    # More weighted evidence -> more confidence, saturating around a handful of chunks.
-    amount = total / (total + 2.0)
-    minority_files: list[str] = []
-    if share3 >= CLEAN_SHARE:
-        label, conf = VERDICT_GODOT3, share3 * amount
-        minority_files = _minority_files(files4, files3)
-    elif share3 <= 1 - CLEAN_SHARE:
-        label, conf = VERDICT_GODOT4, (1 - share3) * amount
-        minority_files = _minority_files(files3, files4)
+        counts[o.signal] += 1
+        if o.signal == SIGNAL_NEUTRAL:
+            continue
+        w = chunk_weight(o)
+        kinds = _kinds_of(o)
+        side = files.setdefault(o.source_file, _File(o.source_file, o.source_kind)).sides[o.signal]
+        side.weight += w
+        if CONFIG in kinds:
+            side.config += w
+        elif kinds == {FILE_FORMAT}:
+            side.file_format += w
+        else:
+            side.content += w
+        if SYNTAX in kinds:
+            side.syntax += w
+        if UNKNOWN in kinds:
+            side.unknown += w
+        if REMOVED_TYPE in kinds and o.confidence >= REMOVED_TYPE_CONFIDENCE:
+            side.removed_type = True
+
+    total = {s: sum(f.sides[s].weight for f in files.values()) for s in _SIDES}
+    config = {s: sum(f.sides[s].config for f in files.values()) for s in _SIDES}
+    content = {s: sum(f.sides[s].content for f in files.values()) for s in _SIDES}
+    fmt = {s: sum(f.sides[s].file_format for f in files.values()) for s in _SIDES}
+    basis = [f"Godot 3 signal weight {total[SIGNAL_GODOT3]:.2f} from {counts['godot3']} chunks; "
+             f"Godot 4 signal weight {total[SIGNAL_GODOT4]:.2f} from {counts['godot4']} chunks"]
+    failed_line = f"{counts['failed']} chunks failed and are not counted" if counts["failed"] else ""
+
+    if sum(config.values()) > 0:
+        own = max(_SIDES, key=lambda s: (config[s], s == SIGNAL_GODOT4))
+        source = f"project.godot says {_NAME[own]} (config_version / config/features)"
+    elif sum(content.values()) > 0:
+        own = max(_SIDES, key=lambda s: (content[s], fmt[s]))
+        source = f"no project.godot version line; the content says {_NAME[own]}"
+    elif sum(fmt.values()) > 0:
+        own = max(_SIDES, key=lambda s: fmt[s])
+        source = f"no project.godot version line; only the file format says {_NAME[own]}"
     else:
-        label, conf = VERDICT_MIXED, (1 - abs(share3 - 0.5) * 2) * amount
-    if minority_files:
-        minority = "Godot 4" if label == VERDICT_GODOT3 else "Godot 3"
-        label, conf = VERDICT_MIXED, max(0.5, conf * 0.8)
-    basis = [
-        f"Godot 3 signal weight {s3:.2f} from {counts['godot3']} chunks; Godot 4 signal weight {s4:.2f} from {counts['godot4']} chunks",
-    ]
-    for name, files in (("Godot 3", files3), ("Godot 4", files4)):
-        top = sorted(files.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+        basis = ["no chunk carries a Godot-3-only or Godot-4-only signal"]
+        if failed_line:
+            basis.append(failed_line)
+        return Verdict(VERDICT_UNDETERMINED, 0.0, counts, tuple(basis))
+    other = SIGNAL_GODOT4 if own == SIGNAL_GODOT3 else SIGNAL_GODOT3
+    basis.insert(0, source)
+
+    blocking: list[tuple[str, str]] = []  # (file, why)
+    for f in sorted(files.values(), key=lambda f: f.source_file):
+        why = _written_for(f, other, own)
+        if why:
+            blocking.append((f.source_file, why))
+    leftovers = _leftovers(files, other, {name for name, _ in blocking})
+
+    if blocking:
+        label = VERDICT_MIXED
+        confidence = _mixed_confidence(files, blocking, other)
+        basis.append(f"mixed: written for {_NAME[other]}, which {_NAME[own]} cannot load or run: "
+                     + _list(f"{name} ({why})" for name, why in blocking))
+    else:
+        label = _LABEL[own]
+        confidence = _own_confidence(config[own] > 0, content[own], content[other], fmt[own] + fmt[other])
+    basis.extend(leftovers)
+    for s in _SIDES:
+        top = sorted(((f.source_file, f.sides[s].weight) for f in files.values() if f.sides[s].weight > 0),
+                     key=lambda kv: (-kv[1], kv[0]))[:5]
         if top:
-            basis.append(f"strongest {name} files: " + ", ".join(f"{f} ({w:.2f})" for f, w in top))
-    if minority_files:
-        basis.append(f"mixed: written for {minority}: " + ", ".join(minority_files))
-    if counts["failed"]:
-        basis.append(f"{counts['failed']} chunks failed and are not counted")
-    return Verdict(label, round(conf, 3), counts, tuple(basis))
+            basis.append(f"strongest {_NAME[s]} files: " + ", ".join(f"{name} ({w:.2f})" for name, w in top))
+    if failed_line:
+        basis.append(failed_line)
+    return Verdict(label, round(confidence, 3), counts, tuple(basis))
 
 
-def _minority_files(minority: dict[str, float], majority: dict[str, float]) -> list[str]:
-    return sorted(f for f, w in minority.items() if w >= MINORITY_FILE_WEIGHT and w >= 2 * majority.get(f, 0.0))
+def _written_for(f: _File, side: str, own: str) -> str:
+    """Why the project's own version cannot load or run this file ("" when it can)."""
+    s, mine = f.sides[side], f.sides[own]
+    name = _NAME[side]
+    if f.source_kind == "gdscript":
+        if (s.syntax >= SYNTAX_FILE_WEIGHT or s.removed_type) and s.weight >= mine.weight:
+            return f"{name} syntax" if s.syntax >= SYNTAX_FILE_WEIGHT else f"{name}-only base class"
+        if s.unknown >= UNKNOWN_FILE_WEIGHT and s.unknown >= mine.weight:
+            return f"{name} by its judgments"
+    elif f.source_kind in ("scene", "resource"):
+        # Judgments without kinds never flip a scene: most of what a scene says
+        # about its version is the file format, which the project's version loads.
+        if s.removed_type:
+            return f"type {_NAME[own]} does not have"
+        if side == SIGNAL_GODOT4 and s.file_format > 0:
+            return "Godot 4 file format"
+    # project.godot states the version; import metadata and .uid files are the
+    # editor's cache, rebuilt by whichever version opens the project.
+    return ""
+
+
+def _leftovers(files: dict[str, _File], other: str, blocking: set[str]) -> list[str]:
+    """What of the other version is left in files the project's version still loads."""
+    name = _NAME[other]
+    groups: dict[str, list[str]] = {}
+    for f in sorted(files.values(), key=lambda f: f.source_file):
+        s = f.sides[other]
+        if f.source_file in blocking or s.weight <= 0:
+            continue
+        if f.source_kind in ("scene", "resource"):
+            if s.file_format > 0:
+                groups.setdefault("format", []).append(f.source_file)
+            if s.unknown > 0:
+                groups.setdefault("judged", []).append(f.source_file)
+            elif s.content > 0:
+                groups.setdefault("properties", []).append(f.source_file)
+        elif f.source_kind == "gdscript":
+            if s.syntax > 0:
+                groups.setdefault("syntax", []).append(f.source_file)
+            elif s.content > 0:
+                groups.setdefault("api", []).append(f.source_file)
+        elif f.source_kind == "import_meta":
+            groups.setdefault("import", []).append(f.source_file)
+        elif f.source_kind == "uid":
+            groups.setdefault("uid", []).append(f.source_file)
+        else:
+            groups.setdefault("other", []).append(f.source_file)
+    lines = []
+    for key, names in groups.items():
+        n = len(names)
+        if key == "format":
+            if other == SIGNAL_GODOT3:
+                head = (f"{n} scene/resource file{'s' * (n != 1)} still in the Godot 3 file format; "
+                        f"Godot 4 loads {'them' if n != 1 else 'it'}; re-save to convert")
+            else:
+                head = f"{n} scene/resource file{'s' * (n != 1)} in the Godot 4 file format"
+        elif key == "properties":
+            head = f"{name} property or type names in {n} scene/resource file{'s' * (n != 1)} (convert them; see the migration notes)"
+        elif key == "judged":
+            head = f"{n} scene/resource file{'s' * (n != 1)} judged {name} (the judgments name no evidence kinds)"
+        elif key == "syntax":
+            head = (f"{name} syntax left in {n} script{'s' * (n != 1)} written for the project's version "
+                    f"(it does not parse until converted)")
+        elif key == "api":
+            head = f"{name} API in {n} script{'s' * (n != 1)} (convert these calls; see the migration notes)"
+        elif key == "import":
+            head = f"{n} .import file{'s' * (n != 1)} from {name}; the editor re-imports the assets"
+        elif key == "uid":
+            head = f"{n} .uid file{'s' * (n != 1)} from {name}"
+        else:
+            head = f"{name} settings or text in {n} file{'s' * (n != 1)}"
+        lines.append(f"leftover: {head}: " + _list(names))
+    order = ("syntax", "api", "properties", "judged", "format", "import", "uid", "other")
+    keys = list(groups)
+    return [line for _, line in sorted(zip(keys, lines), key=lambda kv: order.index(kv[0]))]
+
+
+def _list(items) -> str:
+    items = list(items)
+    shown = ", ".join(items[:LIST_FILES])
+    return shown + (f" and {len(items) - LIST_FILES} more" if len(items) > LIST_FILES else "")
+
+
+def _own_confidence(has_config: bool, agree: float, disagree: float, format_total: float) -> float:
+    """How sure a plain (not mixed) verdict is.
+
+    With project.godot's version line the answer rests on the project's own
+    statement, worth CONFIG_PSEUDO_WEIGHT of agreeing content; content that
+    disagrees with it (in files the project's version still loads) lowers it.
+    Without one, it is the content's agreement scaled by how much content
+    there is, never above 0.9; the file format alone gives at most 0.5.
+    """
+    if has_config:
+        return 0.55 + 0.44 * (agree + CONFIG_PSEUDO_WEIGHT) / (agree + disagree + CONFIG_PSEUDO_WEIGHT)
+    total = agree + disagree
+    if total <= 0:
+        return min(0.5, format_total / (format_total + 2.0))
+    return min(0.9, agree / total * total / (total + 1.0))
+
+
+def _mixed_confidence(files: dict[str, _File], blocking: list[tuple[str, str]], other: str) -> float:
+    """Grammar is the surest sign of a file written for another version, a removed type next, a model's word least."""
+    best = 0.0
+    for name, why in blocking:
+        s = files[name].sides[other]
+        if "syntax" in why:
+            best = max(best, 0.9 if s.syntax >= 1.5 or s.weight >= 2.0 else 0.85)
+        elif "base class" in why or "type" in why or "file format" in why:
+            best = max(best, 0.85)
+        else:
+            best = max(best, 0.6)
+    return best

@@ -21,7 +21,7 @@ from functools import lru_cache
 from operator import itemgetter
 
 # Engine singletons are objects, not types: `Input.is_action_pressed` is an API
-# call candidate but `Input` alone is not a symbol (seed 001 lists Vector2 and
+# call candidate but `Input` alone is not a symbol (the design's worked example lists Vector2 and
 # AnimatedSprite2D as the symbols of `_process`, not Input).
 SINGLETONS: frozenset[str] = frozenset(
     {
@@ -55,7 +55,7 @@ STOP_METHODS: frozenset[str] = frozenset(
 )
 
 # Engine methods and global functions whose name or call shape differs between
-# Godot 3 and Godot 4 (or that the seed documents name as search clues).  A
+# Godot 3 and Godot 4 (or that the design names as search clues).  A
 # call to one of these is kept even when its receiver is implicit (`yield(`),
 # `self`, a node path (`$Shape.set_deferred(`) or a longer chain.
 KNOWN_CALLS: frozenset[str] = frozenset(
@@ -110,7 +110,7 @@ NODE_PATH_CALLS = frozenset({"get_node", "get_node_or_null", "has_node", "find_n
 
 # Node classes of Godot 3 and Godot 4.  Scene nodes are conventionally named
 # after their type, so `$AnimatedSprite2D` names a class the judge should see
-# (seed 001) while `$Trail` or `$HUD` do not.
+# (the design's worked example) while `$Trail` or `$HUD` do not.
 KNOWN_NODE_CLASSES: frozenset[str] = frozenset(
     {
         # shared and Godot 4
@@ -214,7 +214,7 @@ R_RESOURCE_PATH = re.compile(r"(?:res|user|uid)://[^\s\"'()\[\]{},;]*")
 # api_call_candidates are ordered by category, then by first appearance:
 # static/singleton calls are the strongest version evidence, then class
 # constants and properties, then method calls on variables, then bare engine
-# calls.  This reproduces seed 001's lists for `_process` and `_on_body_entered`.
+# calls.  This reproduces the worked example's lists for `_process` and `_on_body_entered`.
 CAT_CLASS_CALL = 0
 CAT_CLASS_ACCESS = 1
 CAT_METHOD_CALL = 2

@@ -16,6 +16,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
+from godot_rag.domain.chunking.positions import byte_position as _position
 from godot_rag.domain.models import (
     PARSE_EMPTY,
     PARSE_FAILED,
@@ -24,17 +25,17 @@ from godot_rag.domain.models import (
     Chunk,
     ChunkingResult,
     SourceError,
+    SourceKind,
     Span,
 )
-from godot_rag.domain.chunking.positions import byte_position as _position
 
 CHUNKER_VERSION = "direct/1"  # bump when output for some input changes
 
 # Kinds cut by the INI/variant scanner vs. the plain line-based ones.
-_SCENE_KINDS = frozenset({"scene", "resource"})
-_INI_KINDS = frozenset({"project_config", "import_meta", "config"})
-_LINE_KINDS = frozenset({"uid", "ignore"})
-SOURCE_KINDS = _SCENE_KINDS | _INI_KINDS | _LINE_KINDS | frozenset({"text"})
+_SCENE_KINDS = frozenset({SourceKind.SCENE, SourceKind.RESOURCE})
+_INI_KINDS = frozenset({SourceKind.PROJECT_CONFIG, SourceKind.IMPORT_META, SourceKind.CONFIG})
+_LINE_KINDS = frozenset({SourceKind.UID, SourceKind.IGNORE})
+SOURCE_KINDS = _SCENE_KINDS | _INI_KINDS | _LINE_KINDS | frozenset({SourceKind.TEXT})
 
 # Scene/resource header tags and the chunk kind each becomes.
 _SCENE_TAG_KIND = {

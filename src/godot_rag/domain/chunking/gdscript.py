@@ -157,6 +157,7 @@ import tree_sitter_gdscript
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, Range
 
 from godot_rag.domain.chunking import candidates as cand
+from godot_rag.domain.chunking.positions import byte_position as _position
 from godot_rag.domain.models import (
     PARSE_EMPTY,
     PARSE_FAILED,
@@ -165,12 +166,12 @@ from godot_rag.domain.models import (
     Chunk,
     ChunkingResult,
     SourceError,
+    SourceKind,
     Span,
 )
-from godot_rag.domain.chunking.positions import byte_position as _position
 
 PARSER_VERSION = "gdscript-ast/1"
-SOURCE_KIND = "gdscript"
+SOURCE_KIND = SourceKind.GDSCRIPT
 
 KIND_TOOL = "tool"
 KIND_CLASS_NAME = "class_name"
@@ -739,8 +740,8 @@ class _Chunker:
         covered: list[_Piece] = []
         previous_end = -1
         sentinel: list[_Piece | None] = [None]
-        for piece in [*merged, *sentinel]:
-            next_start = piece.start_line if piece is not None else self.line_count
+        for maybe_piece in [*merged, *sentinel]:
+            next_start = maybe_piece.start_line if maybe_piece is not None else self.line_count
             if next_start - previous_end > 1:
                 gap_start = self.line_start(previous_end + 1)
                 gap_end = self.line_end(next_start - 1)
@@ -754,9 +755,9 @@ class _Chunker:
                             stray.end_line = line
                         else:
                             covered.append(_Piece(KIND_STATEMENT, _DECL, line, line, scope, ["text"]))
-            if piece is not None:
-                covered.append(piece)
-                previous_end = piece.end_line
+            if maybe_piece is not None:
+                covered.append(maybe_piece)
+                previous_end = maybe_piece.end_line
         self.pieces = covered
 
     def _attach(self) -> list[_Piece]:

@@ -1,4 +1,4 @@
-"""Seed 001's validation rules, run before anything of a file is published."""
+"""The design's validation rules, run before anything of a file is published."""
 
 from __future__ import annotations
 

@@ -185,7 +185,7 @@ def tar_entry(member: tarfile.TarInfo) -> ArchiveEntry:
 
 def detect_format(head: bytes) -> str:
     """'zip', 'tar', 'tar.gz', 'tar.bz2', 'tar.xz' from the first 512+ bytes, or '' when none fits."""
-    if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
         return "zip"
     if head.startswith(b"\x1f\x8b"):
         return "tar.gz"

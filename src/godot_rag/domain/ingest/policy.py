@@ -11,12 +11,14 @@ import os
 import posixpath
 import re
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import Callable
 
 from godot_rag.domain.ids import sha256_hex
+from godot_rag.domain.models import SourceKind
+from godot_rag.errors import InvalidInputError
 
 REASON_DOCS = "documentation files are excluded by default in source-analysis mode"
 REASON_BINARY = "binary file: only its path is kept; it stays a reference where text chunks name it"
@@ -45,27 +47,27 @@ OTHER_LANGUAGE_EXTENSIONS = {
 
 # source_kind by extension for included text files.
 KIND_BY_EXTENSION = {
-    ".gd": "gdscript",
-    ".tscn": "scene",
-    ".escn": "scene",
-    ".tres": "resource",
-    ".import": "import_meta",
-    ".uid": "uid",
-    ".cfg": "config",
-    ".gdshader": "shader",
-    ".shader": "shader",
-    ".gdshaderinc": "shader",
-    ".godot": "config",
+    ".gd": SourceKind.GDSCRIPT,
+    ".tscn": SourceKind.SCENE,
+    ".escn": SourceKind.SCENE,
+    ".tres": SourceKind.RESOURCE,
+    ".import": SourceKind.IMPORT_META,
+    ".uid": SourceKind.UID,
+    ".cfg": SourceKind.CONFIG,
+    ".gdshader": SourceKind.SHADER,
+    ".shader": SourceKind.SHADER,
+    ".gdshaderinc": SourceKind.SHADER,
+    ".godot": SourceKind.CONFIG,
 }
 KIND_BY_BASENAME = {
-    "project.godot": "project_config",
-    ".gitignore": "ignore",
-    ".gdignore": "ignore",
-    ".gitattributes": "ignore",
+    "project.godot": SourceKind.PROJECT_CONFIG,
+    ".gitignore": SourceKind.IGNORE,
+    ".gdignore": SourceKind.IGNORE,
+    ".gitattributes": SourceKind.IGNORE,
 }
 
 # Which stage cuts a kind: the parser takes GDScript, the chunker the rest.
-AST_KINDS = frozenset({"gdscript"})
+AST_KINDS = frozenset({SourceKind.GDSCRIPT})
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,7 @@ def decide(rel_path: str, data: bytes, *, max_bytes: int) -> SourceFile:
     return SourceFile(rel_path, kind, True, "", data=data, sha256=sha256_hex(data), size=size)
 
 
-class IngestError(ValueError):
+class IngestError(InvalidInputError):
     """The input as a whole cannot be read (missing path, empty expanded text...)."""
 
 
@@ -210,7 +212,7 @@ def _owner(path: str, roots: list[str]) -> str | None:
 def _gdignored(rel: str, gdignore_dirs: set[str]) -> bool:
     """Whether a folder above ``rel`` (inside the project, not its root) holds a .gdignore.
 
-    The .gdignore file itself stays included for direct chunking (seed 001's
+    The .gdignore file itself stays included for direct chunking (the design's
     policy table) unless a folder further up is ignored too.
     """
     name = posixpath.basename(rel.rstrip("/"))
@@ -507,7 +509,7 @@ def files_from_expanded_text(text: str, *, max_bytes: int) -> list[SourceFile]:
 def expand(files: list[SourceFile]) -> str:
     """The expanded text of every file that has text, for people to inspect.
 
-    Like the expanded project of seed 001 it shows documentation and other
+    Like the design's worked example project it shows documentation and other
     text the policy excludes as well (when the files were decided with
     ``keep_text``); binaries, caches, links and unreadable files have no text
     and are only listed by the caller. Reading the result back gives the same

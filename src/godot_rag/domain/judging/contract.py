@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from jsonschema import Draft202012Validator
 
@@ -35,17 +35,10 @@ from godot_rag.domain.models import (
     MigrationNote,
 )
 from godot_rag.domain.retrieval.query import INTENT_EXPLAIN, prompt_intents
+from godot_rag.errors import ContractViolation
 from godot_rag.prompts import contract_schema
 
 CONTRACT_VERSION = "judgment_contract.v1"
-
-
-class ContractViolation(ValueError):
-    """A reply that is not a valid judgment; ``errors`` are fed back in the repair attempt."""
-
-    def __init__(self, errors: list[str]):
-        super().__init__("; ".join(errors))
-        self.errors = errors
 
 
 @dataclass(frozen=True)
@@ -115,7 +108,7 @@ def validate(data: object, scope: ContractScope) -> list[str]:
     ]
     if not isinstance(data, dict):
         return errors or ["the reply is not a JSON object"]
-    tables = {}
+    tables: dict[str, set[str]] = {}
     for table, rid in scope.candidates:
         tables.setdefault(rid, set()).add(table)
     evidence = data.get("evidence")
@@ -160,7 +153,8 @@ def parse_reply(raw: str) -> object:
         text = m.group(1).strip()
     try:
         return json.loads(text)
-    except json.JSONDecodeError as exc:
+    except json.JSONDecodeError as first:
+        exc = first
         start = text.find("{")
         if start >= 0:
             try:

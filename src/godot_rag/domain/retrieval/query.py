@@ -1,9 +1,9 @@
-"""Retriever query building (seed 001's RetrieverQuery, build_embedding_text).
+"""Retriever query building (the design's RetrieverQuery and build_embedding_text).
 
 Only chunk content and the prompt's intent reach a query: the trace (path,
 chunk id, order, sha) has no way in, because these functions never see it.
 
-Choices where seed 001's reference code and its worked example disagree,
+Choices where the design's reference code and its worked example disagree,
 measured with ``make eval-retrieval`` (tests/retrieval_set/, 215 chunks;
 docs/retrieval.md has the tables):
 
@@ -12,7 +12,7 @@ docs/retrieval.md has the tables):
   ``Input.is_action_pressed Vector2.ZERO velocity.normalized position.clamp
   Vector2 AnimatedSprite2D _process Godot 3 Godot 4 migration`` exactly.
   The reference code's every-identifier extraction is not put into
-  query_terms/query_text; instead the lexical search (``kb_store.query_lexemes``)
+  query_terms/query_text; instead the lexical search (``fusion.query_lexemes``)
   adds the chunk's other identifiers as lexemes, after the terms. Measured,
   hybrid Recall@5 / MRR: 0.987 / 0.926 with them, 0.831 / 0.730 from the terms
   alone (renamed Godot 3 symbols: 0.996 against 0.774): a renamed call the
@@ -39,7 +39,7 @@ INTENT_EXPLAIN = "explain"
 INTENT_MIGRATION = "migration"
 INTENT_VERSION = "version_check"
 
-# Table priority per intent (seed 001's table): searched first, ranked first.
+# Table priority per intent (the design's table): searched first, ranked first.
 TABLE_PRIORITY = {
     INTENT_EXPLAIN: ("docs_chunks", "api_mapping", "label_prototypes"),
     INTENT_MIGRATION: ("api_mapping", "label_prototypes", "docs_chunks"),

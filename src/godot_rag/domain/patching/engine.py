@@ -1,0 +1,259 @@
+"""patch_files(): a project's files in, the patch (edits, diff, basis per hunk, TODOs) out.
+
+Pure: the caller reads the files and writes the results (pipeline/patch.py).
+
+After the rules have run, every patched GDScript file is parsed again with
+tree-sitter: a file whose patched text no longer parses cleanly keeps its
+original text and gets a TODO instead (a rule bug must never reach a user's
+project).  Then the rules judge runs over the patched chunks; each Godot 3
+fact it still finds is a TODO ("still Godot 3 after the patch") with the
+judge's own description, so what remains is listed rather than hidden.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+
+from tree_sitter import Parser
+
+from godot_rag.domain.chunking.direct import chunk_direct
+from godot_rag.domain.chunking.gdscript import _language, parse_gdscript
+from godot_rag.domain.judging.rules import RenameEntry, RenameIndex, chunk_facts, declared_names
+from godot_rag.domain.models import SIGNAL_GODOT3
+from godot_rag.domain.patching.gdscript import patch_gdscript
+from godot_rag.domain.patching.knowledge import PatchKnowledge, shipped_knowledge
+from godot_rag.domain.patching.model import Basis, EditConflict, FilePatch, Hunk, PatchResult, Todo, apply_edits
+from godot_rag.domain.patching.symbols import LocalProjectIndex, ProjectSymbols
+from godot_rag.domain.patching.text_files import patch_project_godot, patch_scene
+from godot_rag.domain.retrieval.knowledge import RENAME_TABLE_CHANGE_TYPE
+
+PATCH_VERSION = "patch/1"
+DIFF_CONTEXT = 3
+
+# Rules-judge facts about the scene file format that the scene-format TODO explains.
+_FORMAT_FACTS = ("format=2", "numeric ext_resource id", "ExtResource( 1 ) reference")
+
+_SOURCE_KIND = {".gd": "gdscript", ".tscn": "scene", ".tres": "resource"}
+
+
+def source_kind(path: str) -> str:
+    if path.rsplit("/", 1)[-1] == "project.godot":
+        return "project_config"
+    for ext, kind in _SOURCE_KIND.items():
+        if path.endswith(ext):
+            return kind
+    return ""
+
+
+def autoloads(project_godot: str) -> dict[str, str]:
+    """Autoload name -> script path (project-relative) from project.godot's [autoload] section."""
+    out: dict[str, str] = {}
+    section = ""
+    for line in project_godot.splitlines():
+        m = re.match(r"^\[([^\]]+)\]", line)
+        if m:
+            section = m.group(1)
+            continue
+        if section == "autoload":
+            am = re.match(r'^([A-Za-z_]\w*)\s*=\s*"\*?res://([^"]+\.gd)"', line)
+            if am:
+                out[am.group(1)] = am.group(2)
+    return out
+
+
+def default_index(files: Mapping[str, str], knowledge: PatchKnowledge) -> LocalProjectIndex:
+    v = knowledge.vocabulary
+    index = LocalProjectIndex.from_sources(files, v.classes3 | v.singletons3)
+    for path, text in files.items():
+        if source_kind(path) == "project_config":
+            prefix = path[: -len("project.godot")]
+            for name, script in autoloads(text).items():
+                if prefix + script in index.scripts:
+                    index.by_class_name.setdefault(name, prefix + script)
+    return index
+
+
+def _rename_index(knowledge: PatchKnowledge) -> RenameIndex:
+    """The rules judge's rename index over the same pairs the patch applies."""
+    index = RenameIndex(vocabulary=knowledge.vocabulary)
+    for table, pairs in knowledge.renames.items():
+        change = RENAME_TABLE_CHANGE_TYPE.get(table, "behaviour")
+        for r in pairs.values():
+            v = knowledge.vocabulary
+            entry = RenameEntry(r.record_id, r.old, r.new, change, True, r.old_in_godot4,
+                                r.new in v.classes3 or r.new in v.member_names3 or r.new in v.globals3)
+            index.by_old.setdefault(r.old, []).append(entry)
+            index.by_new.setdefault(r.new, []).append(entry)
+    return index
+
+
+def residual_godot3(path: str, text: str, knowledge: PatchKnowledge, rename_index: RenameIndex | None = None) -> list[tuple[int, str, str, str]]:
+    """Godot 3 facts the rules judge finds in ``text``: (line, what, old, new)."""
+    kind = source_kind(path)
+    rename_index = rename_index or _rename_index(knowledge)
+    data = text.encode("utf-8")
+    if kind == "gdscript":
+        result = parse_gdscript(path, data)
+        declared = declared_names(result.chunks)
+    elif kind:
+        result = chunk_direct(path, kind, data)
+        declared = frozenset()
+    else:
+        return []
+    out: list[tuple[int, str, str, str]] = []
+    for chunk in result.chunks:
+        for f in chunk_facts(chunk, kind, rename_index, declared):
+            if f.signal == SIGNAL_GODOT3:
+                out.append((f.line, f.what, f.old, f.new))
+    return sorted(set(out))
+
+
+def _line_of(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1
+
+
+def patch_file(path: str, text: str, knowledge: PatchKnowledge, index: ProjectSymbols,
+               parser: Parser | None = None) -> FilePatch:
+    kind = source_kind(path)
+    fp = FilePatch(path, text, text)
+    if kind == "gdscript":
+        edits, todos, kept, _ = patch_gdscript(path, text, knowledge, index, parser)
+        fp.kept = kept
+    elif kind == "project_config":
+        edits, todos = patch_project_godot(path, text, knowledge)
+    elif kind in ("scene", "resource"):
+        edits, todos = patch_scene(path, text, knowledge)
+    else:
+        return fp
+    fp.todos = list(todos)
+    data = text.encode("utf-8")
+    try:
+        patched = apply_edits(data, edits).decode("utf-8")
+    except EditConflict as exc:
+        fp.todos.append(Todo(path, 1, "conflict", path, f"two changes overlap ({exc}): the file is left as it is"))
+        return fp
+    if kind == "gdscript" and edits:
+        tree = (parser or Parser(_language())).parse(patched.encode("utf-8"))
+        if tree.root_node.has_error:
+            fp.todos.append(Todo(path, 1, "parse", path, "the patched text would not parse cleanly with tree-sitter: "
+                                                         "the file is left as it is"))
+            return fp
+    fp.edits = sorted(edits, key=lambda e: e.start)
+    fp.patched = patched
+    return fp
+
+
+def _hunks(fp: FilePatch) -> list[Hunk]:
+    if not fp.changed:
+        return []
+    old_lines = fp.original.splitlines(keepends=True)
+    new_lines = fp.patched.splitlines(keepends=True)
+    diff = list(difflib.unified_diff(old_lines, new_lines, f"a/{fp.path}", f"b/{fp.path}", n=DIFF_CONTEXT))
+    data = fp.original.encode("utf-8")
+    # Each edit's original line range, to tie it to the hunk that shows it.
+    spans = [(_line_of(data, e.start), _line_of(data, max(e.start, e.end - 1)), e) for e in fp.edits]
+    hunks: list[Hunk] = []
+    i = 2
+    while i < len(diff):
+        header = diff[i]
+        m = re.match(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", header)
+        j = i + 1
+        while j < len(diff) and not diff[j].startswith("@@"):
+            j += 1
+        body = diff[i:j]
+        if m is None:  # difflib writes a header before every hunk
+            raise AssertionError(f"unexpected diff line {header!r}")
+        os_, ol, ns, nl = int(m.group(1)), int(m.group(2) or 1), int(m.group(3)), int(m.group(4) or 1)
+        lo, hi = (os_, os_ + max(ol, 1) - 1) if ol else (os_ + 1, os_ + 1)
+        basis: list[Basis] = []
+        for a, b, e in spans:
+            if a <= hi and b >= lo:
+                basis.extend(e.basis)
+        text = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in body)
+        hunks.append(Hunk(fp.path, os_, ol, ns, nl, text, tuple(basis)))
+        i = j
+    return hunks
+
+
+def render_diff(files: list[FilePatch], hunks: list[Hunk]) -> str:
+    out: list[str] = []
+    by_file: dict[str, list[Hunk]] = {}
+    for h in hunks:
+        by_file.setdefault(h.path, []).append(h)
+    for fp in files:
+        if fp.path not in by_file:
+            continue
+        out.append(f"--- a/{fp.path}\n+++ b/{fp.path}\n")
+        out.extend(h.text for h in by_file[fp.path])
+    return "".join(out)
+
+
+def patch_files(files: Mapping[str, str], knowledge: PatchKnowledge | None = None,
+                index: ProjectSymbols | None = None, *, residual: bool = True) -> PatchResult:
+    """Patch a project given as {project-relative path: text}; files of other kinds pass through unchanged."""
+    knowledge = knowledge or shipped_knowledge()
+    index = index or default_index(files, knowledge)
+    parser = Parser(_language())
+    rename_index = _rename_index(knowledge) if residual else None
+    patches: list[FilePatch] = []
+    for path in sorted(files):
+        if not source_kind(path):
+            continue
+        fp = patch_file(path, files[path], knowledge, index, parser)
+        if residual:
+            own = {(t.line, t.rule) for t in fp.todos}
+            mapped = _map_lines(fp)
+            explained = {t.rule for t in fp.todos}
+            for line, what, old, new in residual_godot3(path, fp.patched, knowledge, rename_index):
+                if "scene-format" in explained and any(w in what for w in _FORMAT_FACTS):
+                    continue  # the scene-format TODO says why these stay
+                orig_line = mapped.get(line, line)
+                if (orig_line, "residual") in own:
+                    continue
+                own.add((orig_line, "residual"))
+                note = f"still Godot 3 after the patch: {what}" + (f" ({old} -> {new})" if old and new else "")
+                change = knowledge.change_for(old.split(".")[-1].rstrip("()")) if old else None
+                if change is not None:
+                    note += f". {change[1]}"
+                fp.todos.append(Todo(path, orig_line, "residual", old or what, note, change[0] if change else ""))
+        fp.todos.sort(key=lambda t: (t.line, t.rule))
+        patches.append(fp)
+    hunks = [h for fp in patches for h in _hunks(fp)]
+    return PatchResult(patches, hunks, render_diff(patches, hunks))
+
+
+def _map_lines(fp: FilePatch) -> dict[int, int]:
+    """Patched line -> original line, through the diff's equal blocks (changed lines map to their block start)."""
+    if not fp.changed:
+        return {}
+    old = fp.original.splitlines()
+    new = fp.patched.splitlines()
+    out: dict[int, int] = {}
+    sm = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
+    for tag, a0, _a1, b0, b1 in sm.get_opcodes():
+        for k in range(b1 - b0):
+            out[b0 + k + 1] = (a0 + k + 1) if tag == "equal" else a0 + 1
+    return out
+
+
+def basis_lines(result: PatchResult) -> list[dict]:
+    """One JSON object per hunk: the changes.basis.jsonl side file."""
+    rows = []
+    for h in result.hunks:
+        rows.append({
+            "file": h.path,
+            "hunk": f"-{h.old_start},{h.old_len} +{h.new_start},{h.new_len}",
+            "old_start": h.old_start, "old_len": h.old_len, "new_start": h.new_start, "new_len": h.new_len,
+            "rules": sorted({b.rule for b in h.basis}),
+            "record_ids": sorted({b.record_id for b in h.basis if b.record_id}),
+            "confidence": round(min((b.confidence for b in h.basis), default=0.0), 3),
+            "receivers": sorted({b.receiver for b in h.basis if b.receiver}),
+            "changes": [b.as_dict() for b in h.basis],
+        })
+    return rows
+
+
+__all__ = ["PATCH_VERSION", "basis_lines", "default_index", "patch_file", "patch_files", "render_diff",
+           "residual_godot3", "source_kind"]

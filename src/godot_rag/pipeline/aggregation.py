@@ -1,0 +1,35 @@
+"""The aggregate stage: settle each chunk, and compute the verdict once every chunk is settled."""
+
+from __future__ import annotations
+
+from godot_rag.infra.bus import Delivery
+from godot_rag.infra.service import ServiceContext
+from godot_rag.pipeline.results import finalize_analysis
+from godot_rag.pipeline.stage_runner import DONE, ChunkWork, Outcome, run_chunk_stage
+from godot_rag.stages import FILE_DONE, Stage, Status, parse_subject
+from godot_rag.v1 import messages_pb2 as pb
+
+
+class AggregateStage:
+    """A chunk whose retrieval or judgment failed is settled as failed: counted, shown, never weighed into the verdict."""
+
+    def __init__(self, ctx: ServiceContext):
+        self.ctx = ctx
+
+    async def __call__(self, item: ChunkWork) -> Outcome:
+        earlier = await self.ctx.store.stage_statuses(item.analysis_id, item.chunk_id, (Stage.RETRIEVE, Stage.JUDGE))
+        failed = [stage for stage, status in earlier.items() if status == Status.FAILED]
+        if failed:
+            return Outcome(Status.FAILED, f"{', '.join(failed)} failed")
+        return DONE
+
+
+async def handle_aggregate(ctx: ServiceContext, stage: AggregateStage, delivery: Delivery) -> None:
+    """An aggregate task settles its chunk; a file-done event only checks completion (files without chunks)."""
+    parsed = parse_subject(delivery.subject)
+    if parsed is not None and parsed.step == FILE_DONE:
+        analysis_id = pb.FileDone.FromString(delivery.data).analysis_id
+    else:
+        await run_chunk_stage(ctx, Stage.AGGREGATE, delivery, stage)
+        analysis_id = pb.ChunkTask.FromString(delivery.data).analysis_id
+    await finalize_analysis(ctx.store, analysis_id)

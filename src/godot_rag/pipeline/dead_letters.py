@@ -1,0 +1,74 @@
+"""Dead letters: a message given up on is recorded, and what it was about is settled.
+
+A dead file task fails its file and still tells the aggregator the file is
+done; a dead chunk task fails the chunk's stage and still reaches the
+aggregator. Either way the analysis completes, with the failure visible in the
+API, the UI and the logs.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from google.protobuf.message import DecodeError
+
+from godot_rag.domain.ids import message_id, subject_token
+from godot_rag.infra import metrics
+from godot_rag.infra.bus import Delivery
+from godot_rag.infra.service import ServiceContext
+from godot_rag.pipeline.results import finalize_analysis
+from godot_rag.stages import (
+    CHUNK_STAGES,
+    FILE_DONE,
+    NEXT_STAGE,
+    STAGE_VERSION,
+    FileStatus,
+    Stage,
+    Status,
+    chunk_subject,
+    parse_subject,
+)
+from godot_rag.v1 import messages_pb2 as pb
+
+log = logging.getLogger(__name__)
+
+
+async def settle_dead_letter(ctx: ServiceContext, delivery: Delivery, error: str) -> None:
+    parsed = parse_subject(delivery.subject)
+    metrics.count_dead_letter(ctx.name)
+    log.error("%s dead-lettered %s after %d deliveries: %s", ctx.name, delivery.subject, delivery.num_delivered, error)
+    await ctx.store.record_dead_letter(
+        analysis_id=parsed.analysis_id if parsed else "", stage=ctx.name, subject=delivery.subject,
+        key=parsed.key if parsed else delivery.subject, error=error, deliveries=delivery.num_delivered,
+    )
+    if parsed is None:
+        return
+    try:
+        if parsed.family == "file":
+            await _settle_file(ctx, delivery.data, error)
+        elif parsed.family == "chunk" and parsed.step in CHUNK_STAGES:
+            await _settle_chunk(ctx, Stage(parsed.step), delivery.data, error)
+    except DecodeError:
+        log.error("dead-lettered payload on %s is not a readable task; only the dead letter is recorded", delivery.subject)
+
+
+async def _settle_file(ctx: ServiceContext, data: bytes, error: str) -> None:
+    task = pb.FileTask.FromString(data)
+    source_file = task.request.source_file
+    await ctx.store.fail_file(task.analysis_id, source_file, f"{ctx.name}: {error}"[:2000])
+    done = pb.FileDone(analysis_id=task.analysis_id, source_file=source_file, status=FileStatus.FAILED)
+    await ctx.bus.publish(chunk_subject(FILE_DONE, task.analysis_id, subject_token(source_file)), done.SerializeToString(),
+                          message_id(task.analysis_id, source_file, FILE_DONE, STAGE_VERSION))
+
+
+async def _settle_chunk(ctx: ServiceContext, stage: Stage, data: bytes, error: str) -> None:
+    task = pb.ChunkTask.FromString(data)
+    chunk_id = task.trace.chunk_id
+    await ctx.store.mark_stage(task.analysis_id, chunk_id, stage, Status.FAILED, error=error[:2000], worker=ctx.name)
+    if NEXT_STAGE[stage] is None:
+        # The aggregator itself gave up on the chunk: nothing follows it, so the analysis is finalised here.
+        await finalize_analysis(ctx.store, task.analysis_id)
+    else:
+        # Straight to the aggregator: a chunk that failed one stage is not worked on by the next.
+        await ctx.bus.publish(chunk_subject(Stage.AGGREGATE, task.analysis_id, subject_token(chunk_id)), data,
+                              message_id(task.analysis_id, chunk_id, Stage.AGGREGATE, STAGE_VERSION))

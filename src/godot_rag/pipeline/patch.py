@@ -1,0 +1,149 @@
+"""The patch stage's I/O: read a project, patch it (domain.patching), write the diff, the basis file, or the files.
+
+``patch_project(files)`` is the entry point for any caller that already holds
+the files (the gateway's servicer); ``read_project`` / ``write_outputs`` /
+``apply_patch`` are what the CLI adds around it.
+
+Safety of ``apply_patch``:
+
+- a project inside a git work tree with uncommitted changes is refused, and so
+  is a folder that is not under git at all (nothing to go back to), unless
+  forced;
+- every target is resolved and must be a regular file inside the project
+  root: a symlink, or a path whose folders lead out of the root, is refused;
+- a file whose content changed since it was read is refused (the patch was
+  made for the old text);
+- all checks run before the first write; each file is then replaced
+  atomically (temporary file in the same folder, fsync, rename).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from godot_rag.domain.ingest.policy import IngestError, files_from_expanded_text, scan_folder
+from godot_rag.domain.patching import PatchResult, basis_lines, patch_files, source_kind
+from godot_rag.errors import InvalidInputError
+from godot_rag.infra.worktree import contained_path, git_status, write_atomic
+
+BASIS_SUFFIX = ".basis.jsonl"
+DEFAULT_MAX_FILE_BYTES = 10 * 1024 * 1024
+
+
+class PatchRefused(InvalidInputError):
+    """--apply will not write: dirty tree, no git, a path outside the project, or a file changed meanwhile."""
+
+
+def patch_project(files: Mapping[str, str]) -> PatchResult:
+    """Patch a project given as {project-relative path: text} (the servicer's entry point)."""
+    return patch_files(files)
+
+
+def read_project(root: Path, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> dict[str, str]:
+    """The files the patch handles (.gd, .tscn, .tres, project.godot), by project-relative path.
+
+    ``root`` is a project folder or a file in the expanded '# <relative/path>' text form.
+    The ingest policy decides what is read: no symlink is followed, caches and
+    VCS folders are skipped, binary and oversized files are left out.
+    """
+    root = Path(root)
+    if root.is_file():
+        # The expanded '# <relative/path>' text form: a diff can be made, nothing can be applied.
+        try:
+            text = root.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(f"{root}: not UTF-8 text") from exc
+        try:
+            sources = files_from_expanded_text(text, max_bytes=max_bytes)
+        except IngestError as exc:
+            raise InvalidInputError(f"{root}: {exc}") from exc
+    elif root.is_dir():
+        try:
+            sources = scan_folder(root, max_bytes=max_bytes)
+        except IngestError as exc:
+            raise InvalidInputError(str(exc)) from exc
+    else:
+        raise InvalidInputError(f"not a folder or an expanded-text file: {root}")
+    files: dict[str, str] = {}
+    for f in sources:
+        if f.included and source_kind(f.source_file):
+            files[f.source_file] = f.data.decode("utf-8")
+    return files
+
+
+def basis_path_for(diff_path: Path) -> Path:
+    """changes.diff -> changes.basis.jsonl (beside the diff)."""
+    return diff_path.with_name(diff_path.name.rsplit(".", 1)[0] + BASIS_SUFFIX)
+
+
+def write_outputs(result: PatchResult, diff_path: Path) -> tuple[Path, Path]:
+    """Write the unified diff and its changes.basis.jsonl side file (one JSON object per hunk)."""
+    diff_path = Path(diff_path)
+    basis_path = basis_path_for(diff_path)
+    diff_path.parent.mkdir(parents=True, exist_ok=True)
+    diff_path.write_text(result.diff, encoding="utf-8")
+    basis_path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in basis_lines(result)),
+                          encoding="utf-8")
+    return diff_path, basis_path
+
+
+def todos_json(result: PatchResult) -> list[dict]:
+    return [t.as_dict() for t in result.todos]
+
+
+def patch_result_json(result: PatchResult) -> dict:
+    """The whole result as plain data, per file (for an RPC or a per-file view): diff text, hunks with their
+    basis, TODOs and the engine-named project members that were kept."""
+    by_file: dict[str, list[dict]] = {}
+    for row in basis_lines(result):
+        by_file.setdefault(row["file"], []).append(row)
+    hunk_text = {(h.path, h.old_start, h.new_start): h.text for h in result.hunks}
+    files = []
+    for f in result.files:
+        hunks = [dict(row, text=hunk_text[(f.path, row["old_start"], row["new_start"])]) for row in by_file.get(f.path, [])]
+        files.append({
+            "file": f.path,
+            "changed": f.changed,
+            "edits": len(f.edits),
+            "hunks": hunks,
+            "todos": [t.as_dict() for t in f.todos],
+            "kept": [{"line": k.line, "symbol": k.symbol, "reason": k.reason} for k in f.kept],
+        })
+    return {"summary": result.summary(), "files": files, "diff": result.diff}
+
+
+@dataclass(frozen=True)
+class Applied:
+    written: list[str]
+    git_dirty: list[str]  # porcelain lines that were overridden with force ([] when clean or not forced)
+    under_git: bool
+
+
+def apply_patch(root: Path, result: PatchResult, *, force: bool = False) -> Applied:
+    """Write the patched files into ``root`` (see the module docstring for the checks)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise PatchRefused(f"{root} is not a folder: --apply writes into a project folder only")
+    status = git_status(root)
+    if status is None and not force:
+        raise PatchRefused(f"{root} is not inside a git work tree: nothing to go back to if the patch is wrong "
+                           "(commit the project first, or use --force)")
+    if status and not force:
+        shown = "\n  ".join(status[:10])
+        raise PatchRefused(f"{root} has uncommitted changes; commit or stash them first, or use --force:\n  {shown}")
+    targets: list[tuple[Path, bytes, str]] = []
+    for fp in result.files:
+        if not fp.changed:
+            continue
+        target = contained_path(root, fp.path)
+        if target is None:
+            raise PatchRefused(f"{fp.path}: not a regular file inside {root.resolve()} (a link, or outside the project)")
+        if target.read_bytes() != fp.original.encode("utf-8"):
+            raise PatchRefused(f"{fp.path} changed since it was read; run the patch again")
+        targets.append((target, fp.patched.encode("utf-8"), fp.path))
+    for target, data, _ in targets:
+        write_atomic(target, data)
+    return Applied([rel for _, _, rel in targets], status if (status and force) else [], status is not None)

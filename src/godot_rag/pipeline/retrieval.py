@@ -1,0 +1,216 @@
+"""The retrieve stage: a chunk's query, its vector, the knowledge-base search, the stored retrieval.
+
+Query vectors are batched across the messages the retriever holds at once:
+every handler asks ``QueryEmbedder.vector`` for its text, and one model call
+embeds every text asked for while the previous call ran. Identical texts (a
+project's many one-line ``.import`` keys) are embedded once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from godot_rag import convert
+from godot_rag.domain.models import RetrievalHit, RetrieverQuery
+from godot_rag.domain.retrieval.query import (
+    INTENT_VERSION,
+    RETRIEVAL_VERSION,
+    TABLE_PRIORITY,
+    build_embedding_text,
+    build_retriever_query,
+)
+from godot_rag.errors import PoisonError, RetryableError
+from godot_rag.infra.embedder import Embedder, check_model, text_sha256, vector_literal
+from godot_rag.infra.service import ServiceContext
+from godot_rag.infra.store import Store
+from godot_rag.pipeline.stage_runner import DONE, ChunkWork, Outcome
+from godot_rag.v1 import messages_pb2 as pb
+
+# The largest batch one model call takes: past it, a forward pass costs more
+# per text than it saves (attention over padded inputs), measured on 2 cores.
+MAX_EMBED_BATCH = 64
+KB_VERSION_TTL_S = 5.0
+
+
+class QueryEmbedder:
+    """Query vectors: an in-process LRU, then the embedding cache table, then the model, in batches.
+
+    The model runs in a worker thread (it is CPU-bound) and loads on the first
+    query, not at start.
+    """
+
+    def __init__(self, embedder: Embedder, store: Store, capacity: int = 8192, max_batch: int = MAX_EMBED_BATCH):
+        self.embedder = embedder
+        self.store = store
+        self.capacity = capacity
+        self.max_batch = max_batch
+        self._lru: OrderedDict[str, list[float]] = OrderedDict()
+        self._inflight: dict[str, asyncio.Future[list[float]]] = {}
+        self._queue: list[tuple[str, str, asyncio.Future[list[float]]]] = []
+        self._wakeup = asyncio.Event()
+        self._worker: asyncio.Task | None = None
+        self._name = ""
+
+    async def name(self) -> str:
+        if not self._name:
+            # TEI answers its model id over HTTP: not on the event loop.
+            self._name = await asyncio.to_thread(lambda: self.embedder.name)
+        return self._name
+
+    async def vector(self, text: str) -> list[float]:
+        sha = text_sha256(text)
+        if sha in self._lru:
+            self._lru.move_to_end(sha)
+            return self._lru[sha]
+        if sha in self._inflight:
+            return await asyncio.shield(self._inflight[sha])
+        future: asyncio.Future[list[float]] = asyncio.get_running_loop().create_future()
+        self._inflight[sha] = future
+        try:
+            vec = await self._lookup_or_embed(sha, text)
+        except BaseException as exc:
+            future.set_exception(exc)
+            # Retrieved by the waiters, if any; otherwise this marks it seen.
+            future.exception()
+            raise
+        finally:
+            self._inflight.pop(sha, None)
+        future.set_result(vec)
+        self._remember(sha, vec)
+        return vec
+
+    async def _lookup_or_embed(self, sha: str, text: str) -> list[float]:
+        model = await self.name()
+        cached = await self.store.get_cached_embedding(model, sha)
+        if cached is not None:
+            return cached
+        queued: asyncio.Future[list[float]] = asyncio.get_running_loop().create_future()
+        self._queue.append((sha, text, queued))
+        self._wakeup.set()
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._embed_batches())
+        return await queued
+
+    async def _embed_batches(self) -> None:
+        model = await self.name()
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            # Let every handler that is ready to ask for a vector do so before the batch is cut.
+            await asyncio.sleep(0)
+            while self._queue:
+                batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch:]
+                try:
+                    vectors = await asyncio.to_thread(self.embedder.embed, [text for _, text, _ in batch])
+                except Exception as exc:  # noqa: BLE001 -- handed to every waiter, which maps it at the bus edge
+                    for _, _, fut in batch:
+                        if not fut.done():
+                            fut.set_exception(RetryableError(f"embedding failed: {exc}"))
+                    continue
+                await self.store.put_cached_embeddings(model, [(sha, vector_literal(v)) for (sha, _, _), v in zip(batch, vectors)])
+                for (_, _, fut), vec in zip(batch, vectors):
+                    if not fut.done():
+                        fut.set_result(vec)
+
+    def _remember(self, sha: str, vec: list[float]) -> None:
+        self._lru[sha] = vec
+        if len(self._lru) > self.capacity:
+            self._lru.popitem(last=False)
+
+
+@dataclass
+class KbVersionCache:
+    """The current knowledge-base version row, re-read at most every few seconds (a rebuild is rare)."""
+
+    store: Store
+    ttl_s: float = KB_VERSION_TTL_S
+    _row: dict | None = None
+    _read_at: float = 0.0
+
+    async def get(self) -> dict | None:
+        now = time.monotonic()
+        if self._row is None or now - self._read_at > self.ttl_s:
+            self._row = await self.store.kb_version()
+            self._read_at = now
+        return self._row
+
+
+async def retrieve(store: Store, kb: KbVersionCache, query: RetrieverQuery, limit: int,
+                   embedder: QueryEmbedder | None = None) -> tuple[list[RetrievalHit], str]:
+    """Search the knowledge base with the query alone (no trace reaches this function)."""
+    version = await kb.get()
+    if version is None:
+        raise RetryableError("the knowledge base is not built yet (godot-rag kb build)", delay_s=5)
+    vector = None
+    if embedder is not None:
+        check_model(version["embedding_model"], await embedder.name())
+        vector = await embedder.vector(build_embedding_text(query))
+    tables = TABLE_PRIORITY.get(query.intent, TABLE_PRIORITY[INTENT_VERSION])  # a gRPC caller may leave it empty
+    hits = await store.search(query, tables=tables, limit_per_table=limit, query_embedding=vector)
+    mode = "lexical" if embedder is None else version["embedding_model"]
+    return hits, f"{version['data_version']}/{mode}"
+
+
+def validate_payload(trace_msg: pb.ChunkTrace, chunk_row: dict, file_row: dict | None) -> list[str]:
+    """The payload's trace must match the committed chunk list and file content."""
+    problems: list[str] = []
+    if chunk_row["chunk_order"] != trace_msg.chunk_order:
+        problems.append(f"payload chunk_order {trace_msg.chunk_order} != file chunk list order {chunk_row['chunk_order']}")
+    if chunk_row["source_file"] != trace_msg.source_file:
+        problems.append(f"payload source_file {trace_msg.source_file!r} != {chunk_row['source_file']!r}")
+    if file_row is None or file_row["sha256"] != trace_msg.source_sha256:
+        problems.append("payload source_sha256 does not match the recorded file content")
+    return problems
+
+
+def retrieval_key(query: RetrieverQuery, kb_version: str) -> str:
+    """Reuse key of a retrieval: the prompt's intent, the chunk's query and the knowledge base it searched."""
+    return hashlib.sha256(json.dumps([query.intent, query.query_text, query.raw_chunk_text, kb_version, RETRIEVAL_VERSION])
+                          .encode()).hexdigest()
+
+
+class RetrieveStage:
+    """The retrieve stage's work for one chunk: query, search, store."""
+
+    def __init__(self, ctx: ServiceContext, embedder: QueryEmbedder | None):
+        self.ctx = ctx
+        self.embedder = embedder
+        self.kb = KbVersionCache(ctx.store)
+        self._prompts: dict[str, str] = {}
+
+    async def prompt_of(self, aid: str) -> str:
+        if aid not in self._prompts:
+            analysis = await self.ctx.store.get_analysis(aid)
+            if analysis is None:
+                raise PoisonError(f"analysis {aid} is not recorded")
+            self._prompts[aid] = analysis["prompt"]
+        return self._prompts[aid]
+
+    async def search(self, query: RetrieverQuery, limit: int = 0) -> tuple[list[RetrievalHit], str]:
+        return await retrieve(self.ctx.store, self.kb, query, limit or self.ctx.settings.retrieval_limit_per_table,
+                              self.embedder)
+
+    async def __call__(self, item: ChunkWork) -> Outcome:
+        store = self.ctx.store
+        row, file_row = await store.get_chunk_with_file(item.analysis_id, item.chunk_id)
+        if row is None:
+            raise PoisonError(f"chunk {item.chunk_id} of analysis {item.analysis_id} is not recorded")
+        problems = validate_payload(item.trace, row, file_row)
+        if problems:
+            # A payload that does not match the file's chunk list is not sent on.
+            raise PoisonError("validation failed: " + "; ".join(problems))
+        chunk = convert.chunk_from_pb(convert.from_dict(row["chunk"], pb.Chunk))
+        # Only the query reaches the search: the trace stays here.
+        query = build_retriever_query(prompt=await self.prompt_of(item.analysis_id), chunk=chunk)
+        hits, kb_version = await self.search(query)
+        await store.save_retrieval(
+            item.analysis_id, item.chunk_id, retrieval_key=retrieval_key(query, kb_version), kb_version=kb_version,
+            query=convert.to_dict(convert.query_to_pb(query)), hits=[convert.to_dict(convert.hit_to_pb(h)) for h in hits],
+        )
+        return DONE
+

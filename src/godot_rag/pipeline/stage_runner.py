@@ -1,0 +1,117 @@
+"""The one chunk-stage runner, and how every stage consumes its subjects.
+
+Every chunk stage (retrieve, judge, aggregate) runs the same state machine
+per message:
+
+    claim the stage (skip the work if it is already done or failed)
+    -> work: compute and commit the stage's result
+    -> finish: mark the stage done or failed and the next stage waiting (one statement)
+    -> publish the chunk to the next stage (deduplicated by message id)
+
+The message is acknowledged by the bus only after this returns, so a crash at
+any point redelivers it, and the redelivery either redoes uncommitted work or
+only republishes. A RetryableError from the work puts the stage back to
+waiting with the reason recorded, then reaches the bus (nak with delay).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+
+from opentelemetry import trace
+
+from godot_rag.domain.ids import message_id, subject_token
+from godot_rag.errors import RetryableError
+from godot_rag.infra.bus import Delivery, Handler
+from godot_rag.infra.logs import log_context
+from godot_rag.infra.metrics import poll_consumers
+from godot_rag.infra.service import ServiceContext
+from godot_rag.infra.telemetry import current_trace_id
+from godot_rag.pipeline.dead_letters import settle_dead_letter
+from godot_rag.stages import NEXT_STAGE, STAGE_VERSION, ConsumerSpec, Stage, Status, chunk_subject
+from godot_rag.v1 import messages_pb2 as pb
+
+
+def worker_name(service: str) -> str:
+    """Who did the work, as recorded per chunk stage (host and process)."""
+    return f"{service}@{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class ChunkWork:
+    """One chunk in one stage, as the stage's work function sees it."""
+
+    analysis_id: str
+    chunk_id: str
+    trace: pb.ChunkTrace
+    delivery: Delivery
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: Status  # DONE or FAILED
+    error: str = ""
+
+
+DONE = Outcome(Status.DONE)
+
+StageWork = Callable[[ChunkWork], Awaitable[Outcome]]
+
+
+def chunk_span_attributes(task: pb.ChunkTask) -> dict[str, str | int]:
+    """The ChunkTrace as span attributes: a chunk's whole path is found in a trace viewer by any of them."""
+    t = task.trace
+    return {"godot_rag.analysis_id": task.analysis_id, "godot_rag.project_id": t.project_id,
+            "godot_rag.source_file": t.source_file, "godot_rag.chunk_id": t.chunk_id,
+            "godot_rag.chunk_order": t.chunk_order, "godot_rag.chunk_kind": t.chunk_kind}
+
+
+async def run_chunk_stage(ctx: ServiceContext, stage: Stage, delivery: Delivery, work: StageWork) -> Outcome | None:
+    """Run ``work`` for the chunk of ``delivery`` unless this stage already settled it; hand the chunk on.
+
+    Returns the outcome of the work, or None when the stage had already settled the chunk.
+    """
+    task = pb.ChunkTask.FromString(delivery.data)
+    aid, chunk_id = task.analysis_id, task.trace.chunk_id
+    trace.get_current_span().set_attributes(chunk_span_attributes(task))
+    next_stage = NEXT_STAGE[stage]
+    outcome: Outcome | None = None
+    worker = worker_name(ctx.name)
+    with log_context(aid, chunk_id):
+        outcome = await _settle(ctx, stage, next_stage, aid, chunk_id, worker, ChunkWork(aid, chunk_id, task.trace, delivery), work)
+    # Settled now or before: the chunk goes on (a failed one too: the aggregator accounts for every chunk).
+    if next_stage is not None:
+        await ctx.bus.publish(chunk_subject(next_stage, aid, subject_token(chunk_id)), delivery.data,
+                              message_id(aid, chunk_id, next_stage, STAGE_VERSION))
+    return outcome
+
+
+async def _settle(ctx: ServiceContext, stage: Stage, next_stage: Stage | None, aid: str, chunk_id: str, worker: str,
+                  item: ChunkWork, work: StageWork) -> Outcome | None:
+    outcome: Outcome | None = None
+    if await ctx.store.claim_stage(aid, chunk_id, stage, worker=worker, trace_id=current_trace_id()):
+        try:
+            outcome = await work(item)
+        except RetryableError as exc:
+            await ctx.store.mark_stage(aid, chunk_id, stage, Status.WAITING, error=str(exc)[:2000], worker=worker)
+            raise
+        await ctx.store.finish_stage(aid, chunk_id, stage, outcome.status, error=outcome.error[:2000], worker=worker,
+                                     next_stage=next_stage)
+    return outcome
+
+
+def consume(ctx: ServiceContext, spec: ConsumerSpec, handler: Handler) -> asyncio.Task:
+    """Run ``handler`` on ``spec``'s subjects until the service stops; dead letters are settled, never dropped.
+
+    The consumer's pending and ack-pending counts are read into /metrics alongside.
+    """
+    in_flight = ctx.settings.max_ack_pending_for(spec.durable, spec.max_ack_pending)
+    ctx.background.append(asyncio.create_task(
+        poll_consumers(ctx.bus.js, [(spec.stream, spec.durable)], ctx.settings.metrics_poll_s, ctx.stop)))
+    return asyncio.create_task(ctx.bus.run_stage(spec, handler, partial(settle_dead_letter, ctx), ctx.stop,
+                                                 max_ack_pending=in_flight))

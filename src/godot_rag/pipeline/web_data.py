@@ -1,0 +1,203 @@
+"""Read what one web page shows from the store and shape it (``web_views``).
+
+One function per page or live update; the gateway's web module renders the
+returned dicts and nothing else.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from godot_rag.errors import NotFoundError
+from godot_rag.infra.store import Store
+from godot_rag.pipeline import web_views as wv
+from godot_rag.pipeline.why_not import why_not_retrieved
+
+# A stage row is stamped with its transaction's start time, and a chunk list
+# is written in one transaction: a row may commit up to this long after its
+# stamp, so each poll looks back this far and sends only what changed.
+LOOKBACK = timedelta(seconds=5)
+
+
+async def _analysis(store: Store, analysis_id: str) -> dict:
+    a = await store.get_analysis(analysis_id)
+    if a is None:
+        raise NotFoundError(f"no analysis {analysis_id}")
+    return a
+
+
+async def analysis_page(store: Store, analysis_id: str, flt: wv.ChunkFilter) -> dict:
+    a = await _analysis(store, analysis_id)
+    running = a["status"] == "running"
+    files = await store.list_files(analysis_id)
+    views = [wv.chunk_view(r, running) for r in await store.web_chunk_rows(analysis_id)]
+    counts = wv.status_counts(views)
+    timing = await store.web_timing(analysis_id)
+    kinds = {f["source_file"]: f["source_kind"] for f in files}
+    return {
+        "a": a, "views": views, "counts": counts, "flt": flt,
+        "shown": sum(1 for v in views if flt.keeps(v)),
+        "progress": wv.progress_view(counts, timing, running=running),
+        "verdict": wv.verdict_view(await store.get_verdict(analysis_id), running, counts),
+        "chart": wv.signal_chart(views, kinds),
+        "tree": wv.file_tree(files, views),
+        "chunk_files": sorted(f["source_file"] for f in files if f["included"]),
+        "dead_letters": await store.dead_letters(analysis_id),
+        "cursor": timing["cursor"].isoformat() if isinstance(timing.get("cursor"), datetime) else "",
+    }
+
+
+async def verdict_part(store: Store, analysis_id: str) -> dict:
+    a = await _analysis(store, analysis_id)
+    running = a["status"] == "running"
+    views = [wv.chunk_view(r, running) for r in await store.web_chunk_rows(analysis_id)]
+    kinds = {f["source_file"]: f["source_kind"] for f in await store.list_files(analysis_id)}
+    return {"verdict": wv.verdict_view(await store.get_verdict(analysis_id), running, wv.status_counts(views)),
+            "chart": wv.signal_chart(views, kinds)}
+
+
+class LiveFeed:
+    """The live list of one analysis for one client: after one full read, each
+    poll reads only the chunks and files changed since the cursor (looking back
+    LOOKBACK) and returns those whose state differs from what the client was sent.
+    Counts and per-file figures come from this feed's own copy of the list."""
+
+    def __init__(self, store: Store, analysis_id: str):
+        self.store = store
+        self.analysis_id = analysis_id
+        self.views: dict[str, dict] = {}
+        self.files: dict[str, dict] = {}
+        self.cursor: datetime | None = None
+        self.running = True
+        self.status = ""
+
+    async def start(self, since: datetime | None) -> dict:
+        """Load the whole list once; the first batch holds what changed after ``since``
+        (everything when the client has no cursor)."""
+        a = await _analysis(self.store, self.analysis_id)
+        self.running, self.status = a["status"] == "running", a["status"]
+        self.files = {f["source_file"]: f for f in await self.store.list_files(self.analysis_id)}
+        changed: list[dict] = []
+        for r in await self.store.web_chunk_rows(self.analysis_id):
+            v = wv.chunk_view(r, self.running)
+            self.views[v["chunk_id"]] = v
+            if since is None or r["changed_at"] is None or r["changed_at"] > since - LOOKBACK:
+                changed.append(v)
+            if r["changed_at"] is not None and (self.cursor is None or r["changed_at"] > self.cursor):
+                self.cursor = r["changed_at"]
+        if since is not None and (self.cursor is None or since > self.cursor):
+            self.cursor = since
+        return await self._batch(changed, set(self.files) if since is None else {v["source_file"] for v in changed})
+
+    async def poll(self) -> dict:
+        a = await _analysis(self.store, self.analysis_id)
+        was_running = self.running
+        self.running, self.status = a["status"] == "running", a["status"]
+        look = None if self.cursor is None else self.cursor - LOOKBACK
+        rows = await self.store.web_chunk_rows(self.analysis_id, look)
+        if was_running and not self.running:
+            # 'in progress' reads 'interrupted' once nothing works on the analysis: recompute every chunk.
+            rows = await self.store.web_chunk_rows(self.analysis_id)
+        changed = []
+        for r in rows:
+            v = wv.chunk_view(r, self.running)
+            old = self.views.get(v["chunk_id"])
+            if old is None or old["signature"] != v["signature"]:
+                changed.append(v)
+            self.views[v["chunk_id"]] = v
+            if r["changed_at"] is not None and (self.cursor is None or r["changed_at"] > self.cursor):
+                self.cursor = r["changed_at"]
+        touched = {v["source_file"] for v in changed}
+        for f in await self.store.web_files_changed(self.analysis_id, look):
+            old = self.files.get(f["source_file"])
+            if old is None or (old["status"], old["chunk_count"], old["error"]) != (f["status"], f["chunk_count"], f["error"]):
+                touched.add(f["source_file"])
+            self.files[f["source_file"]] = f
+        return await self._batch(changed, touched)
+
+    async def _batch(self, changed: list[dict], touched: set[str]) -> dict:
+        views = list(self.views.values())
+        file_entries: list[dict] = []
+        if touched:
+            tree = wv.file_tree([f for name, f in self.files.items() if name in touched],
+                                [v for v in views if v["source_file"] in touched])
+            file_entries = _tree_files(tree["root"]) + tree["excluded"]
+        counts = wv.status_counts(views)
+        timing = await self.store.web_timing(self.analysis_id)
+        changed.sort(key=lambda v: v["order_key"])
+        return {"running": self.running, "status": self.status, "chunks": changed, "files": file_entries, "counts": counts,
+                "progress": wv.progress_view(counts, timing, running=self.running), "cursor": self.cursor}
+
+
+def _tree_files(node: dict) -> list[dict]:
+    out = list(node["files"])
+    for f in node["folders"]:
+        out.extend(_tree_files(f))
+    return out
+
+
+async def file_page(store: Store, analysis_id: str, source_file: str, *, why_chunk: str = "", why: str = "",
+                    limit_per_table: int = 5) -> dict:
+    a = await _analysis(store, analysis_id)
+    running = a["status"] == "running"
+    f = await store.get_file(analysis_id, source_file)
+    if f is None:
+        raise NotFoundError(f"no file {source_file} in analysis {analysis_id}")
+    source = None
+    if f["included"] and f["sha256"]:
+        data = await store.get_blob(f["sha256"])
+        source = None if data is None else data.decode("utf-8", errors="replace")
+    rows = await store.web_file_chunks(analysis_id, source_file)
+    chunks = []
+    for r in rows:
+        stages = {s["stage"]: s for s in r["stages"] or []}
+        v = wv.chunk_view({**r, "source_file": source_file, "chunk_kind": r["chunk"].get("chunk_kind", ""),
+                           "name": r["chunk"].get("name", ""), "stages": stages,
+                           "signal": (r["judgment"] or {}).get("signal"), "judgment_status": r["judgment_status"],
+                           "needs_migration": (r["judgment"] or {}).get("needs_migration"),
+                           "migration_notes": (r["judgment"] or {}).get("migration_notes")}, running)
+        judgment = wv.judgment_view(r)
+        candidates = wv.candidate_rows(r["hits"] or [], r["judgment"])
+        v.update({
+            "chunk": r["chunk"], "stages": r["stages"] or [], "query": r["query"], "kb_version": r["kb_version"],
+            "judgment": judgment, "candidates": candidates,
+            "candidate_ids": {c["record_id"]: i for i, c in enumerate(candidates, 1)},
+            "tracking": wv.tracking_view(a["project_id"], source_file, f["sha256"], r["chunk"], analysis_id),
+            "why": None, "why_query": "",
+        })
+        if why and why_chunk == r["chunk_id"]:
+            v["why_query"] = why
+            try:
+                v["why"] = await why_not_retrieved(store, analysis_id, r["chunk_id"], why, limit_per_table=limit_per_table)
+            except NotFoundError as exc:
+                v["why"] = {"error": str(exc), "record": why}
+        chunks.append(v)
+    for i, c in enumerate(chunks):
+        c["prev"] = chunks[i - 1] if i > 0 else None
+        c["next"] = chunks[i + 1] if i + 1 < len(chunks) else None
+    versions = await store.web_file_versions(a["project_id"], source_file)
+    latest = await store.web_latest_analysis(a["project_id"])
+    outdated = wv.outdated_view(analysis_id, a["created_at"], f["sha256"], versions)
+    if outdated is None and latest is not None and latest["analysis_id"] != analysis_id and latest["created_at"] > a["created_at"] \
+            and not any(v["analysis_id"] == latest["analysis_id"] for v in versions):
+        outdated = {"analysis_id": latest["analysis_id"], "created_at": latest["created_at"], "sha256": ""}
+    return {"a": a, "f": f, "source": source, "chunks": chunks,
+            "segments": wv.source_segments(source, chunks) if source is not None else [], "outdated": outdated}
+
+
+async def export_rows(store: Store, analysis_id: str, what: str, *, flt: wv.ChunkFilter | None = None,
+                      chunk_id: str = "") -> list[dict]:
+    a = await _analysis(store, analysis_id)
+    running = a["status"] == "running"
+    if what == "files":
+        return [{k: f[k] for k in wv.EXPORT_COLUMNS["files"]} | {"included": f["included"]} for f in await store.list_files(analysis_id)]
+    if what == "chunks":
+        views = [wv.chunk_view(r, running) for r in await store.web_chunk_rows(analysis_id)]
+        return wv.chunk_export(wv.filter_chunks(views, flt or wv.ChunkFilter()))
+    if what == "candidates":
+        retrieval = await store.get_retrieval(analysis_id, chunk_id)
+        if retrieval is None:
+            raise NotFoundError(f"chunk {chunk_id} of analysis {analysis_id} has no stored search")
+        judgment = await store.get_judgment(analysis_id, chunk_id)
+        return wv.candidate_export(wv.candidate_rows(retrieval["hits"] or [], (judgment or {}).get("judgment")))
+    raise NotFoundError(f"no list {what!r}")

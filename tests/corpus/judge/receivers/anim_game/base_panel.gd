@@ -1,0 +1,9 @@
+extends Control
+
+
+func _ready():
+	visible = true
+
+
+func show_panel():
+	visible = true

@@ -1,0 +1,307 @@
+"""Member evidence from resolved receivers only, and the migration notes the resolution completes."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+
+from godot_rag import convert
+from godot_rag.domain.chunking.gdscript import parse_gdscript
+from godot_rag.domain.judging.contract import ContractScope, from_judgment, validate
+from godot_rag.domain.judging.project_index import build_scopes
+from godot_rag.domain.judging.rules import REMOVED_IN_GODOT4, declared_names, judge_chunk
+from godot_rag.pipeline.submit import project_symbols
+
+
+@pytest.fixture(scope="module")
+def ev(repo):
+    spec = importlib.util.spec_from_file_location("eval_judge", repo / "benchmarks" / "eval_judge.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["eval_judge"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def knowledge(ev):
+    return ev.load_knowledge()
+
+
+def judge_project(files: dict[str, str], knowledge, with_index: bool = True) -> dict[str, dict]:
+    """Every chunk of every script, judged with (or without) the project's index: {path: {chunk key: judgment}}."""
+    _, scopes = build_scopes(files.items())
+    out: dict[str, dict] = {}
+    for path, text in files.items():
+        if not path.endswith(".gd"):
+            continue
+        result = parse_gdscript(path, text.encode())
+        declared = declared_names(result.chunks)
+        scope = scopes.get(path) if with_index else None
+        out[path] = {c.chunk_id.split(":", 1)[1]: judge_chunk(c, "gdscript", [], knowledge.index, declared, scope)
+                     for c in result.chunks}
+    return out
+
+
+def test_the_receivers_corpus_meets_the_targets_only_with_the_index(ev, knowledge):
+    with_index = ev.load_cases(ev.CORPUS / "receivers")
+    assert len(with_index) >= 35 and all(c.scope is not None and c.scope.known for c in with_index)
+    m, misses, _ = ev.evaluate_rules(with_index, knowledge)
+    assert m["accuracy"] >= ev.TARGET_ACCURACY, misses
+    assert m["neutral_false_positive_rate"] == 0.0, misses
+    # The same functions judged from their chunk alone flag neutral ones: the index is what decides.
+    without = ev.load_cases(ev.CORPUS / "receivers", project_index=False)
+    m0, _, _ = ev.evaluate_rules(without, knowledge)
+    assert m0["neutral_false_positive_rate"] > 0.2 and m0["accuracy"] < m["accuracy"]
+
+
+def test_every_judgment_on_the_receivers_corpus_satisfies_the_contract(ev, knowledge):
+    for case in ev.load_cases(ev.CORPUS / "receivers"):
+        hits = ev.offline_hits(case.chunk, knowledge)
+        j = judge_chunk(case.chunk, "gdscript", hits, knowledge.index, case.declared, case.scope)
+        scope = ContractScope(tuple((h.table_name, h.record_id) for h in hits), case.chunk.span.start_line,
+                              case.chunk.span.end_line, extra_basis_ids=knowledge.index.record_ids)
+        assert validate(from_judgment(j), scope) == [], case.chunk.chunk_id
+
+
+LIB = '''extends Reference
+class_name Lib
+
+static func instance():
+	return null
+
+func error(msg):
+	pass
+
+func build(n):
+	pass
+
+func set_image(a, b):
+	pass
+
+func return_type():
+	return ""
+'''
+
+USER = '''extends Node
+
+const Painter = preload("res://painter.gd")
+
+var lib: Lib
+
+
+func typed_var():
+	var p: Painter = Painter.new()
+	p.set_image(1, 2)
+
+
+func constructor():
+	var l := Lib.new()
+	l.error("x")
+	return l.return_type()
+
+
+func static_accessor():
+	return Lib.instance()
+
+
+func member_var():
+	lib.error("y")
+
+
+func engine_scene(s: PackedScene):
+	return s.instance()
+
+
+func engine_texture(img: Image):
+	var t := ImageTexture.new()
+	t.set_image(img)
+'''
+
+
+@pytest.fixture(scope="module")
+def traps(knowledge):
+    files = {"lib.gd": LIB, "painter.gd": "extends Node\n\nfunc set_image(a, b):\n\tpass\n\nfunc build(n):\n\tpass\n", "user.gd": USER}
+    return judge_project(files, knowledge), judge_project(files, knowledge, with_index=False)
+
+
+@pytest.mark.parametrize("key", ["function:typed_var", "function:constructor", "function:static_accessor", "function:member_var"])
+def test_project_members_named_like_engine_members_give_no_signal(traps, key):
+    with_index, without = traps
+    j = with_index["user.gd"][key]
+    assert j.signal == "neutral", j.explanation
+    assert "the project's own member" in j.explanation
+    assert without["user.gd"][key].signal != "neutral"  # the trap is real: the chunk alone misleads
+
+
+def test_the_same_names_on_engine_receivers_still_count(traps):
+    with_index, _ = traps
+    scene = with_index["user.gd"]["function:engine_scene"]
+    assert scene.signal == "godot3" and "receiver `s`: PackedScene" in scene.explanation
+    texture = with_index["user.gd"]["function:engine_texture"]
+    assert texture.signal == "godot4" and "receiver `t`: ImageTexture" in texture.explanation
+
+
+def test_a_declaration_of_an_engine_named_member_is_no_evidence(traps):
+    with_index, _ = traps
+    for key in ("function:error", "function:build", "function:set_image", "function:return_type", "function:instance"):
+        assert with_index["lib.gd"][key].signal == "neutral", key
+
+
+G3_SCENE = '''[gd_scene load_steps=3 format=2]
+
+[ext_resource path="res://player.gd" type="Script" id=1]
+[ext_resource path="res://feet.gd" type="Script" id=2]
+
+[node name="Player" type="KinematicBody2D"]
+script = ExtResource( 1 )
+
+[node name="AnimatedSprite" type="AnimatedSprite" parent="."]
+
+[node name="Sprite" type="Sprite" parent="."]
+
+[node name="Feet" type="Node2D" parent="."]
+script = ExtResource( 2 )
+'''
+
+G3_PLAYER = '''extends KinematicBody2D
+
+
+func animate():
+	$AnimatedSprite.playing = true
+	$AnimatedSprite.frames = null
+
+
+func shade(tex):
+	$Sprite.normal_map = tex
+
+
+func redraw():
+	update()
+
+
+func title():
+	OS.set_window_title("x")
+'''
+
+G3_FEET = '''extends Node2D
+
+
+func push(v):
+	owner.move_and_slide(v)
+'''
+
+G3_PANEL = '''extends Control
+
+
+func _ready():
+	._ready()
+	rect_min_size = Vector2(4, 4)
+'''
+
+G3_SPATIAL = '''extends Spatial
+
+
+func to_world(v):
+	return global_transform.xform(v)
+'''
+
+
+@pytest.fixture(scope="module")
+def godot3(knowledge):
+    files = {"player.gd": G3_PLAYER, "feet.gd": G3_FEET, "panel.gd": G3_PANEL, "mover.gd": G3_SPATIAL, "player.tscn": G3_SCENE}
+    return judge_project(files, knowledge)
+
+
+def _notes(j):
+    return {n.old: n for n in j.migration_notes}
+
+
+def test_animated_sprite_members_resolve_through_the_scene(godot3):
+    j = godot3["player.gd"]["function:animate"]
+    assert j.signal == "godot3"
+    assert "receiver `$AnimatedSprite`: AnimatedSprite, from player.tscn" in j.explanation
+    notes = _notes(j)
+    assert notes["playing"].basis_record_id == "change:animatedsprite-playing"
+    assert notes["frames"].new == "sprite_frames"
+
+
+def test_a_removed_member_cites_its_class_reference_record_without_a_replacement(godot3):
+    j = godot3["player.gd"]["function:shade"]
+    assert j.signal == "godot3"
+    note = _notes(j)["normal_map"]
+    assert note.new == REMOVED_IN_GODOT4 and note.basis_record_id == "docs:3:Sprite.normal_map"
+
+
+@pytest.mark.parametrize("path,key,old,new,basis", [
+    ("player.gd", "function:redraw", "update", "CanvasItem.queue_redraw()", "change:update-queue-redraw"),
+    ("player.gd", "function:title", "OS.set_window_title", "DisplayServer.window_set_title", "docs:3:OS.set_window_title"),
+    ("feet.gd", "function:push", "move_and_slide(velocity)", "velocity = ...; move_and_slide()", "change:move-and-slide"),
+    ("panel.gd", "function:_ready", "._ready(", "super._ready(", "change:super-call"),
+    ("panel.gd", "function:_ready", "rect_min_size", "custom_minimum_size", "change:rect-properties"),
+    ("mover.gd", "function:to_world", "xform", "transform * v", "change:xform"),
+])
+def test_migration_notes_for_each_class_of_change(godot3, path, key, old, new, basis):
+    j = godot3[path][key]
+    assert j.signal == "godot3" and j.needs_migration, j.explanation
+    note = _notes(j)[old]
+    assert (note.new, note.basis_record_id) == (new, basis)
+
+
+def test_owner_resolves_to_the_root_of_the_scene(godot3):
+    assert "receiver `owner`: the root of player.tscn" in godot3["feet.gd"]["function:push"].explanation
+
+
+def test_a_godot4_method_chain_is_not_a_parent_call(knowledge):
+    src = 'extends Node\n\n\nfunc f():\n\tvar t = (create_tween()\n\t\t.set_loops())\n\treturn t\n'
+    assert judge_project({"a.gd": src}, knowledge)["a.gd"]["function:f"].signal == "neutral"
+
+
+@pytest.mark.parametrize("body,signal,at_most", [
+    # instance() and emit() are both member names on receivers nothing resolves: neither wins.
+    ("var n = thing.instance(); finished.emit(n)", "neutral", 0.5),
+    # yield( is syntax only Godot 3 parses; emit() is a member name: syntax wins, and the name costs it a quarter.
+    ("yield(get_tree(), \"idle_frame\"); finished.emit(1)", "godot3", 0.8),
+])
+def test_conflicting_evidence_is_no_confident_minority_label(knowledge, body, signal, at_most):
+    src = f"extends Node\n\nsignal finished(x)\n\n\nfunc f(thing):\n\t{body}\n"
+    j = judge_project({"a.gd": src}, knowledge)["a.gd"]["function:f"]
+    assert j.signal == signal and j.confidence <= at_most, j.explanation
+
+
+def test_a_project_defined_instance_leaves_emit_alone(knowledge):
+    files = {"pool.gd": "class_name Pool\nextends Node\n\nstatic func instance():\n\treturn null\n",
+             "a.gd": "extends Node\n\nsignal done\n\n\nfunc f():\n\tPool.instance(); done.emit()\n"}
+    j = judge_project(files, knowledge)["a.gd"]["function:f"]
+    assert j.signal == "godot4" and j.confidence >= 0.8, j.explanation
+
+
+def test_submission_computes_scopes_only_for_scripts(repo):
+    from godot_rag.domain.ingest.policy import scan_folder
+
+    files = scan_folder(repo / "samples" / "godot3_project", max_bytes=2 << 20)
+    index_json, scopes = project_symbols(files)
+    assert index_json and set(scopes) == {f.source_file for f in files if f.source_kind == "gdscript" and f.included}
+    assert '"Globals"' in scopes["player.gd"]  # the autoload the script uses
+    no_scripts = [f for f in files if f.source_kind != "gdscript"]
+    assert project_symbols(no_scripts) == ("", {})
+
+
+def test_the_rules_backend_reads_the_scope_and_keys_judgments_by_it(knowledge):
+    from dataclasses import replace
+
+    from godot_rag.domain.judging.backends import RulesBackend, judgment_key
+    from godot_rag.domain.models import JudgmentRequest
+
+    backend = RulesBackend(knowledge.index)
+    _, scopes = build_scopes({"lib.gd": LIB, "user.gd": USER}.items())
+    chunk = next(c for c in parse_gdscript("user.gd", USER.encode()).chunks if c.name == "static_accessor")
+    request = JudgmentRequest(prompt="Godot 3 or 4?", chunk=chunk, evidence=(), source_kind="gdscript",
+                              project_symbols=scopes["user.gd"].to_json())
+    bare = replace(request, project_symbols="")
+    assert backend.judge_now(request).signal == "neutral"
+    assert backend.judge_now(bare).signal == "godot3"  # without the index, Lib.instance() reads as PackedScene's
+    assert judgment_key(request, backend) != judgment_key(bare, backend)
+    # The field survives the wire.
+    assert convert.request_from_pb(convert.request_to_pb(request)).project_symbols == request.project_symbols
