@@ -62,6 +62,8 @@ from godot_rag.settings import load_settings  # noqa: E402
 from godot_rag.supervisor import Supervisor  # noqa: E402
 
 PROFILED = ("retriever", "judge", "aggregator")
+# Innermost frames of a thread that waits rather than works.
+IDLE = ("EpollSelector.select", "select (selectors", "_worker (concurrent", "wait (threading", "_wait_for_tstate_lock")
 
 
 def pct(values: list[float], p: float) -> float:
@@ -73,10 +75,13 @@ def pct(values: list[float], p: float) -> float:
 
 # ---------------------------------------------------------------- resources
 
-def _rss_of(pid: int) -> int:
+def _rss_of(pid: int, proportional: bool = False) -> int:
     try:
         import psutil
 
+        if proportional:
+            # PSS: shared pages (PostgreSQL's shared buffers) counted once across the processes sharing them.
+            return psutil.Process(pid).memory_full_info().pss
         return psutil.Process(pid).memory_info().rss
     except ImportError:
         with open(f"/proc/{pid}/status") as fh:
@@ -110,10 +115,11 @@ class RssSampler(threading.Thread):
         while not self.stop_flag.is_set():
             for name, pid in list(self.procs.items()):
                 try:
-                    rss = _rss_of(pid)
-                    if name in ("postgres", "nats-server"):
-                        # PostgreSQL forks a backend per connection: count the server as a whole.
-                        rss += sum(_rss_of(c) for c in _children_of(pid))
+                    if name == "postgres":
+                        # PostgreSQL forks a backend per connection: the server as a whole, in PSS.
+                        rss = _rss_of(pid, True) + sum(_rss_of(c, True) for c in _children_of(pid))
+                    else:
+                        rss = _rss_of(pid)
                 except (OSError, ValueError, ProcessLookupError):
                     continue
                 except Exception as exc:  # psutil.NoSuchProcess: a worker restarting
@@ -142,7 +148,10 @@ def _server_pids(sup: Supervisor) -> dict[str, int]:
 
 # ---------------------------------------------------------------- profile
 
-def start_profiles(sup: Supervisor, folder: Path, duration_s: int) -> list[tuple[str, subprocess.Popen, Path]]:
+def start_profiles(sup: Supervisor, folder: Path, duration_s: int, delay_s: float) -> list[tuple[str, subprocess.Popen, Path]]:
+    """py-spy on the first worker of each profiled stage, from ``delay_s`` after submission (the
+    stages are busy by then) for ``duration_s``; sampling does not pause the process."""
+    time.sleep(delay_s)
     pyspy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(pyspy).exists():
         print("py-spy not installed: no profile (pip install py-spy)")
@@ -150,7 +159,7 @@ def start_profiles(sup: Supervisor, folder: Path, duration_s: int) -> list[tuple
     folder.mkdir(parents=True, exist_ok=True)
     out = []
     for key, child in sup.children.items():
-        if child.name in PROFILED and child.worker == 1:
+        if child.name in PROFILED and getattr(child, "worker", 1) == 1:
             path = folder / f"{child.name}.txt"
             proc = subprocess.Popen([pyspy, "record", "--pid", str(child.proc.pid), "--duration", str(duration_s),
                                      "--rate", "50", "--format", "raw", "--nonblocking", "--output", str(path)],
@@ -163,7 +172,7 @@ def hot_spots(path: Path, top: int = 12) -> dict:
     """Self and inclusive shares of the functions in a py-spy raw (collapsed stacks) file."""
     own: Counter = Counter()
     incl: Counter = Counter()
-    total = 0
+    total = idle = 0
     if not path.is_file():
         return {}
     for line in path.read_text().splitlines():
@@ -171,15 +180,18 @@ def hot_spots(path: Path, top: int = 12) -> dict:
         if not stack or not n.isdigit():
             continue
         count = int(n)
-        total += count
         frames = [re.sub(r" \((.*?):\d+\)", r" (\1)", f) for f in stack.split(";")]
+        if any(f.startswith(IDLE) for f in frames[-1:]):
+            idle += count
+            continue  # a thread waiting (event loop select, an idle pool thread): not work
+        total += count
         frames = [f.replace(str(REPO) + "/", "").replace(sys.prefix + "/lib/python3.11/site-packages/", "") for f in frames]
         own[frames[-1]] += count
         for f in set(frames):
             incl[f] += count
     if not total:
         return {"samples": 0}
-    return {"samples": total,
+    return {"samples": total, "idle_samples": idle,
             "self": [(f, round(100 * c / total, 1)) for f, c in own.most_common(top)],
             "inclusive": [(f, round(100 * c / total, 1)) for f, c in incl.most_common(top * 3)
                           if not f.startswith(("<module>", "run (asyncio", "run_until_complete", "run_forever", "_run_once",
@@ -207,9 +219,19 @@ def stage_figures(dsn: str, analysis_id: str, wall_s: float, workers: int) -> di
             return
         lat = [max(0.0, (e - s) * 1000) for s, e in spans]
         first, last = min(s for s, _ in spans), max(e for _, e in spans)
+        # Share of wall time with at least one chunk in this stage (the union of
+        # its intervals): handlers overlap, so summed latencies would exceed 100 %.
+        busy, cur_s, cur_e = 0.0, None, None
+        for s, e in sorted(spans):
+            if cur_e is None or s > cur_e:
+                busy += 0.0 if cur_e is None else cur_e - cur_s
+                cur_s, cur_e = s, e
+            else:
+                cur_e = max(cur_e, e)
+        busy += cur_e - cur_s
         out[name] = {"n": len(spans), "per_s": round(len(spans) / max(1e-6, last - first), 1),
                      "p50_ms": round(pct(lat, 50), 1), "p95_ms": round(pct(lat, 95), 1),
-                     "busy_share": round(sum(lat) / 1000 / (wall_s * workers), 3)}
+                     "busy_share": round(min(1.0, busy / wall_s), 3), "mean_in_flight": round(sum(lat) / 1000 / max(1e-6, busy), 1)}
 
     summary("chunk (files)", [(float(base), float(f["u"])) for f in files])
     for stage in ("retrieve", "judge"):
@@ -224,7 +246,7 @@ def stage_figures(dsn: str, analysis_id: str, wall_s: float, workers: int) -> di
     return out
 
 
-def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None = None, profile_s: int = 30,
+def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None = None, profile_s: int = 60,
              timeout_s: float = 3600, env: dict | None = None) -> dict:
     import grpc
 
@@ -258,12 +280,16 @@ def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None
         t0 = time.monotonic()
         submitted = gateway.Submit(spb.SubmitRequest(prompt=DEFAULT_PROMPT, path=str(corpus)), timeout=600)
         result["submit_s"] = round(time.monotonic() - t0, 2)
-        profiles = start_profiles(sup, profile_dir, profile_s) if profile_dir else []
+        profiles: list = []
+        profiler = None
+        if profile_dir:
+            profiler = threading.Thread(target=lambda: profiles.extend(start_profiles(sup, profile_dir, profile_s, 20)), daemon=True)
+            profiler.start()
         last = None
         for progress in gateway.WatchProgress(spb.GetRequest(analysis_id=submitted.analysis_id), timeout=timeout_s):
             last = progress
         wall = time.monotonic() - t0
-        if last is None or last.status != "done":
+        if last is None or last.status not in ("done", "completed_with_failures"):
             raise RuntimeError(f"{label}: the analysis did not finish: {last}")
         channel.close()
         with psycopg.connect(runtime["pg_dsn"]) as conn:
@@ -271,6 +297,8 @@ def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None
                                   (submitted.analysis_id,)).fetchone()[0]
         result.update(wall_s=round(wall, 1), chunks=chunks, chunks_per_s=round(chunks / wall, 1),
                       stages=stage_figures(runtime["pg_dsn"], submitted.analysis_id, wall, workers))
+        if profiler is not None:
+            profiler.join(60)
         for name, proc, path in profiles:
             try:
                 proc.wait(timeout=profile_s + 30)
@@ -338,9 +366,9 @@ def table(res: dict) -> str:
         r = next(x for x in e2e if x["label"] == ref)
         lines.append("")
         lines.append(f"per stage inside the pipeline ({ref}):")
-        lines.append(f"  {'stage':<16} {'n':>7} {'per s':>8} {'p50 ms':>9} {'p95 ms':>9} {'busy share':>11}")
+        lines.append(f"  {'stage':<16} {'n':>7} {'per s':>8} {'p50 ms':>9} {'p95 ms':>9} {'busy share':>11} {'in flight':>10}")
         for name, s in r["stages"].items():
-            lines.append(f"  {name:<16} {s['n']:>7} {s['per_s']:>8.1f} {s['p50_ms']:>9.1f} {s['p95_ms']:>9.1f} {s['busy_share']:>10.0%}")
+            lines.append(f"  {name:<16} {s['n']:>7} {s['per_s']:>8.1f} {s['p50_ms']:>9.1f} {s['p95_ms']:>9.1f} {s['busy_share']:>10.0%} {s['mean_in_flight']:>10.1f}")
         lines.append("")
         lines.append("peak RSS MB (largest worker of each service): " +
                      ", ".join(f"{k} {v}" for k, v in r.get("peak_rss_mb", {}).items()))
