@@ -75,8 +75,8 @@ class MiniLMEmbedder:
     ``torch`` (sentence-transformers) and ``onnx`` (ONNX Runtime on a graph
     exported once from the packaged weights and cached under ``cache_dir``;
     nothing is downloaded). ``embed`` takes any number of texts and runs them
-    in length-sorted batches of ``batch_size``, so a stage that has 32..256
-    texts in hand pays for one padded forward pass per batch, not one per text.
+    in forward passes of like token lengths (``length_groups``), so a stage
+    that has 32..256 texts in hand pays a few passes with little padding.
     """
 
     name = MINILM_MODEL
