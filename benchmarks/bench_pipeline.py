@@ -62,6 +62,9 @@ from godot_rag.settings import load_settings  # noqa: E402
 from godot_rag.supervisor import Supervisor  # noqa: E402
 
 PROFILED = ("retriever", "judge", "aggregator")
+# Outer frames every sample of a thread shares (event loop, thread pool): no information.
+GENERIC = ("<module>", "Runner.run", "_run_module_as_main", "_run_code", "BaseEventLoop.", "Handle._run", "Thread.",
+           "Thread._bootstrap", "_worker (concurrent", "_WorkItem.run", "main (")
 # Innermost frames of a thread that waits rather than works.
 IDLE = ("EpollSelector.select", "select (selectors", "_worker (concurrent", "wait (threading", "_wait_for_tstate_lock")
 
@@ -91,6 +94,18 @@ def _rss_of(pid: int, proportional: bool = False) -> int:
     return 0
 
 
+def _cpu_of(pid: int) -> float:
+    try:
+        import psutil
+
+        t = psutil.Process(pid).cpu_times()
+        return t.user + t.system
+    except ImportError:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _children_of(pid: int) -> list[int]:
     try:
         import psutil
@@ -109,6 +124,9 @@ class RssSampler(threading.Thread):
         self.procs = procs
         self.interval = interval
         self.peak: dict[str, int] = defaultdict(int)
+        # Last seen CPU seconds (user + system) per process, by name: a figure the
+        # load of other processes on the machine does not inflate, unlike wall time.
+        self.cpu: dict[str, dict[int, float]] = defaultdict(dict)
         self.stop_flag = threading.Event()
 
     def run(self) -> None:
@@ -117,9 +135,13 @@ class RssSampler(threading.Thread):
                 try:
                     if name == "postgres":
                         # PostgreSQL forks a backend per connection: the server as a whole, in PSS.
-                        rss = _rss_of(pid, True) + sum(_rss_of(c, True) for c in _children_of(pid))
+                        kids = _children_of(pid)
+                        rss = _rss_of(pid, True) + sum(_rss_of(c, True) for c in kids)
+                        for c in [pid, *kids]:
+                            self.cpu[name][c] = _cpu_of(c)
                     else:
                         rss = _rss_of(pid)
+                        self.cpu[name][pid] = _cpu_of(pid)
                 except (OSError, ValueError, ProcessLookupError):
                     continue
                 except Exception as exc:  # psutil.NoSuchProcess: a worker restarting
@@ -194,8 +216,7 @@ def hot_spots(path: Path, top: int = 12) -> dict:
     return {"samples": total, "idle_samples": idle,
             "self": [(f, round(100 * c / total, 1)) for f, c in own.most_common(top)],
             "inclusive": [(f, round(100 * c / total, 1)) for f, c in incl.most_common(top * 3)
-                          if not f.startswith(("<module>", "run (asyncio", "run_until_complete", "run_forever", "_run_once",
-                                               "_run (asyncio", "main ("))][:top]}
+                          if not f.startswith(GENERIC)][:top]}
 
 
 # ---------------------------------------------------------------- one run
@@ -277,6 +298,10 @@ def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None
         sampler.start()
         channel = grpc.insecure_channel(runtime["gateway"])
         gateway = sgrpc.AnalysisServiceStub(channel)
+        sampler.stop_flag.wait(1.0)  # one sample before submission: CPU spent starting up is not counted
+        result["cpu_s_at_submit"] = {k.split(".")[0]: 0.0 for k in sampler.cpu}
+        for key, per_pid in sampler.cpu.items():
+            result["cpu_s_at_submit"][key.split(".")[0]] += sum(per_pid.values())
         t0 = time.monotonic()
         submitted = gateway.Submit(spb.SubmitRequest(prompt=DEFAULT_PROMPT, path=str(corpus)), timeout=600)
         result["submit_s"] = round(time.monotonic() - t0, 2)
@@ -314,6 +339,12 @@ def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None
                 name = key.split(".")[0]
                 peak[name] = max(peak.get(name, 0), rss)
             result["peak_rss_mb"] = {k: round(v / 2**20) for k, v in sorted(peak.items())}
+            cpu: dict[str, float] = defaultdict(float)
+            for key, per_pid in sampler.cpu.items():
+                cpu[key.split(".")[0]] += sum(per_pid.values())
+            result["cpu_s"] = {k: round(v - result.get("cpu_s_at_submit", {}).get(k, 0.0), 1) for k, v in sorted(cpu.items())}
+            if result.get("chunks"):
+                result["cpu_ms_per_chunk"] = round(1000 * sum(result["cpu_s"].values()) / result["chunks"], 1)
         stop_flag[0] = True
         sup.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
@@ -361,6 +392,9 @@ def table(res: dict) -> str:
     for r in e2e:
         lines.append(f"{r['label']:<30} {r['workers']:>7} {r['corpus']['files']:>6} {r['chunks']:>7} {r['wall_s']:>8.1f} "
                      f"{r['chunks_per_s']:>9.1f} {r['kb_build_s'] if r['kb_build_s'] is not None else '-':>10}")
+    lines.append("")
+    lines.append("CPU ms per chunk, all service processes + PostgreSQL (robust to other load): " +
+                 ", ".join(f"{r['label']} {r.get('cpu_ms_per_chunk', '-')}" for r in e2e))
     ref = res.get("reference_run")
     if ref:
         r = next(x for x in e2e if x["label"] == ref)
