@@ -63,7 +63,7 @@ from godot_rag.supervisor import Supervisor  # noqa: E402
 
 PROFILED = ("retriever", "judge", "aggregator")
 # Outer frames every sample of a thread shares (event loop, thread pool): no information.
-GENERIC = ("<module>", "Runner.run", "_run_module_as_main", "_run_code", "BaseEventLoop.", "Handle._run", "Thread.",
+GENERIC = ("<module>", "Runner.run", "run (asyncio", "_run_module_as_main", "_run_code", "BaseEventLoop.", "Handle._run", "Thread.",
            "Thread._bootstrap", "_worker (concurrent", "_WorkItem.run", "main (")
 # Innermost frames of a thread that waits rather than works.
 IDLE = ("EpollSelector.select", "select (selectors", "_worker (concurrent", "wait (threading", "_wait_for_tstate_lock")
