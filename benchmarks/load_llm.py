@@ -129,7 +129,7 @@ async def drive(url: str, model: str, *, concurrency: int, total: int, flavor: s
             started = time.perf_counter()
             try:
                 reply = await client.chat(messages, schema)
-            except Exception as exc:  # any failure counts as an error of the load test, never stops it
+            except Exception as exc:  # noqa: BLE001 -- any failure is an error of the load test, never stops it
                 errors += 1
                 print(f"request failed: {type(exc).__name__}: {str(exc)[:200]}", file=sys.stderr)
                 continue
