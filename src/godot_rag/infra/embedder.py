@@ -232,10 +232,20 @@ def length_groups(lengths: Sequence[int], batch_size: int, token_budget: int) ->
 
 
 def default_model_cache() -> Path:
-    """Cache of derived model files when no data folder is given (the user cache directory)."""
+    """Cache of derived model files when no data folder is given: the user cache directory, or
+    the temporary directory where that is not writable (a container's read-only root)."""
+    import tempfile
+
     import platformdirs
 
-    return Path(platformdirs.user_cache_dir("godot-rag", appauthor=False)) / "models"
+    folder = Path(platformdirs.user_cache_dir("godot-rag", appauthor=False)) / "models"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if os.access(folder, os.W_OK):
+            return folder
+    except OSError:
+        pass
+    return Path(tempfile.gettempdir()) / "godot-rag-models"
 
 
 def _max_seq_length(model_dir: Path) -> int:
