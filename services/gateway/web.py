@@ -20,12 +20,15 @@ import jinja2
 from aiohttp import web
 
 from godot_rag.domain.ingest.policy import IngestError
-from godot_rag.errors import NotFoundError
+from godot_rag.errors import AccessDeniedError, InvalidInputError, NotFoundError, NotReadyError, OverloadedError
+from godot_rag.infra.auth import COOKIE_NAME, bearer_of, token_matches
 from godot_rag.infra.service import ServiceContext
 from godot_rag.pipeline import web_data
 from godot_rag.pipeline import web_views as wv
 from godot_rag.pipeline.export import result_to_json
+from godot_rag.pipeline.replay import ReplayOptions, replay_status, start_replay
 from godot_rag.pipeline.results import analysis_result
+from godot_rag.pipeline.versions import diff_results, list_versions
 from godot_rag.pipeline.why_not import why_not_retrieved
 
 log = logging.getLogger(__name__)
@@ -132,6 +135,24 @@ def _is_loopback_ip(name: str) -> bool:
         return False
 
 
+# Reachable without the token: the sign-in page and the static files it uses.
+OPEN_PATHS = frozenset({"/login", "/static/app.css", "/static/early.js", "/static/app.js"})
+
+
+def _authorized(request: web.Request, token: str) -> bool:
+    """The token as ``Authorization: Bearer`` (API clients) or the sign-in cookie (browsers)."""
+    given = bearer_of(request.headers.get("Authorization", "")) or request.cookies.get(COOKIE_NAME, "")
+    return token_matches(given, token)
+
+
+def _http_status(exc: Exception) -> int:
+    if isinstance(exc, AccessDeniedError):
+        return 403
+    if isinstance(exc, OverloadedError):
+        return 429
+    return 400
+
+
 def _is_json(request: web.Request) -> bool:
     return request.content_type == "application/json"
 
@@ -148,6 +169,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
     macros: Any = env.get_template("macros.html").module  # the template's macros, looked up by name
     allowed = allowed_host_names(ctx.settings.host)
     limit = ctx.settings.retrieval_limit_per_table
+    token = ctx.settings.auth_token
 
     def page(name: str, status: int = 200, **data) -> web.Response:
         return web.Response(text=env.get_template(name).render(**data), status=status, content_type="text/html")
@@ -163,12 +185,38 @@ def build_app(ctx: ServiceContext) -> web.Application:
         if reason:
             log.warning("refused %s %s: %s", request.method, request.path, reason)
             return web.Response(text=f"refused: {reason}", status=403)
+        if token and not _authorized(request, token) and request.path not in OPEN_PATHS:
+            if request.path.startswith("/api/") or request.method not in SAFE_METHODS:
+                return _json({"error": "missing or wrong token (Authorization: Bearer, or sign in at /login)"}, 401)
+            raise web.HTTPSeeOther("/login")
         if request.method not in SAFE_METHODS and request.path.startswith("/api/") and not _is_json(request):
             return _json({"error": "JSON endpoints accept only Content-Type: application/json"}, 415)
         response = await handler(request)
         if not response.prepared:
             response.headers.update(SECURITY_HEADERS)
         return response
+
+    # ------------------------------------------------------------ sign-in (only when a token is configured)
+
+    login_form = env.from_string(
+        '{% extends "base.html" %}{% block main %}<h1>Sign in</h1>{% if error %}<p class="error">{{ error }}</p>{% endif %}'
+        '<form method="post" action="/login"><label>Token <input type="password" name="token" autocomplete="off">'
+        '</label> <button>Sign in</button></form>{% endblock %}')
+
+    @routes.get("/login")
+    async def login_page(request: web.Request) -> web.Response:
+        return web.Response(text=login_form.render(error=""), content_type="text/html")
+
+    @routes.post("/login")
+    async def login(request: web.Request) -> web.Response:
+        post = await request.post()
+        given = str(post.get("token", ""))
+        if not token_matches(given, token):
+            return web.Response(text=login_form.render(error="wrong token"), status=401, content_type="text/html")
+        response = web.HTTPSeeOther("/")
+        # HttpOnly: no script reads it; SameSite=Strict: no other site's page sends it.
+        response.set_cookie(COOKIE_NAME, given, httponly=True, samesite="Strict", path="/")
+        raise response
 
     # ------------------------------------------------------------ pages
 
@@ -194,23 +242,23 @@ def build_app(ctx: ServiceContext) -> web.Application:
         if not (body["path"] or body["git_url"] or data) and text.strip():
             body["expanded_text" if text.lstrip().startswith("# ") else "snippet"] = text
         try:
-            submitted = await _submit(body, data, name)
-        except IngestError as exc:
-            return await index_page(str(exc), form, 400)
+            submitted = await _submit(request, body, data, name)
+        except (InvalidInputError, AccessDeniedError, OverloadedError) as exc:
+            return await index_page(str(exc), form, _http_status(exc))
         raise web.HTTPSeeOther(f"/a/{quote(submitted[0].analysis_id, safe='')}")
 
-    async def _submit(body: dict, archive: bytes = b"", archive_name: str = "") -> list:
-        from godot_rag.pipeline.submit import collect, pipeline_version_for, submit_all
+    async def _submit(request: web.Request, body: dict, archive: bytes = b"", archive_name: str = "") -> list:
+        from godot_rag.pipeline.submit import SubmitInput, collect_and_submit
 
-        prompt = (body.get("prompt") or "").strip()
-        if not prompt:
-            raise IngestError("a prompt is required")
-        submission = await asyncio.to_thread(
-            collect, path=body.get("path", ""), expanded_text=body.get("expanded_text", ""), snippet=body.get("snippet", ""),
-            snippet_kind=body.get("snippet_kind", ""), git_url=body.get("git_url", ""), git_ref=body.get("git_ref", ""),
-            archive=archive, archive_name=archive_name, settings=ctx.settings,
-        )
-        submitted = await submit_all(ctx.store, ctx.bus, submission, prompt, pipeline_version_for(ctx.settings))
+        def text(key: str) -> str:
+            value = body.get(key, "")
+            return value if isinstance(value, str) else ""
+
+        client = request.remote or ""
+        _, submitted = await collect_and_submit(ctx.store, ctx.bus, ctx.settings, SubmitInput(
+            prompt=text("prompt").strip(), path=text("path"), expanded_text=text("expanded_text"), snippet=text("snippet"),
+            snippet_kind=text("snippet_kind"), git_url=text("git_url"), git_ref=text("git_ref"), archive=archive,
+            archive_name=archive_name, client=client, local_caller=_is_loopback_ip(client)))
         if not submitted:
             raise IngestError("no project found in the input")
         return submitted
@@ -303,6 +351,24 @@ def build_app(ctx: ServiceContext) -> web.Application:
             min_score = 0.0
         return page("file.html", min_score=min_score, **data)
 
+    # ------------------------------------------------------------ diff
+
+    @routes.get("/diff")
+    async def diff_page(request: web.Request) -> web.Response:
+        q = request.query
+        a, b, of = q.get("a", "").strip(), q.get("b", "").strip(), q.get("analysis", "").strip()
+        # A first visit (no comparison asked yet) shows changed chunks only.
+        form = {"a": a, "b": b, "analysis": of, "changed": q.get("changed", "1" if "a" not in q else "") == "1"}
+        doc, error, listed = None, "", None
+        try:
+            if of:
+                listed = await list_versions(ctx.store, of)
+            if a and b:
+                doc = await diff_results(ctx.store, a, b, of)
+        except (NotFoundError, InvalidInputError) as exc:
+            error = str(exc)
+        return page("diff.html", form=form, doc=doc, error=error, versions=listed)
+
     # ------------------------------------------------------------ exports
 
     def _export(rows: list[dict], columns, fmt: str, name: str) -> web.Response:
@@ -365,6 +431,53 @@ def build_app(ctx: ServiceContext) -> web.Application:
         return _json({"chunk": row["chunk"], "source_file": row["source_file"], "retrieval": retrieval, "judgment": judgment,
                       "stages": stages})
 
+    @routes.get("/api/diff")
+    async def diff_api(request: web.Request) -> web.Response:
+        q = request.query
+        try:
+            return _json(await diff_results(ctx.store, q.get("a", ""), q.get("b", ""), q.get("analysis", "")))
+        except InvalidInputError as exc:
+            return _json({"error": str(exc)}, 400)
+        except NotFoundError as exc:
+            return _json({"error": str(exc)}, 404)
+
+    @routes.post("/api/analyses/{analysis_id}/replay")
+    async def replay_api(request: web.Request) -> web.Response:
+        """Replay chunks of an analysis: the same pipeline function as the gRPC Replay and `godot-rag replay`."""
+        try:
+            body = await request.json()
+        except json.JSONDecodeError:
+            return _json({"error": "the body is not JSON"}, 400)
+        if not isinstance(body, dict):
+            return _json({"error": "the body must be a JSON object"}, 400)
+        try:
+            opts = ReplayOptions(
+                analysis_id=request.match_info["analysis_id"], stage=str(body.get("stage") or "judge"),
+                chunk_ids=tuple(str(c) for c in body.get("chunk_ids") or ()),
+                source_files=tuple(str(f) for f in body.get("source_files") or ()), judge=str(body.get("judge") or ""),
+                prompt_version=str(body.get("prompt_version") or ""), cascade=str(body.get("cascade") or ""),
+                limit_per_table=int(body.get("limit_per_table") or 0))
+            started = await start_replay(ctx.store, ctx.bus, ctx.settings, opts)
+        except (ValueError, InvalidInputError) as exc:
+            return _json({"error": str(exc)}, 400)
+        except NotFoundError as exc:
+            return _json({"error": str(exc)}, 404)
+        except NotReadyError as exc:
+            return _json({"error": str(exc)}, 409)
+        return _json(_replay_json(started))
+
+    @routes.get("/api/replays/{replay_id}")
+    async def replay_state(request: web.Request) -> web.Response:
+        try:
+            return _json(_replay_json(await replay_status(ctx.store, request.match_info["replay_id"])))
+        except NotFoundError as exc:
+            return _json({"error": str(exc)}, 404)
+
+    def _replay_json(r) -> dict:
+        return {"replay_id": r.replay_id, "analysis_id": r.analysis_id, "stage": r.stage, "run": r.run, "status": r.status,
+                "judgment_version": r.judgment_version,
+                "chunks": [{"chunk_id": c.chunk_id, "source": c.source, "published": c.published} for c in r.chunks]}
+
     @routes.post("/api/analyses")
     async def submit(request: web.Request) -> web.Response:
         try:
@@ -380,9 +493,9 @@ def build_app(ctx: ServiceContext) -> web.Application:
             except (binascii.Error, ValueError, TypeError):
                 return _json({"error": "archive_b64 is not base64"}, 400)
         try:
-            submitted = await _submit(body, archive, str(body.get("archive_name") or ""))
-        except IngestError as exc:
-            return _json({"error": str(exc)}, 400)
+            submitted = await _submit(request, body, archive, str(body.get("archive_name") or ""))
+        except (InvalidInputError, AccessDeniedError, OverloadedError) as exc:
+            return _json({"error": str(exc)}, _http_status(exc))
         return _json({"analysis_id": submitted[0].analysis_id, "project_id": submitted[0].project_id,
                       "projects": [{"analysis_id": s.analysis_id, "project_id": s.project_id} for s in submitted]})
 

@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import asyncio
 
-from godot_rag.domain.judging.backends import CascadeBackend, JudgeBackend, LLMBackend, RulesBackend
+from godot_rag.domain.judging.backends import JudgeBackend
 from godot_rag.domain.judging.rules import RenameIndex, shipped_vocabulary
-from godot_rag.infra.llm_client import LLMClient
+from godot_rag.errors import InvalidInputError
 from godot_rag.infra.service import run_service
-from godot_rag.pipeline.judging import JudgeStage
+from godot_rag.pipeline.judging import JudgeStage, build_backend
 from godot_rag.settings import Settings, load_settings
 from godot_rag.v1 import services_pb2, services_pb2_grpc
 from services.judge import consumer
@@ -14,13 +14,10 @@ from services.judge.servicer import JudgeServicer
 
 
 def make_backend(settings: Settings, index: RenameIndex) -> JudgeBackend:
-    rules = RulesBackend(index)
-    if settings.judge == "rules":
-        return rules
-    if not settings.llm_url or not settings.llm_model:
-        raise SystemExit("judge: GODOT_RAG_JUDGE=llm needs GODOT_RAG_LLM_URL and GODOT_RAG_LLM_MODEL")
-    llm = LLMBackend(LLMClient.from_settings(settings))
-    return CascadeBackend(rules, llm, settings.judge_cascade, settings.judge_cascade_threshold)
+    try:
+        return build_backend(settings, index, settings.judge)
+    except InvalidInputError as exc:
+        raise SystemExit(f"judge: {exc}") from exc
 
 
 def main() -> None:
@@ -40,6 +37,6 @@ def main() -> None:
         index = RenameIndex.from_payloads(await ctx.store.api_mapping_payloads(), vocabulary)
         backend = make_backend(settings, index)
         holder["servicer"].backend = backend
-        return await consumer.start(ctx, JudgeStage(ctx, backend))
+        return await consumer.start(ctx, JudgeStage(ctx, backend, index))
 
     asyncio.run(run_service("judge", settings, settings.judge_port, register, start))

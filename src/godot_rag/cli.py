@@ -1,10 +1,12 @@
-"""The godot-rag command line: up, analyze, expand, patch, kb build."""
+"""The godot-rag command line: up, analyze, expand, patch, kb build, replay, diff, export."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,8 +18,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from godot_rag.infra.auth import client_channel
 from godot_rag.infra.embedded import EmbeddedError
-from godot_rag.infra.service import GRPC_MESSAGE_OPTIONS
+from godot_rag.infra.service import grpc_message_options
 from godot_rag.pipeline.export import result_to_json
 from godot_rag.settings import Settings, SettingsError, load_settings
 from godot_rag.supervisor import SupervisorError
@@ -106,27 +109,85 @@ def looks_like_git_url(target: str) -> bool:
     return "@" in head and ":" in head and not Path(target).exists()  # user@host:path
 
 
-def submit_request(target: str, prompt: str, *, kind: str = "", git: bool = False, ref: str = "", project_id: str = ""):
-    """The SubmitRequest for one command-line target ('-' = a snippet on stdin)."""
+def _local_repo_archive(repo: Path, ref: str, settings: Settings) -> bytes:
+    """The tree of a local repository's commit (``ref`` or HEAD) as tar bytes, read by the caller's own git."""
+    from godot_rag.infra.fetch import git_env
+
+    if ref.startswith("-"):
+        raise CliError(f"refused git ref {ref!r}")
+    try:
+        done = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "archive", "--format=tar", ref or "HEAD"],
+                              cwd=repo, env=git_env(), capture_output=True, timeout=settings.git_timeout_s, check=False)
+    except (FileNotFoundError, subprocess.TimeoutExpired) as exc:
+        raise CliError(f"{repo}: git archive failed ({exc})") from exc
+    if done.returncode != 0:
+        raise CliError(f"{repo}: git archive failed: {done.stderr.decode('utf-8', 'replace').strip()[:300]}")
+    return done.stdout
+
+
+def submit_request(target: str, prompt: str, *, kind: str = "", git: bool = False, ref: str = "", project_id: str = "",
+                   settings: Settings | None = None):
+    """The SubmitRequest for one command-line target ('-' = a snippet on stdin).
+
+    Local inputs travel as content (an archive built in memory, the expanded
+    text, the archive's bytes), never as paths: the gateway may be another
+    machine, and it reads no caller's paths (docs/security.md). Only remote git
+    URLs travel as URLs, for the gateway to clone.
+    """
+    from godot_rag.domain.ingest.archive import archive_stem, looks_like_archive_name
+    from godot_rag.domain.ingest.policy import IngestError
+    from godot_rag.infra.fetch import pack_folder
+    from godot_rag.pipeline.submit import walk_limits
     from godot_rag.v1 import services_pb2 as spb
 
+    settings = settings or load_settings()
     if target == "-":
         return spb.SubmitRequest(prompt=prompt, snippet=sys.stdin.read(), snippet_kind=kind, project_id=project_id)
-    if git or looks_like_git_url(target):
-        url = target if looks_like_git_url(target) else str(Path(target).expanduser().resolve())
-        return spb.SubmitRequest(prompt=prompt, git_url=url, git_ref=ref, project_id=project_id)
-    # Folders, .zip/.tar.gz archives (told apart by suffix and content on the gateway) and expanded text.
-    return spb.SubmitRequest(prompt=prompt, path=str(Path(target).expanduser().resolve()), project_id=project_id)
+    if target.startswith("file://"):
+        target, git = target[len("file://"):], True
+    if looks_like_git_url(target):
+        return spb.SubmitRequest(prompt=prompt, git_url=target, git_ref=ref, project_id=project_id)
+    path = Path(target).expanduser().resolve()
+    if git:
+        if not path.is_dir():
+            raise CliError(f"{target}: not a local git repository folder")
+        name = path.name[:-4] if path.name.endswith(".git") else path.name
+        return spb.SubmitRequest(prompt=prompt, archive=_local_repo_archive(path, ref, settings),
+                                 archive_name=f"{name}.tar", project_id=project_id or f"git:{name or 'repository'}")
+    if path.is_dir():
+        try:
+            data = pack_folder(path, walk_limits(settings), max_file_bytes=settings.max_file_bytes)
+        except IngestError as exc:
+            raise CliError(f"{target}: {exc}") from exc
+        return spb.SubmitRequest(prompt=prompt, archive=data, archive_name=f"{path.name}.tar.gz",
+                                 project_id=project_id or f"local:{path.name}")
+    if path.is_file():
+        data = path.read_bytes()
+        from godot_rag.domain.ingest.archive import detect_format
+
+        if looks_like_archive_name(path.name) or detect_format(data[:1024]):
+            return spb.SubmitRequest(prompt=prompt, archive=data, archive_name=path.name,
+                                     project_id=project_id or f"archive:{archive_stem(path.name)}")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CliError(f"{target} is neither a folder, an archive nor an expanded-text file (not UTF-8: {exc})") from exc
+        return spb.SubmitRequest(prompt=prompt, expanded_text=text,
+                                 project_id=project_id or f"expanded:{path.name.rsplit('.', 1)[0]}")
+    raise CliError(f"no such file or folder: {target}")
 
 
 def analyze_one(stub, target: str, prompt: str, kind: str = "", *, git: bool = False, ref: str = "",
-                project_id: str = "") -> list[dict]:
+                project_id: str = "", settings: Settings | None = None) -> list[dict]:
     """Submit one target and wait for each of its projects (one per project.godot root)."""
+    from godot_rag.infra.auth import auth_metadata
     from godot_rag.v1 import services_pb2 as spb
 
-    request = submit_request(target, prompt, kind=kind, git=git, ref=ref, project_id=project_id)
+    settings = settings or load_settings()
+    metadata = auth_metadata(settings.auth_token)
+    request = submit_request(target, prompt, kind=kind, git=git, ref=ref, project_id=project_id, settings=settings)
     try:
-        submitted = stub.Submit(request, timeout=300)
+        submitted = stub.Submit(request, timeout=300, metadata=metadata)
     except grpc.RpcError as exc:
         raise CliError(f"{target}: {exc.details()}") from exc
     projects = list(submitted.projects) or [spb.SubmittedProject(analysis_id=submitted.analysis_id,
@@ -138,10 +199,10 @@ def analyze_one(stub, target: str, prompt: str, kind: str = "", *, git: bool = F
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("chunks"),
                       TimeElapsedColumn(), console=console, transient=True) as bar:
             task = bar.add_task(f"{project.project_id}", total=None)
-            for p in stub.WatchProgress(spb.GetRequest(analysis_id=project.analysis_id)):
+            for p in stub.WatchProgress(spb.GetRequest(analysis_id=project.analysis_id), metadata=metadata):
                 total = p.chunks_total if p.files_chunked >= p.files_total else None
                 bar.update(task, completed=p.chunks_done + p.chunks_failed, total=total)
-        result = stub.Get(spb.GetRequest(analysis_id=project.analysis_id), timeout=120)
+        result = stub.Get(spb.GetRequest(analysis_id=project.analysis_id), timeout=120, metadata=metadata)
         doc = result_to_json(result)
         doc["project_root"] = project.project_root
         doc["source_origin"] = submitted.source_origin
@@ -228,11 +289,11 @@ def cmd_analyze(args, settings: Settings) -> int:
         addr = running_gateway(settings)
     docs = []
     try:
-        with grpc.insecure_channel(addr, options=GRPC_MESSAGE_OPTIONS) as channel:
+        with grpc.insecure_channel(addr, options=grpc_message_options(settings)) as channel:
             stub = sgrpc.AnalysisServiceStub(channel)
             for target in args.paths:
                 for doc in analyze_one(stub, target, args.prompt, args.kind, git=args.git, ref=args.ref,
-                                       project_id=args.project_id):
+                                       project_id=args.project_id, settings=settings):
                     print_summary(doc)
                     docs.append(doc)
     finally:
@@ -245,16 +306,167 @@ def cmd_analyze(args, settings: Settings) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def gateway_stub(settings: Settings, keep_running: bool = False):
+    """An AnalysisService stub on the running stack, or on one started for the command."""
+    from godot_rag.v1 import services_pb2_grpc as sgrpc
+
+    started = None
+    addr = running_gateway(settings)
+    if addr is None:
+        started = start_stack(settings)
+        addr = running_gateway(settings)
+    if addr is None:
+        raise CliError("no gateway answers (godot-rag up)")
+    try:
+        with client_channel(addr, settings.auth_token, grpc_message_options(settings)) as channel:
+            yield sgrpc.AnalysisServiceStub(channel)
+    finally:
+        if started is not None and not keep_running:
+            stop_stack(started)
+
+
+def _rpc(call, *args, **kwargs):
+    try:
+        return call(*args, **kwargs)
+    except grpc.RpcError as exc:
+        raise CliError(exc.details() or str(exc.code())) from exc
+
+
+def cmd_replay(args, settings: Settings) -> int:
+    from godot_rag.v1 import services_pb2 as spb
+
+    request = spb.ReplayRequest(analysis_id=args.analysis_id, stage=args.stage, chunk_ids=args.chunk or [],
+                                source_files=args.file or [], judge=args.judge or "", prompt_version=args.prompt_version or "",
+                                cascade=args.cascade or "", limit_per_table=args.limit_per_table or 0)
+    with gateway_stub(settings, args.keep_running) as stub:
+        started = _rpc(stub.Replay, request, timeout=300)
+        published = [c for c in started.chunks if c.published]
+        from_stream = sum(1 for c in published if c.source == "stream")
+        console.print(f"replay {started.replay_id} of {started.analysis_id} from stage {started.stage} (run {started.run}): "
+                      f"{len(published)} chunk(s) published, {from_stream} taken from the stream, "
+                      f"{len(published) - from_stream} rebuilt from the store (aged out), "
+                      f"{len(started.chunks) - len(published)} already done by this replay", highlight=False)
+        if args.verbose:
+            for c in started.chunks:
+                state = f"from the {c.source}" if c.published else "already done"
+                console.print(f"  {c.chunk_id}: {state}", markup=False, highlight=False)
+        replay = started
+        if not args.no_wait:
+            deadline = time.monotonic() + args.timeout
+            with console.status("replaying..."):
+                while replay.status == "running" and time.monotonic() < deadline:
+                    time.sleep(0.3)
+                    replay = _rpc(stub.GetReplay, spb.GetReplayRequest(replay_id=started.replay_id), timeout=60)
+            if replay.status == "running":
+                raise CliError(f"replay {started.replay_id} still running after {args.timeout}s; run the same command "
+                               "again to resume or wait")
+        doc = {"replay_id": replay.replay_id, "analysis_id": replay.analysis_id, "stage": replay.stage, "run": replay.run,
+               "status": replay.status, "judgment_version": replay.judgment_version,
+               "chunks": [{"chunk_id": c.chunk_id, "source": c.source, "published": c.published} for c in started.chunks]}
+        if replay.judgment_version and replay.status != "running":
+            v = _rpc(stub.GetVerdict, spb.VerdictVersionRequest(analysis_id=replay.analysis_id,
+                                                                version_id=replay.judgment_version), timeout=60)
+            doc["verdict"] = {"label": v.verdict.label, "confidence": v.verdict.confidence, "current": v.current}
+            console.print(f"replay {replay.status}: judgment version {replay.judgment_version} "
+                          f"(current: {'yes' if v.current else 'no'}), verdict {v.verdict.label} "
+                          f"({v.verdict.confidence:.2f})", highlight=False)
+    if args.json:
+        Path(args.json).write_text(json.dumps(doc, indent=2))
+        console.print(f"wrote {args.json}")
+    return 0 if replay.status in ("done", "running") else 3
+
+
+def print_diff(doc: dict, changed_only: bool = True) -> None:
+    out = Console(width=None if sys.stdout.isatty() else 150)
+    a, b, v, s = doc["a"], doc["b"], doc["verdict"], doc["summary"]
+    out.print(f"A {a['analysis_id']} version {a['version_id'] or '-'}   B {b['analysis_id']} version {b['version_id'] or '-'}",
+              markup=False, highlight=False)
+    change = "changed" if v["changed"] else "unchanged"
+    out.print(f"verdict: {v['a'] or '-'} ({v['a_confidence']:.2f}) -> {v['b'] or '-'} ({v['b_confidence']:.2f}), {change}",
+              markup=False, highlight=False)
+    table = Table(show_header=True, header_style="bold", title="summary")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for key in ("chunks_compared", "chunks_changed", "label_changes", "migration_changes", "candidates_added",
+                "candidates_removed", "candidates_moved", "notes_added", "notes_removed", "only_in_a", "only_in_b"):
+        table.add_row(key.replace("_", " "), str(s[key]))
+    for key, n in s["transitions"].items():
+        table.add_row(f"label {key}", str(n))
+    out.print(table)
+    for c in doc["chunks"]:
+        if changed_only and not c["changed"]:
+            continue
+        out.print(f"{c['source_file']} L{c['start_line']}-L{c['end_line']} {c['chunk_id']}"
+                  + ("" if c["presence"] == "both" else f"  ({c['presence'].replace('_', ' ')})"), markup=False,
+                  highlight=False, style="bold")
+        if c["label"]:
+            out.print(f"  label: {c['label']['a'] or '-'} -> {c['label']['b'] or '-'}", markup=False, highlight=False)
+        if c["needs_migration"]:
+            out.print(f"  needs migration: {c['needs_migration']['a']} -> {c['needs_migration']['b']}", markup=False,
+                      highlight=False)
+        for h in c["candidates"]["added"]:
+            out.print(f"  + candidate {h['table']}/{h['record_id']} (rank {h['rank']})", markup=False, highlight=False)
+        for h in c["candidates"]["removed"]:
+            out.print(f"  - candidate {h['table']}/{h['record_id']} (rank {h['rank']})", markup=False, highlight=False)
+        for h in c["candidates"]["moved"]:
+            out.print(f"  ~ candidate {h['table']}/{h['record_id']} rank {h['a_rank']} -> {h['b_rank']}", markup=False,
+                      highlight=False)
+        for n in c["notes"]["added"]:
+            out.print(f"  + note L{n['line']} {n['old']} -> {n['new']}", markup=False, highlight=False)
+        for n in c["notes"]["removed"]:
+            out.print(f"  - note L{n['line']} {n['old']} -> {n['new']}", markup=False, highlight=False)
+
+
+def cmd_diff(args, settings: Settings) -> int:
+    from godot_rag.v1 import services_pb2 as spb
+
+    with gateway_stub(settings, args.keep_running) as stub:
+        response = _rpc(stub.Diff, spb.DiffRequest(a=args.a, b=args.b, analysis_id=args.analysis or ""), timeout=300)
+    doc = json.loads(response.json)
+    if args.json:
+        text = json.dumps(doc, indent=2, ensure_ascii=False)
+        if args.json == "-":
+            sys.stdout.write(text + "\n")
+        else:
+            Path(args.json).write_text(text)
+            console.print(f"wrote {args.json}")
+    if args.json != "-":
+        print_diff(doc, changed_only=not args.all)
+    return 0
+
+
+def cmd_export(args, settings: Settings) -> int:
+    from godot_rag.pipeline.export import write_classified
+    from godot_rag.v1 import services_pb2 as spb
+
+    bundles = []
+    with gateway_stub(settings, args.keep_running) as stub:
+        for aid in args.analysis_ids:
+            result = _rpc(stub.Get, spb.GetRequest(analysis_id=aid), timeout=300)
+            if result.status == "running":
+                raise CliError(f"analysis {aid} is still running; export it once it has finished")
+            traces = [_rpc(stub.GetChunkTrace, spb.ChunkTraceRequest(analysis_id=aid, chunk_id=c.trace.chunk_id), timeout=60)
+                      for c in result.chunks]
+            bundles.append((result, traces))
+    written = write_classified(bundles, Path(args.out))
+    for path in written:
+        console.print(f"wrote {path}", markup=False, highlight=False)
+    return 0
+
+
 def cmd_expand(args, settings: Settings) -> int:
     from godot_rag.domain.ingest.policy import IngestError, ProjectFiles, expand, flatten
     from godot_rag.pipeline.submit import collect
 
     target = args.path
+    # The user's own files, read by their own process: the gateway's path policy is not theirs.
+    own = settings.with_overrides(allowed_roots="", host="127.0.0.1")
     try:
         if args.git or looks_like_git_url(target):
-            submission = collect(git_url=target, git_ref=args.ref, settings=settings, keep_text=True)
+            submission = collect(git_url=target, git_ref=args.ref, settings=own, keep_text=True, local_caller=True)
         else:
-            submission = collect(path=target, settings=settings, keep_text=True)
+            submission = collect(path=target, settings=own, keep_text=True, local_caller=True)
     except IngestError as exc:
         raise CliError(f"{target}: {exc}") from exc
     # Paths relative to the input, so reading the text back finds the same project roots.
@@ -273,46 +485,95 @@ def cmd_expand(args, settings: Settings) -> int:
     return 0
 
 
+ANALYSIS_ID_RE = re.compile(r"^a[0-9a-f]{20}$")
+
+
+def _remote_patch(analysis_id: str, settings: Settings):
+    """PatchResponse of a stored analysis, from the running gateway (a stack is started for the call when none runs)."""
+    from godot_rag.v1 import services_pb2 as spb
+    from godot_rag.v1 import services_pb2_grpc as sgrpc
+
+    started = None
+    addr = running_gateway(settings)
+    if addr is None:
+        started = start_stack(settings)
+        addr = running_gateway(settings)
+    if addr is None:
+        raise CliError("no gateway answers (godot-rag up)")
+    try:
+        with client_channel(addr, settings.auth_token, grpc_message_options(settings)) as channel:
+            try:
+                return sgrpc.AnalysisServiceStub(channel).Patch(spb.PatchRequest(analysis_id=analysis_id), timeout=600)
+            except grpc.RpcError as exc:
+                raise CliError(f"{analysis_id}: {exc.details() or exc.code().name}") from exc
+    finally:
+        if started is not None:
+            stop_stack(started)
+
+
 def cmd_patch(args, settings: Settings) -> int:
     from rich.markup import escape
 
     from godot_rag.errors import InvalidInputError
-    from godot_rag.pipeline.patch import apply_patch, patch_project, read_project, todos_json, write_outputs
+    from godot_rag.pipeline.patch import FileChange, apply_changes, apply_patch, patch_project, read_project, write_outputs
 
     target = Path(args.target)
-    if not target.exists():
-        # The store keeps the files of an analysis, but no gateway RPC returns them yet (docs/patch.md).
-        raise CliError(f"{args.target}: no such folder (patching a stored ANALYSIS_ID is not available yet; "
-                       "pass the project folder)")
-    try:
-        files = read_project(target, max_bytes=settings.max_file_bytes)
-    except InvalidInputError as exc:
-        raise CliError(str(exc)) from exc
-    if not files:
-        raise CliError(f"{target}: no .gd, .tscn, .tres or project.godot file to patch")
-    result = patch_project(files)
-    if args.out == "-":
-        sys.stdout.write(result.diff)
-    else:
-        diff_path, basis_path = write_outputs(result, Path(args.out))
-        console.print(f"wrote {diff_path} and {basis_path}")
     out = console
-    for t in result.todos:
-        out.print(f"[yellow]TODO[/yellow] {escape(f'{t.path}:{t.line} [{t.rule}] {t.note}')}", highlight=False)
-    summary = result.summary()
-    applied = 0
-    if args.apply:
+    if target.exists():
         try:
-            done = apply_patch(target, result, force=args.force)
+            files = read_project(target, max_bytes=settings.max_file_bytes)
+        except InvalidInputError as exc:
+            raise CliError(str(exc)) from exc
+        if not files:
+            raise CliError(f"{target}: no .gd, .tscn, .tres or project.godot file to patch")
+        result = patch_project(files)
+        diff, summary = result.diff, result.summary()
+        todos = [t.as_dict() for t in result.todos]
+        kept = [{"file": k.path, "line": k.line, "symbol": k.symbol, "reason": k.reason} for k in result.kept]
+        if args.out != "-":
+            diff_path, basis_path = write_outputs(result, Path(args.out))
+            out.print(f"wrote {diff_path} and {basis_path}")
+        apply_to = target if args.apply == "" else (Path(args.apply) if args.apply else None)
+        changes = None
+    elif ANALYSIS_ID_RE.match(args.target):
+        response = _remote_patch(args.target, settings)
+        diff, summary = response.diff, dict(response.summary)
+        todos = [{"file": f.source_file, "line": t.line, "rule": t.rule, "symbol": t.symbol, "note": t.note,
+                  "record_id": t.record_id} for f in response.files for t in f.todos]
+        kept = [{"file": f.source_file, "line": k.line, "symbol": k.symbol, "reason": k.reason}
+                for f in response.files for k in f.kept]
+        if args.out != "-":
+            from godot_rag.pipeline.patch import basis_path_for
+
+            diff_path = Path(args.out)
+            diff_path.parent.mkdir(parents=True, exist_ok=True)
+            diff_path.write_text(diff, encoding="utf-8")
+            basis_path_for(diff_path).write_text(response.basis_jsonl, encoding="utf-8")
+            out.print(f"wrote {diff_path} and {basis_path_for(diff_path)}")
+        if args.apply == "":
+            raise CliError("--apply with an ANALYSIS_ID needs the project folder to write into: --apply PATH")
+        apply_to = Path(args.apply) if args.apply else None
+        # Each file is compared with the content the analysis stored (sha256) before anything is written.
+        changes = [FileChange(f.source_file, f.sha256, f.patched_text.encode("utf-8")) for f in response.files if f.changed]
+    else:
+        raise CliError(f"{args.target}: no such folder or file, and not an ANALYSIS_ID (a{'0' * 20} form)")
+    if args.out == "-":
+        sys.stdout.write(diff)
+    for t in todos:
+        where = f"{t['file']}:{t['line']} [{t['rule']}] {t['note']}"
+        out.print(f"[yellow]TODO[/yellow] {escape(where)}", highlight=False)
+    applied = 0
+    if apply_to is not None:
+        try:
+            done = apply_patch(apply_to, result, force=args.force) if changes is None else \
+                apply_changes(apply_to, changes, force=args.force)
         except InvalidInputError as exc:
             raise CliError(str(exc)) from exc
         applied = len(done.written)
         if done.git_dirty:
             out.print(f"[red]--force:[/red] applied over {len(done.git_dirty)} uncommitted change(s)")
     if args.json:
-        summary_doc = {**summary, "applied": applied}
-        kept = [{"file": k.path, "line": k.line, "symbol": k.symbol, "reason": k.reason} for k in result.kept]
-        Path(args.json).write_text(json.dumps({"summary": summary_doc, "todos": todos_json(result), "kept": kept},
+        Path(args.json).write_text(json.dumps({"summary": {**summary, "applied": applied}, "todos": todos, "kept": kept},
                                               indent=2, ensure_ascii=False))
     out.print(f"files {summary['files']} (changed {summary['files_changed']}), hunks {summary['hunks']}, "
               f"edits {summary['edits']}, applied {applied} file(s), left for a person {summary['todos']} TODO(s), "
@@ -392,12 +653,40 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ref", default="", help="branch or tag to clone")
     p.add_argument("-o", "--output", help="write the text to this file instead of standard output")
     p = sub.add_parser("patch", help="the mechanical Godot 3 -> 4 changes as a unified diff, with the basis of every hunk")
-    p.add_argument("target", metavar="PATH", help="project folder, or an expanded-text file (diff only)")
+    p.add_argument("target", metavar="PATH|ANALYSIS_ID",
+                   help="project folder, an expanded-text file (diff only), or a stored analysis (from the gateway)")
     p.add_argument("--out", default="-", help="write the diff here (and its basis beside it as <name>.basis.jsonl); "
                                               "default: the diff on standard output")
-    p.add_argument("--apply", action="store_true", help="also write the patched files into the project")
+    p.add_argument("--apply", nargs="?", const="", default=None, metavar="PATH",
+                   help="also write the patched files into the project (PATH: the folder; needed with an ANALYSIS_ID)")
     p.add_argument("--force", action="store_true", help="with --apply: write even when the git tree is dirty or absent")
     p.add_argument("--json", help="write the summary and the TODOs as JSON to this file")
+    p = sub.add_parser("replay", help="run a stage again for chunks of a finished analysis, as a new result version")
+    p.add_argument("analysis_id")
+    p.add_argument("--stage", choices=("retrieve", "judge"), default="judge",
+                   help="the first stage run again (the stages after it follow); default judge")
+    p.add_argument("--chunk", action="append", metavar="CHUNK_ID", help="a chunk to replay (repeatable); default every chunk")
+    p.add_argument("--file", action="append", metavar="PATH", help="every chunk of this file (repeatable)")
+    p.add_argument("--judge", choices=("rules", "llm"), help="judge to use; default the stack's GODOT_RAG_JUDGE")
+    p.add_argument("--prompt-version", help="with --judge llm: the prompt files' version (e.g. judge.v1)")
+    p.add_argument("--cascade", choices=("all", "ambiguous"), help="with --judge llm: the cascade policy")
+    p.add_argument("--limit-per-table", type=int, help="with --stage retrieve: hits kept per knowledge table")
+    p.add_argument("--no-wait", action="store_true", help="publish and return without waiting for the replay to finish")
+    p.add_argument("--timeout", type=float, default=1800, help="seconds to wait for the replay (default 1800)")
+    p.add_argument("--json", help="write the replay's outcome as JSON to this file")
+    p.add_argument("-v", "--verbose", action="store_true", help="list every chunk and where its message came from")
+    p.add_argument("--keep-running", action="store_true", help="leave the embedded stack running afterwards")
+    p = sub.add_parser("diff", help="compare two analyses, or two judgment versions of one analysis")
+    p.add_argument("a", help="analysis id (or judgment version id with --analysis)")
+    p.add_argument("b", help="analysis id (or judgment version id with --analysis)")
+    p.add_argument("--analysis", help="compare two judgment versions (A and B) of this analysis")
+    p.add_argument("--json", help="write the diff document as JSON to this file ('-' = standard output only)")
+    p.add_argument("--all", action="store_true", help="list unchanged chunks too")
+    p.add_argument("--keep-running", action="store_true", help="leave the embedded stack running afterwards")
+    p = sub.add_parser("export", help="write analyses as a classified tree: DIR/<label>/<project>/ and DIR/dataset.jsonl")
+    p.add_argument("analysis_ids", nargs="+", metavar="ANALYSIS_ID")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--keep-running", action="store_true", help="leave the embedded stack running afterwards")
     kb = sub.add_parser("kb", help="knowledge base")
     kb_sub = kb.add_subparsers(dest="kb_command", required=True)
     b = kb_sub.add_parser("build", help="load the shipped Godot reference data (embeds with GODOT_RAG_EMBEDDER)")
@@ -420,6 +709,12 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_patch(args, settings)
         if args.command == "kb":
             return cmd_kb_build(args, settings)
+        if args.command == "replay":
+            return cmd_replay(args, settings)
+        if args.command == "diff":
+            return cmd_diff(args, settings)
+        if args.command == "export":
+            return cmd_export(args, settings)
     except (CliError, SettingsError, SupervisorError, EmbeddedError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         return 1

@@ -10,6 +10,7 @@ from google.protobuf.message import Message
 
 from godot_rag.domain import models as m
 from godot_rag.v1 import messages_pb2 as pb
+from godot_rag.v1 import services_pb2 as spb
 
 
 def to_dict(msg: Message) -> dict:
@@ -204,3 +205,25 @@ def request_to_pb(r: m.JudgmentRequest) -> pb.JudgmentRequest:
         source_kind=r.source_kind, declared_names=sorted(r.declared_names), intent=r.intent,
         project_symbols=r.project_symbols,
     )
+
+
+def patch_to_pb(analysis_id: str, doc: dict, basis_jsonl: str, sha256: dict[str, str]) -> spb.PatchResponse:
+    """``pipeline.patch.patch_result_json`` of an analysis's patch -> PatchResponse (patched text of changed files only)."""
+    response = spb.PatchResponse(analysis_id=analysis_id, diff=doc["diff"], basis_jsonl=basis_jsonl)
+    response.summary.update({k: int(v) for k, v in doc["summary"].items()})
+    for f in doc["files"]:
+        pf = spb.PatchFile(source_file=f["file"], sha256=sha256.get(f["file"], ""), changed=f["changed"], edits=f["edits"],
+                           patched_text=f["patched"] if f["changed"] else "")
+        for h in f["hunks"]:
+            pf.hunks.append(spb.PatchHunk(
+                hunk=h["hunk"], old_start=h["old_start"], old_len=h["old_len"], new_start=h["new_start"],
+                new_len=h["new_len"], text=h["text"], confidence=h["confidence"],
+                changes=[spb.PatchChange(rule=c["rule"], record_id=c["record_id"], confidence=c["confidence"],
+                                         receiver=c.get("receiver", ""), note=c.get("note", ""), line=c.get("line", 0))
+                         for c in h["changes"]],
+            ))
+        pf.todos.extend(spb.PatchTodo(line=t["line"], rule=t["rule"], symbol=t["symbol"], note=t["note"],
+                                      record_id=t.get("record_id", "")) for t in f["todos"])
+        pf.kept.extend(spb.PatchKept(line=k["line"], symbol=k["symbol"], reason=k["reason"]) for k in f["kept"])
+        response.files.append(pf)
+    return response

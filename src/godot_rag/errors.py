@@ -44,6 +44,15 @@ class InvalidInputError(GodotRagError):
     """The caller's input is unusable. gRPC: INVALID_ARGUMENT."""
 
 
+class AccessDeniedError(GodotRagError):
+    """The caller may not have this (a server-side path outside the allowed roots, a local repository
+    named by a remote caller). gRPC: PERMISSION_DENIED; web: 403."""
+
+
+class OverloadedError(GodotRagError):
+    """The caller already has as many requests running as it may. gRPC: RESOURCE_EXHAUSTED; web: 429."""
+
+
 class ContractViolation(GodotRagError):
     """A judgment (from a model or the rules) that breaks the judgment contract; ``errors`` lists every problem."""
 

@@ -6,6 +6,7 @@ environment elsewhere.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -29,6 +30,9 @@ class Settings:
     nats_url: str = ""
     nats_port: int = 0  # embedded nats-server port; 0 picks a free one
     nats_stream_replicas: int = 1  # 3 on a JetStream cluster (deploy/k8s)
+    # How long the streams keep messages: a replay within it takes a chunk's message from
+    # the stream, after it rebuilds the message from the store (docs/operations.md).
+    stream_retention_days: float = 14.0
     host: str = "127.0.0.1"  # every embedded listener binds loopback only
     gateway_port: int = 0
     parser_port: int = 0
@@ -46,6 +50,18 @@ class Settings:
     archive_max_ratio: float = 100.0  # extracted bytes / archive bytes (applies above 1 MiB extracted)
     archive_max_entries: int = 50_000
     git_timeout_s: float = 120.0  # whole clone + tree read; an unreachable remote fails within it
+    git_max_bytes: int = 256 * 1024 * 1024  # what a clone may write to disk (.git objects), checked while it runs
+    # Server-side folders the gateway may read when a caller names a path or a local git
+    # repository (os.pathsep-separated). Empty: on a loopback-only gateway a local caller may
+    # name any path the gateway user can read; beyond loopback no server-side path at all.
+    allowed_roots: str = ""
+    # Bounded input (docs/security.md): what one submission may cost the gateway.
+    max_prompt_bytes: int = 16 * 1024  # UTF-8 bytes; the prompt rides in every file and chunk message
+    walk_max_entries: int = 100_000  # files and folders one folder walk lists
+    walk_max_bytes: int = 512 * 1024 * 1024  # bytes of the files a folder walk reads
+    max_submissions_per_client: int = 4  # submissions one client (gRPC peer / HTTP remote) runs at once
+    grpc_max_message_bytes: int = 256 * 1024 * 1024  # uploaded archives travel in one message
+    retrieval_max_limit_per_table: int = 50  # the most a Retriever.Search caller may ask per table
     retrieval_limit_per_table: int = 5
     judge: str = "rules"  # rules | llm
     judge_cascade: str = "all"  # all | ambiguous
@@ -77,7 +93,8 @@ class Settings:
     # Prometheus /metrics of each service on this port (host = HOST); 0 picks a free one.
     metrics_port: int = 0
     metrics_poll_s: float = 15.0  # how often JetStream consumer pending / ack-pending are read for /metrics
-    # Bearer token the gateway requires on non-loopback addresses (a Secret in deploy/k8s).
+    # Bearer token every gRPC API and the web screen require when set; a service listening
+    # beyond loopback refuses to start without one (a Secret in deploy/k8s).
     auth_token: str = ""
     # Each stage consumer's MaxAckPending (messages in flight across all its pods); 0 = the
     # stage's own default. deploy/k8s sets them beside the replica bounds they must agree with.
@@ -86,6 +103,21 @@ class Settings:
     retriever_max_ack_pending: int = 0
     judge_max_ack_pending: int = 0  # with judge=llm the default is llm_max_concurrency
     aggregator_max_ack_pending: int = 0
+
+    @property
+    def loopback_only(self) -> bool:
+        """Whether every listener binds a loopback address (no other machine can connect)."""
+        return is_loopback_host(self.host)
+
+    @property
+    def allowed_root_paths(self) -> tuple[Path, ...]:
+        return tuple(Path(p).expanduser().resolve() for p in self.allowed_roots.split(os.pathsep) if p.strip())
+
+    def check_listen_security(self) -> None:
+        """Refuse to serve beyond loopback without a token: SettingsError names the fix."""
+        if not self.loopback_only and not self.auth_token:
+            raise SettingsError(f"{ENV_PREFIX}HOST={self.host} listens beyond loopback: set {ENV_PREFIX}AUTH_TOKEN "
+                                "(a long random value, e.g. openssl rand -hex 32); every client must send it")
 
     @property
     def run_dir(self) -> Path:
@@ -118,6 +150,17 @@ class Settings:
 
     def with_overrides(self, **changes: Any) -> Settings:
         return replace(self, **changes)
+
+
+def is_loopback_host(host: str) -> bool:
+    """'127.0.0.1', '::1', 'localhost' and the rest of 127/8: True; a wildcard or another address: False."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def default_data_dir() -> Path:
@@ -158,10 +201,16 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
     for stage in ("parser", "chunker", "retriever", "judge", "aggregator"):
         if getattr(settings, f"{stage}_max_ack_pending") < 0:
             raise SettingsError(f"{ENV_PREFIX}{stage.upper()}_MAX_ACK_PENDING must be 0 (the stage default) or more")
+    if settings.stream_retention_days <= 0:
+        raise SettingsError(f"{ENV_PREFIX}STREAM_RETENTION_DAYS must be more than 0, not {settings.stream_retention_days}")
     if settings.stage_workers < 1:
         raise SettingsError(f"{ENV_PREFIX}STAGE_WORKERS must be at least 1, not {settings.stage_workers}")
     if settings.embedder_backend not in ("torch", "onnx"):
         raise SettingsError(f"{ENV_PREFIX}EMBEDDER_BACKEND must be 'torch' or 'onnx', not {settings.embedder_backend!r}")
+    for name in ("max_prompt_bytes", "walk_max_entries", "walk_max_bytes", "max_submissions_per_client",
+                 "grpc_max_message_bytes", "retrieval_max_limit_per_table", "git_max_bytes"):
+        if getattr(settings, name) < 1:
+            raise SettingsError(f"{ENV_PREFIX}{name.upper()} must be at least 1")
     if settings.embedder == "tei" and not settings.tei_url:
         raise SettingsError(f"{ENV_PREFIX}EMBEDDER=tei needs {ENV_PREFIX}TEI_URL")
     return settings

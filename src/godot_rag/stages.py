@@ -27,6 +27,7 @@ from enum import StrEnum
 from godot_rag.domain.aggregation.verdict import AGGREGATOR_VERSION
 from godot_rag.domain.chunking.direct import CHUNKER_VERSION
 from godot_rag.domain.chunking.gdscript import PARSER_VERSION
+from godot_rag.domain.judging.project_index import PROJECT_INDEX_VERSION
 from godot_rag.domain.judging.rules import RULES_JUDGE_VERSION
 from godot_rag.domain.retrieval.knowledge import KB_DATA_VERSION
 from godot_rag.domain.retrieval.query import RETRIEVAL_VERSION
@@ -162,5 +163,6 @@ COMPONENT_VERSIONS: dict[str, str] = {
     "retrieval": RETRIEVAL_VERSION,
     "kb": KB_DATA_VERSION,
     "rules_judge": RULES_JUDGE_VERSION,
+    "project_index": PROJECT_INDEX_VERSION,
     "verdict": AGGREGATOR_VERSION,
 }

@@ -40,11 +40,26 @@ class SupervisorError(RuntimeError):
     pass
 
 
+def write_runtime_file(path: Path, runtime: dict) -> None:
+    """Atomically write runtime.json, readable by this user only.
+
+    It holds the DSN (with its password when one is configured): mode 0600 from
+    the first byte; fchmod also narrows a stale .tmp left with a wider mode.
+    """
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        os.fchmod(fh.fileno(), 0o600)
+        fh.write(json.dumps(runtime, indent=2))
+    tmp.replace(path)
+
+
 @dataclass
 class Child:
     name: str  # the service ("retriever"); workers of one stage share it
     port: int
     worker: int = 1  # 1..stage_workers
+    metrics_port: int = 0  # its Prometheus /metrics (chosen here: every process needs its own)
     proc: subprocess.Popen | None = None
     restarts: int = 0
     log_path: Path = field(default_factory=Path)
@@ -115,30 +130,37 @@ class Supervisor:
                 # the messages), own gRPC port; runtime.json names the first one.
                 port = ports[name] if worker == 1 else free_port(s.host)
                 key = name if worker == 1 else f"{name}.{worker}"
-                child = Child(name, port, worker=worker, log_path=logs / f"{key}.log")
+                # GODOT_RAG_METRICS_PORT is one process's port (a pod's); here every process gets a free one.
+                child = Child(name, port, worker=worker, metrics_port=free_port(s.host), log_path=logs / f"{key}.log")
                 self.children[key] = child
                 self._spawn(child)
         for key, child in self.children.items():
             wait_healthy(f"{s.host}:{child.port}", 60)
-            self.echo(f"{key:<12} gRPC on {s.host}:{child.port}")
+            self.echo(f"{key:<12} gRPC on {s.host}:{child.port}, metrics on {self.metrics_url(child)}")
         runtime = {
             "pid": os.getpid(),
             "gateway": f"{s.host}:{ports['gateway']}",
             "web": f"http://{s.host}:{web_port}/",
             "services": {n: f"{s.host}:{p}" for n, p in ports.items()},
+            # Every process's /metrics, by the same key as its log (retriever, retriever.2, ...).
+            "metrics": {key: self.metrics_url(child) for key, child in self.children.items()},
             "nats_url": nats_url,
             "pg_dsn": dsn,
             "data_dir": str(s.data_dir),
         }
-        tmp = s.runtime_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(runtime, indent=2))
-        tmp.replace(s.runtime_file)
+        write_runtime_file(s.runtime_file, runtime)
         self.echo(f"web debug screen on http://{s.host}:{web_port}/")
         self.echo(f"logs in {logs}; data in {s.data_dir}")
         return runtime
 
+    def metrics_url(self, child: Child) -> str:
+        host = self.settings.host
+        return f"http://{f'[{host}]' if ':' in host else host}:{child.metrics_port}/metrics"
+
     def _spawn(self, child: Child) -> None:
-        env = {**os.environ, **self.child_settings.with_overrides(**{f"{child.name}_port": child.port}).to_env(),
+        # A restarted child keeps its ports, so runtime.json stays true.
+        overrides = {f"{child.name}_port": child.port, "metrics_port": child.metrics_port}
+        env = {**os.environ, **self.child_settings.with_overrides(**overrides).to_env(),
                "PYTHONUNBUFFERED": "1"}
         fh = open(child.log_path, "ab")
         child.proc = subprocess.Popen([sys.executable, "-m", f"services.{child.name}"], env=env, stdout=fh,

@@ -90,6 +90,32 @@ async def test_gateway_maps_bad_input_and_unknown_analyses(channel):
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
 
 
+async def test_gateway_replay_versions_diff_and_trace_map_their_errors(channel):
+    gateway = sgrpc.AnalysisServiceStub(channel)
+    nope = "nope"
+    assert await code_of(gateway.Replay(spb.ReplayRequest(analysis_id=nope))) == grpc.StatusCode.NOT_FOUND
+    assert await code_of(gateway.GetReplay(spb.GetReplayRequest(replay_id=nope))) == grpc.StatusCode.NOT_FOUND
+    assert await code_of(gateway.ListVersions(spb.GetRequest(analysis_id=nope))) == grpc.StatusCode.NOT_FOUND
+    assert await code_of(gateway.GetVerdict(spb.VerdictVersionRequest(analysis_id=nope))) == grpc.StatusCode.NOT_FOUND
+    assert await code_of(gateway.GetChunkTrace(spb.ChunkTraceRequest(analysis_id=nope, chunk_id="x"))) == \
+        grpc.StatusCode.NOT_FOUND
+    assert await code_of(gateway.ListChunks(spb.ListChunksPageRequest(analysis_id=nope))) == grpc.StatusCode.NOT_FOUND
+    assert await code_of(gateway.Diff(spb.DiffRequest(a="", b=""))) == grpc.StatusCode.INVALID_ARGUMENT
+    assert await code_of(gateway.Diff(spb.DiffRequest(a=nope, b="other"))) == grpc.StatusCode.NOT_FOUND
+    submitted = await gateway.Submit(spb.SubmitRequest(prompt="Godot 3 or 4?", snippet="extends Sprite\n"))
+    aid = submitted.analysis_id
+    # No consumer runs here: the analysis stays running, so it cannot be replayed yet.
+    assert await code_of(gateway.Replay(spb.ReplayRequest(analysis_id=aid))) == grpc.StatusCode.FAILED_PRECONDITION
+    assert await code_of(gateway.ListChunks(spb.ListChunksPageRequest(analysis_id=aid, needs_migration="maybe"))) == \
+        grpc.StatusCode.INVALID_ARGUMENT
+    assert await code_of(gateway.ListChunks(spb.ListChunksPageRequest(analysis_id=aid, page_token="x"))) == \
+        grpc.StatusCode.INVALID_ARGUMENT
+    assert await code_of(gateway.GetVerdict(spb.VerdictVersionRequest(analysis_id=aid, version_id="j-none"))) == \
+        grpc.StatusCode.NOT_FOUND
+    page = await gateway.ListChunks(spb.ListChunksPageRequest(analysis_id=aid))
+    assert page.total == 0 and page.next_page_token == ""
+
+
 async def test_gateway_records_a_snippet_and_reports_it(channel):
     gateway = sgrpc.AnalysisServiceStub(channel)
     submitted = await gateway.Submit(spb.SubmitRequest(prompt="Godot 3 or 4?", snippet="extends KinematicBody2D\n"))
@@ -122,3 +148,106 @@ async def test_retriever_builds_queries_and_maps_its_errors(channel):
     assert await code_of(retriever.Search(spb.SearchRequest(query=empty))) == grpc.StatusCode.INVALID_ARGUMENT
     # The knowledge base of this fresh database is not built: worth retrying later, not a bad request.
     assert await code_of(retriever.Search(spb.SearchRequest(query=query))) == grpc.StatusCode.UNAVAILABLE
+
+
+async def test_an_oversized_prompt_is_refused_before_anything_is_recorded(channel, servers):
+    _, dsn, _ = servers
+    store = await Store.open(dsn)
+    try:
+        before = len(await store.list_analyses())
+        gateway = sgrpc.AnalysisServiceStub(channel)
+        # Over the 1 MB NATS payload the prompt used to be recorded, then fail every publish.
+        prompt = "Is this Godot 3? " + "x" * (1024 * 1024 + 10)
+        assert await code_of(gateway.Submit(spb.SubmitRequest(prompt=prompt, snippet="extends KinematicBody2D\n"))) \
+            == grpc.StatusCode.INVALID_ARGUMENT
+        assert len(await store.list_analyses()) == before
+    finally:
+        await store.close()
+
+
+async def test_a_server_path_is_local_only_and_a_remote_caller_gets_permission_denied(channel, tmp_path):
+    from godot_rag.errors import AccessDeniedError
+    from godot_rag.infra.grpc_edge import status_for
+    from godot_rag.pipeline.submit import SubmitInput, collect_and_submit
+
+    (tmp_path / "player.gd").write_text("extends KinematicBody2D\n")
+    gateway = sgrpc.AnalysisServiceStub(channel)
+    # This test's client connects over loopback to a loopback gateway: its own path is readable.
+    local = await gateway.Submit(spb.SubmitRequest(prompt="Godot 3 or 4?", path=str(tmp_path)))
+    assert local.files_included == 1
+    # The same request from another machine, as the servicer passes it on for a non-loopback peer:
+    # refused before the store or the bus is touched (neither is given here).
+    settings = load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path / "d")})
+    with pytest.raises(AccessDeniedError) as err:
+        await collect_and_submit(None, None, settings,  # type: ignore[arg-type]
+                                 SubmitInput(prompt="p", path=str(tmp_path), client="10.0.0.9", local_caller=False))
+    assert status_for(err.value) == grpc.StatusCode.PERMISSION_DENIED
+
+
+async def test_web_routes_with_paths_never_leave_the_store(servers, tmp_path):
+    """File paths in web routes name stored files of an analysis; nothing is read from disk for them."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from godot_rag.pipeline.submit import SubmitInput, collect_and_submit
+    from services.gateway.web import build_app
+
+    data_dir, dsn, nats_url = servers
+    settings = load_settings({"GODOT_RAG_DATA_DIR": str(data_dir), "GODOT_RAG_PG_DSN": dsn, "GODOT_RAG_NATS_URL": nats_url})
+    store = await Store.open(dsn)
+    bus = await Bus.connect(nats_url, name="component-web")
+    await bus.ensure_streams()
+    ctx = ServiceContext("component-web", settings, store, bus, asyncio.Event())
+    _, submitted = await collect_and_submit(store, bus, settings, SubmitInput(
+        prompt="Godot 3 or 4?", expanded_text="# player.gd\nextends KinematicBody2D\n", client="test"))
+    aid = submitted[0].analysis_id
+    client = TestClient(TestServer(build_app(ctx)))
+    await client.start_server()
+    try:
+        assert (await client.get(f"/a/{aid}/f/player.gd")).status == 200
+        for path in (f"/a/{aid}/f/../../../../etc/passwd", f"/a/{aid}/f/..%2f..%2f..%2fetc%2fpasswd",
+                     f"/a/{aid}/f/%2e%2e/%2e%2e/etc/passwd", f"/a/{aid}/f//etc/passwd", f"/a/{aid}/f/player.gd/../../../x",
+                     f"/api/analyses/{aid}/chunks/..%2f..%2fetc%2fpasswd", "/a/..%2f..%2fetc%2fpasswd"):
+            resp = await client.get(path, allow_redirects=False)
+            body = await resp.text()
+            assert resp.status in (400, 403, 404), path
+            assert "root:" not in body, path
+    finally:
+        await client.close()
+        await bus.close()
+        await store.close()
+
+
+async def test_web_pages_escape_script_in_file_names_chunk_text_and_node_names(servers):
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from godot_rag.pipeline.submit import SubmitInput, collect_and_submit
+    from services.gateway.web import build_app
+
+    data_dir, dsn, nats_url = servers
+    settings = load_settings({"GODOT_RAG_DATA_DIR": str(data_dir), "GODOT_RAG_PG_DSN": dsn, "GODOT_RAG_NATS_URL": nats_url})
+    store = await Store.open(dsn)
+    bus = await Bus.connect(nats_url, name="component-web-xss")
+    await bus.ensure_streams()
+    ctx = ServiceContext("component-web", settings, store, bus, asyncio.Event())
+    payload = "<script>alert(1)</script>"
+    text = (f"# {payload}.gd\nextends Node # {payload}\n"
+            f"\n# level.tscn\n[gd_scene format=2]\n\n[node name=\"{payload}\" type=\"Node2D\"]\n")
+    _, submitted = await collect_and_submit(store, bus, settings, SubmitInput(prompt=f"Godot 3 or 4? {payload}",
+                                                                            expanded_text=text, client="test"))
+    aid = submitted[0].analysis_id
+    client = TestClient(TestServer(build_app(ctx)))
+    await client.start_server()
+    try:
+        from urllib.parse import quote
+
+        files = [f["source_file"] for f in await store.list_files(aid)]
+        assert any(payload in f for f in files) and "level.tscn" in files
+        for path in ("/", f"/a/{aid}", *(f"/a/{aid}/f/{quote(f, safe='')}" for f in files)):
+            resp = await client.get(path)
+            body = await resp.text()
+            assert resp.status == 200, path
+            assert payload not in body, path  # only its escaped form reaches the page
+    finally:
+        await client.close()
+        await bus.close()
+        await store.close()

@@ -66,3 +66,14 @@ async def test_chunk_rejects_gdscript(server):
     with pytest.raises(grpc.aio.AioRpcError) as err:
         await sgrpc.ChunkerStub(server).Chunk(spb.ChunkRequest(source_file="a.gd", source_kind="gdscript", source_text=b"x"))
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+@pytest.mark.parametrize("source_file", ["../../etc/passwd", "/etc/passwd", "a/../../b.gd", "C:\\x.gd", "a\0.gd"])
+async def test_source_file_cannot_leave_the_project(server, source_file: str):
+    for call in (sgrpc.ParserStub(server).Parse(spb.ParseRequest(source_file=source_file, source_kind="gdscript",
+                                                                  source_text=b"extends Node\n")),
+                 sgrpc.ChunkerStub(server).Chunk(spb.ChunkRequest(source_file=source_file, source_kind="scene",
+                                                                  source_text=b"[gd_scene format=3]\n"))):
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await call
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT

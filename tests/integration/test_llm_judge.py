@@ -21,6 +21,7 @@ import pytest
 
 from godot_rag.domain.judging.contract import check_reply, from_judgment
 from godot_rag.domain.models import Judgment, JudgmentRequest
+from godot_rag.prompts import JUDGE_PROMPT_VERSION
 from godot_rag.v1 import services_pb2 as spb
 
 MODEL_ALIAS = "smollm2-135m"
@@ -48,7 +49,7 @@ def _eval_module(repo: Path):
 def assert_valid_or_visibly_failed(j: Judgment, request: JudgmentRequest) -> None:
     from godot_rag.domain.judging.backends import scope_of
 
-    assert j.judge_kind == "llm" and j.model == MODEL_ALIAS and j.prompt_version == "judge.v1"
+    assert j.judge_kind == "llm" and j.model == MODEL_ALIAS and j.prompt_version == JUDGE_PROMPT_VERSION
     assert j.llm_calls in (1, 2) and j.prompt_tokens > 0 and j.latency_ms > 0
     if j.status == "ok":
         # Re-check what was kept against the contract: candidates only, lines inside the span.

@@ -178,3 +178,21 @@ def test_a_second_analysis_reuses_parsed_files(stack, tmp_path):
     assert reused[(second["analysis_id"], "a.gd")] is True
     assert reused[(second["analysis_id"], "project.godot")] is True
     assert [c["chunk_id"] for c in first["chunks"]] == [c["chunk_id"] for c in second["chunks"]]
+
+
+def test_the_cli_sends_a_folder_as_content_and_gets_the_same_analysis(stack, repo):
+    """What `godot-rag analyze DIR` does: the folder travels as an archive, not as a path of this machine."""
+    from godot_rag.cli import analyze_one, submit_request
+    from godot_rag.settings import load_settings
+
+    path = repo / "samples" / "godot3_project"
+    settings = load_settings({"GODOT_RAG_DATA_DIR": str(stack.supervisor.settings.data_dir)})
+    request = submit_request(str(path), DEFAULT_PROMPT, settings=settings)
+    assert request.WhichOneof("input") == "archive"
+    (doc,) = analyze_one(stack.gateway, str(path), DEFAULT_PROMPT, settings=settings)
+    assert doc["project_id"] == "local:godot3_project" and doc["verdict"]["label"] == "godot3"
+    by_path = run_analysis(stack, str(path))
+    # The same files, chunks and verdict as the gateway reading the folder itself.
+    assert [(f["source_file"], f["status"]) for f in doc["files"]] == [(f["source_file"], f["status"]) for f in by_path["files"]]
+    assert [c["chunk_id"] for c in doc["chunks"]] == [c["chunk_id"] for c in by_path["chunks"]]
+    assert doc["verdict"] == by_path["verdict"]

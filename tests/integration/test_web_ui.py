@@ -284,6 +284,26 @@ def test_why_not_retrieved_for_a_known_record(stack, repo, page):
     assert by_title["matches"][0]["id"] == kept
 
 
+@needs_chromium
+def test_replay_button_replays_the_chunk_as_a_new_version(stack, repo, page):
+    # Its own prompt: the replay changes the current version of the analysis it replays.
+    aid = _finished(stack, str(repo / "samples" / "mini_dodge.txt"), prompt="Replay button: Godot 3 or Godot 4?")
+    chunk_id = "player.gd:function:_process"
+    page.goto(f"{stack.runtime['web']}a/{aid}/f/player.gd#L12-L26")
+    form = page.wait_for_selector(".chunk-detail.current form.replay")
+    assert form.get_attribute("data-chunk") == chunk_id
+    form.query_selector("select[name=stage]").select_option("retrieve")
+    form.query_selector("input[name=limit_per_table]").fill("1")
+    form.query_selector("button").click()
+    page.wait_for_selector(".chunk-detail.current form.replay[data-state=done]", timeout=180_000)
+    version = form.get_attribute("data-version")
+    trace = stack.gateway.GetChunkTrace(spb.ChunkTraceRequest(analysis_id=aid, chunk_id=chunk_id), timeout=30)
+    assert [j.version_id for j in trace.judgments if j.current] == [version] and len(trace.judgments) == 2
+    assert len(trace.hits) == len({h.table for h in trace.hits})  # one hit per table now
+    assert version in form.query_selector(".replay-status").inner_text()
+    assert page.errors == []
+
+
 SCRIPTED = """# project.godot
 config_version=4
 
@@ -383,3 +403,55 @@ def test_link_to_a_file_changed_in_a_later_analysis_is_marked_outdated(stack, re
     page.goto(f"{stack.runtime['web']}a/{new}/f/player.gd#L1-L1")
     page.wait_for_selector(".chunk-detail.current")
     assert "Outdated" not in page.inner_text("main")
+
+
+@needs_chromium
+def test_file_page_shows_the_proposed_patch_with_its_basis_and_todos(stack, repo, page):
+    aid = _finished(stack, str(repo / "samples" / "godot3_project"))
+    patched = stack.gateway.Patch(spb.PatchRequest(analysis_id=aid), timeout=300)
+    expected = next(f for f in patched.files if f.source_file == "player.gd")
+    assert expected.hunks and expected.todos
+    page.goto(f"{stack.runtime['web']}a/{aid}/f/player.gd")
+    section = page.wait_for_selector("section#patch")
+    hunks = section.query_selector_all("article.hunk")
+    assert [h.get_attribute("data-hunk") for h in hunks] == [h.hunk for h in expected.hunks]
+    # Every change of every hunk with its basis: rule, record, confidence, receiver.
+    rows = section.query_selector_all("tr.patch-change")
+    want = [(c.rule, c.record_id, f"{c.confidence:.2f}", c.receiver or "-") for h in expected.hunks for c in h.changes]
+    got = [(r.get_attribute("data-rule"), r.get_attribute("data-record"), r.query_selector("td.num").inner_text(),
+            r.query_selector("[data-field=receiver]").inner_text()) for r in rows]
+    assert got == want
+    assert any(r.startswith("self (extends KinematicBody2D)") for _, _, _, r in got)
+    # The diff lines are those of the hunk, removals and additions marked.
+    first = hunks[0].query_selector_all(".diff .dl")
+    assert [ln.inner_text() for ln in first] == expected.hunks[0].text.splitlines()[1:]
+    assert hunks[0].query_selector(".dl-del") and hunks[0].query_selector(".dl-add")
+    todos = section.query_selector_all("tr.patch-todo")
+    assert [t.get_attribute("data-rule") for t in todos] == [t.rule for t in expected.todos]
+    _no_horizontal_overflow(page)
+    section.scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "file_patch.png"))
+    # A record links to the candidate row of its chunk when the retriever found it there ...
+    links = section.query_selector_all("a.record")
+    assert len(links) == len(rows)
+    for link in links:
+        href = link.get_attribute("href")
+        if href.startswith("#cand-"):
+            assert page.query_selector(href).get_attribute("data-record") == link.inner_text()
+        else:
+            assert "why=" in href and "chunk=" in href
+    # ... otherwise to "Why not retrieved?" for it on that chunk.
+    why = next((a for a in links if "why=" in a.get_attribute("href")), None)
+    if why is not None:
+        record = why.inner_text()
+        why.click()
+        result = page.wait_for_selector(".chunk-detail.current .why-result")
+        assert record in result.inner_text()
+    else:
+        cand = links[0]
+        cand.click()
+        assert page.evaluate("location.hash") == cand.get_attribute("href")
+    # A file the patch does not handle has no patch section.
+    page.goto(f"{stack.runtime['web']}a/{aid}/f/icon.png.import")
+    page.wait_for_selector("#file")
+    assert page.query_selector("section#patch") is None

@@ -324,7 +324,7 @@ def test_collect_reads_an_archive_by_path_or_as_uploaded_bytes(tmp_path: Path, s
                            ("game/icon.png", b"\x89PNG\r\n\x1a\n" + bytes(64)), ("game/README.md", b"# Boxed\n")])
     else:
         make_tar(archive, good_members(), mode={".tar.gz": "w:gz", ".tar": "w", ".tar.xz": "w:xz"}[suffix])
-    for submission in (collect(path=str(archive), settings=settings),
+    for submission in (collect(path=str(archive), settings=settings, local_caller=True),
                        collect(archive=archive.read_bytes(), archive_name=archive.name, settings=settings)):
         assert submission.source_origin == "uploaded_file"
         assert [p.root for p in submission.projects] == ["game"]

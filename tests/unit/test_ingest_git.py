@@ -57,7 +57,7 @@ def test_a_file_url_repository_with_nested_projects(tmp_path: Path, git_env, set
     repo = make_repo(tmp_path / "demos.git", from_folder=COLLECTION)
     commit = git(repo, "rev-parse", "HEAD")
     (repo / "untracked.gd").write_text("extends Node\n")  # not committed: not analysed
-    submission = collect(git_url=repo.as_uri(), settings=settings)
+    submission = collect(git_url=repo.as_uri(), settings=settings, local_caller=True)
     assert submission.source_origin == "git"
     assert submission.input_ref == f"file://{repo}@{commit}"
     assert [p.project_id for p in submission.projects] == [
@@ -74,7 +74,7 @@ def test_a_file_url_repository_with_nested_projects(tmp_path: Path, git_env, set
 def test_a_local_repository_path_is_cloned_at_its_last_commit(tmp_path: Path, git_env, settings):
     repo = make_repo(tmp_path / "g4", from_folder=COLLECTION / "3d" / "shooter_g4")
     (repo / "player.gd").write_text("extends Node2D  # uncommitted edit\n")
-    (project,) = collect(git_url=str(repo), settings=settings).projects
+    (project,) = collect(git_url=str(repo), settings=settings, local_caller=True).projects
     files = {f.source_file: f for f in project.files}
     assert files["player.gd"].data == (COLLECTION / "3d" / "shooter_g4" / "player.gd").read_bytes()
     assert project.project_id == "git:g4"
@@ -86,7 +86,7 @@ def test_blobs_are_read_as_committed_without_filters(tmp_path: Path, git_env, se
     (repo / ".gitattributes").write_text("*.gd text eol=crlf\n")
     git(repo, "add", ".gitattributes")
     git(repo, "commit", "--quiet", "-m", "eol")
-    (project,) = collect(git_url=repo.as_uri(), settings=settings).projects
+    (project,) = collect(git_url=repo.as_uri(), settings=settings, local_caller=True).projects
     data = {f.source_file: f.data for f in project.files}["player.gd"]
     assert b"\r\n" not in data and data == (COLLECTION / "3d" / "shooter_g4" / "player.gd").read_bytes()
 
@@ -100,7 +100,7 @@ def test_links_out_of_the_tree_and_submodules_are_listed_not_followed(tmp_path: 
     # A gitlink entry, as `git submodule add` records it (added after `add -A`, which would drop it).
     git(repo, "update-index", "--add", "--cacheinfo", f"160000,{git(other, 'rev-parse', 'HEAD')},addons/lib")
     git(repo, "commit", "--quiet", "-m", "links")
-    (project,) = collect(git_url=repo.as_uri(), settings=settings).projects
+    (project,) = collect(git_url=repo.as_uri(), settings=settings, local_caller=True).projects
     files = {f.source_file: f for f in project.files}
     assert "outside the project root" in files["passwd.gd"].excluded_reason and not files["passwd.gd"].data
     assert "not followed" in files["alias.gd"].excluded_reason
@@ -123,14 +123,14 @@ def test_no_hook_runs_even_when_the_user_configuration_names_some(tmp_path: Path
     subprocess.run(["git", "clone", "--quiet", repo.as_uri(), str(tmp_path / "plain")], check=True, capture_output=True)
     assert marker.exists()
     marker.unlink()
-    collect(git_url=repo.as_uri(), settings=settings)
+    collect(git_url=repo.as_uri(), settings=settings, local_caller=True)
     assert not marker.exists()
 
 
 def test_an_unreachable_repository_fails_fast_with_a_clear_message(tmp_path: Path, git_env, settings):
     started = time.monotonic()
     with pytest.raises(FetchError, match=r"git clone of file://.*/nowhere\.git failed: .*(does not appear to be a git repository|not found)"):
-        collect(git_url=(tmp_path / "nowhere.git").as_uri(), settings=settings)
+        collect(git_url=(tmp_path / "nowhere.git").as_uri(), settings=settings, local_caller=True)
     assert time.monotonic() - started < 10
     assert list((tmp_path / "data" / "work").iterdir()) == []
 
@@ -144,7 +144,7 @@ def test_a_remote_that_never_answers_is_cut_off_at_the_time_limit(tmp_path: Path
     settings = load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path / "data"), "GODOT_RAG_GIT_TIMEOUT_S": "2"})
     started = time.monotonic()
     with pytest.raises(FetchError, match="no answer within the time limit"):
-        collect(git_url="git://example.invalid/demo.git", settings=settings)
+        collect(git_url="git://example.invalid/demo.git", settings=settings, local_caller=True)
     assert time.monotonic() - started < 10
     assert list((tmp_path / "data" / "work").iterdir()) == []
 
@@ -152,15 +152,15 @@ def test_a_remote_that_never_answers_is_cut_off_at_the_time_limit(tmp_path: Path
 def test_unknown_ref_and_empty_repository(tmp_path: Path, git_env, settings):
     repo = make_repo(tmp_path / "r", from_folder=COLLECTION / "3d" / "shooter_g4")
     with pytest.raises(FetchError, match="nope"):
-        collect(git_url=repo.as_uri(), git_ref="nope", settings=settings)
+        collect(git_url=repo.as_uri(), git_ref="nope", settings=settings, local_caller=True)
     git(repo, "tag", "v1")
-    (project,) = collect(git_url=repo.as_uri(), git_ref="v1", settings=settings).projects
+    (project,) = collect(git_url=repo.as_uri(), git_ref="v1", settings=settings, local_caller=True).projects
     assert project.project_id == "git:r@v1"
     empty = tmp_path / "empty"
     empty.mkdir()
     git(empty, "init", "--quiet")
     with pytest.raises(FetchError, match="no commit|empty"):
-        collect(git_url=empty.as_uri(), settings=settings)
+        collect(git_url=empty.as_uri(), settings=settings, local_caller=True)
 
 
 @pytest.mark.parametrize(
@@ -174,7 +174,7 @@ def test_unknown_ref_and_empty_repository(tmp_path: Path, git_env, settings):
 )
 def test_refused_sources_never_reach_git(url, error, settings):
     with pytest.raises(FetchError, match=error):
-        collect(git_url=url, settings=settings)
+        collect(git_url=url, settings=settings, local_caller=True)
     assert not Path("/tmp/godot_rag_pwned").exists()
 
 
@@ -196,10 +196,18 @@ def test_git_sources_are_named_without_credentials(url, base, origin, display):
     assert "s3cret" not in source.project_base + source.display
 
 
-def test_cli_sends_urls_and_git_flag_as_git_and_the_rest_as_paths(tmp_path: Path):
+def test_cli_sends_urls_as_git_and_local_repositories_as_their_commit_tree(tmp_path: Path, git_env, settings):
     assert looks_like_git_url("https://github.com/a/b") and looks_like_git_url("git@github.com:a/b.git")
     assert not looks_like_git_url(str(tmp_path)) and not looks_like_git_url("game.tar.gz")
-    assert submit_request("https://github.com/a/b", "p", ref="main").WhichOneof("input") == "git_url"
-    local = submit_request(str(tmp_path), "p", git=True)
-    assert local.WhichOneof("input") == "git_url" and local.git_url == str(tmp_path.resolve())
-    assert submit_request(str(tmp_path / "game.zip"), "p").WhichOneof("input") == "path"
+    assert submit_request("https://github.com/a/b", "p", ref="main", settings=settings).WhichOneof("input") == "git_url"
+    repo = make_repo(tmp_path / "demos", from_folder=COLLECTION)
+    (repo / "untracked.gd").write_text("extends Node\n")
+    for target in (str(repo), repo.as_uri()):
+        local = submit_request(target, "p", git=True, settings=settings)
+        # The content of the commit, not the path: the gateway may be another machine.
+        assert local.WhichOneof("input") == "archive" and local.project_id == "git:demos"
+        assert str(repo) not in local.SerializeToString().decode("latin-1")
+        submission = collect(archive=local.archive, archive_name=local.archive_name, project_id=local.project_id,
+                             settings=settings)
+        names = {f.source_file for p in submission.projects for f in p.files}
+        assert "untracked.gd" not in names and "project.godot" in names

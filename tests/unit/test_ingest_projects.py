@@ -85,14 +85,14 @@ def test_files_outside_every_root_form_the_top_level_project_which_lists_the_nes
 
 
 def test_collect_names_each_project_and_the_nested_folder_entries(settings):
-    submission = collect(path=str(COLLECTION), settings=settings)
+    submission = collect(path=str(COLLECTION), settings=settings, local_caller=True)
     assert submission.source_origin == "local_directory"
     ids = [p.project_id for p in submission.projects]
     assert ids == ["local:collection", "local:collection/2d/platformer_g3",
                    "local:collection/2d/platformer_g3/tests/fixture_project", "local:collection/3d/shooter_g4"]
     top = {f.source_file: f for f in submission.projects[0].files}
     assert top["3d/shooter_g4/"].excluded_reason.endswith("(local:collection/3d/shooter_g4)")
-    override = collect(path=str(COLLECTION), project_id="demos", settings=settings)
+    override = collect(path=str(COLLECTION), project_id="demos", settings=settings, local_caller=True)
     assert [p.project_id for p in override.projects][:2] == ["demos", "demos/2d/platformer_g3"]
 
 
@@ -249,7 +249,7 @@ def expected_kind(path: str) -> str:
 
 def test_dodge_expanded_text_follows_the_seed_policy_table(settings):
     text = DODGE_TEXT.read_text(encoding="utf-8")
-    submission = collect(path=str(DODGE_TEXT), settings=settings)
+    submission = collect(path=str(DODGE_TEXT), settings=settings, local_caller=True)
     assert submission.source_origin == "expanded_text"
     assert len(submission.projects) == 1 and submission.projects[0].root == ""
     assert submission.projects[0].project_id == "expanded:dodge_the_creeps"
@@ -372,12 +372,12 @@ def test_a_binary_snippet_is_excluded(settings):
 
 def test_missing_input_is_a_clear_error(settings, tmp_path: Path):
     with pytest.raises(IngestError, match="no such file or folder"):
-        collect(path=str(tmp_path / "nope"), settings=settings)
+        collect(path=str(tmp_path / "nope"), settings=settings, local_caller=True)
     with pytest.raises(IngestError, match="nothing to analyse"):
         collect(settings=settings)
     (tmp_path / "garbage.txt").write_bytes(b"\xff\xfe\x00junk")
     with pytest.raises(IngestError, match="not UTF-8"):
-        collect(path=str(tmp_path / "garbage.txt"), settings=settings)
+        collect(path=str(tmp_path / "garbage.txt"), settings=settings, local_caller=True)
 
 
 def test_a_file_name_that_is_not_utf8_is_listed_not_read(tmp_path: Path):

@@ -297,9 +297,11 @@ def test_app_container_env_comes_only_from_the_configmaps_and_the_secret(r):
                 ref = var["valueFrom"]["secretKeyRef"]
                 assert ref["name"] == SECRET and ref["key"] in sec and var["name"] == ref["key"], where
             names = {v["name"] for v in c.get("env") or []}
-            # Only the judge sees the LLM API key, only the gateway the token it checks.
+            # Only the judge sees the LLM API key; every service checks the bearer token on its gRPC API
+            # (a service listening beyond loopback refuses to start without one).
             assert ("GODOT_RAG_LLM_API_KEY" in names) == (key == "Deployment/judge" and c["name"] == "judge"), where
-            assert ("GODOT_RAG_AUTH_TOKEN" in names) == (key == "Deployment/gateway" and c["name"] == "gateway"), where
+            service = key.split("/", 1)[1]
+            assert ("GODOT_RAG_AUTH_TOKEN" in names) == (c["name"] == service and service in {"gateway", *STAGES}), where
             assert "GODOT_RAG_PG_DSN" in names, where
     assert cm and scaling
 

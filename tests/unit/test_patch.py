@@ -503,3 +503,37 @@ def test_scene_properties_are_renamed_by_the_node_type_only():
     assert any(t.rule == "rename-class" and "rect_min_size" in t.note for t in fp.todos)
     # A Control has no text_entered signal in Godot 3 (LineEdit does): the connection stays.
     assert '[connection signal="text_entered" from="A" to="." method="_on_a"]' in lines
+
+
+def test_the_patch_asks_the_shared_project_index_and_accepts_the_stored_one():
+    from godot_rag.domain.judging.project_index import ProjectIndex
+    from godot_rag.domain.patching import Receiver, SharedProjectSymbols
+    from godot_rag.domain.patching.symbols import SELF, USER
+    from godot_rag.pipeline.patch import patch_project
+
+    files = {
+        "project.godot": 'config_version=4\n\n[autoload]\n\nBus="*res://bus.gd"\n',
+        "bus.gd": "extends Node\n\nfunc update():\n\tpass\n",
+        "base.gd": "class_name Mover\nextends KinematicBody2D\n\nvar speed = 1\n",
+        "player.gd": ("extends Mover\n\nclass Inner:\n\tfunc empty():\n\t\tpass\n\n\n"
+                      "func _physics_process(delta):\n\tBus.update()\n\tupdate()\n"),
+        "main.tscn": ('[gd_scene load_steps=2 format=2]\n\n[ext_resource path="res://player.gd" type="Script" id=1]\n\n'
+                      '[node name="P" type="KinematicBody2D"]\nscript = ExtResource( 1 )\n\n'
+                      '[node name="Bar" type="TextureProgress" parent="."]\n'),
+    }
+    k = shipped_knowledge()
+    sym = SharedProjectSymbols.from_sources(files, k.vocabulary.classes3 | k.vocabulary.singletons3)
+    assert sym.engine_base("player.gd") == "KinematicBody2D"  # through class_name Mover
+    assert sym.script_of("Mover") == "base.gd" and sym.script_of("Bus") == "bus.gd" and sym.script_of("Node") == ""
+    assert sym.node_ref("player.gd", "Bar") == ("TextureProgress", "") and sym.node_ref("player.gd", "Nope") is None
+    assert "empty" in sym.declared_in("player.gd") and "speed" not in sym.declared_in("player.gd")
+    assert sym.defines("speed", Receiver(SELF, "KinematicBody2D"), "player.gd")
+    assert sym.defines("update", Receiver(USER, "Node", "Bus", "bus.gd"), "player.gd")
+    assert not sym.defines("update", Receiver(SELF, "KinematicBody2D"), "player.gd")
+    fresh = patch_project(files)
+    stored = patch_project(files, ProjectIndex.build(sorted(files.items())).to_json())
+    assert stored.diff == fresh.diff
+    player = next(f for f in fresh.files if f.path == "player.gd").patched
+    assert "\tBus.update()\n" in player and "\tqueue_redraw()\n" in player
+    # An index of another version is not trusted: the patch rebuilds it and gives the same diff.
+    assert patch_project(files, '{"version": "symbols/0"}').diff == fresh.diff

@@ -121,7 +121,8 @@ def project():
 def test_a_script_lists_its_own_declarations_only():
     s = scan_script("ui/base_panel.gd", BASE)
     assert s.class_name == "BasePanel" and s.extends == "T:Control"
-    assert s.members == {"opened": "signal", "Painter": "const", "Scene": "const", "Mode": "enum", "size": "var",
+    assert s.members == {"opened": "signal", "Painter": "const", "Scene": "const", "Mode": "enum", "A": "const", "B": "const",
+                         "size": "var",
                          "title": "var", "_painter": "var", "_other": "var", "_items": "var", "open": "func",
                          "make": "func", "Inner": "class"}
     assert s.member_types["Painter"] == "P:tools/painter.gd" and s.member_types["Scene"] == "S:ui/item.tscn"
@@ -130,12 +131,48 @@ def test_a_script_lists_its_own_declarations_only():
     assert s.inner["Inner"].extends == "T:Reference" and set(s.inner["Inner"].members) == {"depth", "inner_method"}
 
 
+def test_signals_and_declared_value_types_reach_the_scope():
+    files = [("bus.gd", "class_name Bus\nextends Node\n\nsignal report(x)\nvar level: Level\n\n"
+                        "static func instance() -> Bus:\n\treturn null\n\n\nfunc nothing() -> void:\n\tpass\n"),
+             ("level.gd", "class_name Level\nextends Node2D\n"),
+             ("user.gd", "extends Node\n\nfunc f():\n\tBus.instance().report.emit(1)\n")]
+    index, scopes = build_scopes(files)
+    whole = index.scope_for("user.gd")
+    bus = whole.types["script:bus.gd"]
+    assert bus.signals == {"report"}
+    assert bus.value_types == {"instance": "script:bus.gd", "level": "script:level.gd"}  # void returns nothing
+    assert "script:level.gd" in whole.types  # one level of the types a visible type's members hold
+    # With the file's text, only what it mentions: instance and report, not level.
+    scope = scopes["user.gd"]
+    assert scope.types["script:bus.gd"].value_types == {"instance": "script:bus.gd"}
+    assert scope.types["script:bus.gd"].signals == {"report"} and "script:level.gd" not in scope.types
+
+
 def test_godot4_one_line_class_name_and_annotations():
     s = scan_script("a.gd", 'class_name Foo extends Node2D\n\n@export var speed := 1.0\n@onready var s := $S as Sprite2D\n'
                              'static var count: int\n\nfunc _ready() -> void:\n\tpass\n')
     assert s.class_name == "Foo" and s.extends == "T:Node2D"
     assert s.members == {"speed": "var", "s": "var", "count": "var", "_ready": "func"}
     assert s.member_types["s"] == "T:Sprite2D" and s.member_types["count"] == "T:int"
+
+
+@pytest.mark.parametrize("line,ref", [
+    ("var x = $Sprite", "N:Sprite"),
+    ("var x = $Sprite.texture", ""),  # a member of the node: not known here
+    ('var x = $"A/B"', "N:A/B"),
+    ('var x := get_node("A")', "N:A"),
+    ('var x = get_node("A").b', ""),
+    ('var x := preload("b.gd").new()', "P:ui/b.gd"),  # relative to the script's folder
+    ('var x = preload("res://s.tscn")', "S:s.tscn"),
+    ('var x = preload("res://s.tscn").instance()', ""),
+    ("var x = Foo.new()", "T:Foo"),
+    ("var x = Foo.new().bar()", ""),
+    ("var x = f(a as B)", ""),  # a cast inside the call is not the variable's type
+    ("var x = g() as Sprite", "T:Sprite"),
+    ("var x: Array[Foo] = []", "T:Array"),
+])
+def test_declared_and_inferred_types(line, ref):
+    assert scan_script("ui/a.gd", line + "\n").member_types.get("x", "") == ref
 
 
 def test_scene_nodes_types_scripts_and_instances():
@@ -153,8 +190,8 @@ def test_autoloads_from_project_godot():
 
 
 def test_a_scope_resolves_the_chain_the_scenes_and_the_autoloads(project):
-    _, scopes = project
-    child = scopes["ui/child_panel.gd"]
+    index, scopes = project
+    child = index.scope_for("ui/child_panel.gd")  # without its text: nothing left out for not being mentioned
     me = child.types[child.self_key]
     assert me.engine_base == "Control"  # through the project's base_panel.gd
     assert {"open", "make", "title", "_painter"} <= me.members
@@ -169,8 +206,10 @@ def test_a_scope_resolves_the_chain_the_scenes_and_the_autoloads(project):
     assert child.nodes["%Sprite"].type_key == "AnimatedSprite"
     assert child.nodes["Item"].type_key == "script:ui/item.gd"  # the instanced scene's root script
     assert child.owner is not None and child.owner.type_key == "Control"
-    # Only names the file mentions: grow() mentions neither Log nor any painter member.
-    assert "Log" not in child.names and "set_image" not in child.project_names
+    # With its text, only names the file mentions: grow() mentions neither Log nor any painter member.
+    mentioned = scopes["ui/child_panel.gd"]
+    assert "Log" not in mentioned.names and "set_image" not in mentioned.project_names
+    assert mentioned.types[mentioned.self_key].members == {"Inner", "grow", "ref"}
     log_user = ProjectIndex.build([("a.gd", "extends Node\n\nfunc f():\n\tLog.error(1)\n"), ("tools/log.gd", "func error(m):\n\tpass\n"),
                                    ("project.godot", PROJECT)]).scope_for("a.gd", "extends Node\n\nfunc f():\n\tLog.error(1)\n")
     assert log_user.names["Log"] == "script:tools/log.gd" and "error" in log_user.project_names

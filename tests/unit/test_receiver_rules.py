@@ -53,7 +53,7 @@ def test_the_receivers_corpus_meets_the_targets_only_with_the_index(ev, knowledg
     # The same functions judged from their chunk alone flag neutral ones: the index is what decides.
     without = ev.load_cases(ev.CORPUS / "receivers", project_index=False)
     m0, _, _ = ev.evaluate_rules(without, knowledge)
-    assert m0["neutral_false_positive_rate"] > 0.2 and m0["accuracy"] < m["accuracy"]
+    assert m0["neutral_false_positive_rate"] >= 0.15 and m0["accuracy"] < m["accuracy"] - 0.1
 
 
 def test_every_judgment_on_the_receivers_corpus_satisfies_the_contract(ev, knowledge):
@@ -126,13 +126,18 @@ def traps(knowledge):
     return judge_project(files, knowledge), judge_project(files, knowledge, with_index=False)
 
 
-@pytest.mark.parametrize("key", ["function:typed_var", "function:constructor", "function:static_accessor", "function:member_var"])
-def test_project_members_named_like_engine_members_give_no_signal(traps, key):
+@pytest.mark.parametrize("key,misleads_alone", [
+    ("function:typed_var", False),  # `p: Painter` names no engine class: a project class even without the index
+    ("function:constructor", False),
+    ("function:static_accessor", True),  # Lib.instance(): only the index knows Lib
+    ("function:member_var", True),  # `lib` is typed in another chunk
+])
+def test_project_members_named_like_engine_members_give_no_signal(traps, key, misleads_alone):
     with_index, without = traps
     j = with_index["user.gd"][key]
     assert j.signal == "neutral", j.explanation
     assert "the project's own member" in j.explanation
-    assert without["user.gd"][key].signal != "neutral"  # the trap is real: the chunk alone misleads
+    assert (without["user.gd"][key].signal != "neutral") == misleads_alone, without["user.gd"][key].explanation
 
 
 def test_the_same_names_on_engine_receivers_still_count(traps):
@@ -198,6 +203,10 @@ G3_PANEL = '''extends Control
 func _ready():
 	._ready()
 	rect_min_size = Vector2(4, 4)
+
+
+func grow():
+	self.rect_size *= 2
 '''
 
 G3_SPATIAL = '''extends Spatial
@@ -241,6 +250,7 @@ def test_a_removed_member_cites_its_class_reference_record_without_a_replacement
     ("panel.gd", "function:_ready", "._ready(", "super._ready(", "change:super-call"),
     ("panel.gd", "function:_ready", "rect_min_size", "custom_minimum_size", "change:rect-properties"),
     ("mover.gd", "function:to_world", "xform", "transform * v", "change:xform"),
+    ("panel.gd", "function:grow", "rect_size", "size", "rename:gdscript_properties_renames:rect_size"),
 ])
 def test_migration_notes_for_each_class_of_change(godot3, path, key, old, new, basis):
     j = godot3[path][key]
@@ -305,3 +315,37 @@ def test_the_rules_backend_reads_the_scope_and_keys_judgments_by_it(knowledge):
     assert judgment_key(request, backend) != judgment_key(bare, backend)
     # The field survives the wire.
     assert convert.request_from_pb(convert.request_to_pb(request)).project_symbols == request.project_symbols
+
+
+def test_a_signal_reached_through_a_typed_accessor_is_a_signal_even_when_the_project_defines_emit(knowledge):
+    files = {
+        "bus.gd": "class_name Bus\nextends Node\n\nsignal report(x)\n\n\nstatic func instance() -> Bus:\n\treturn null\n\n\n"
+                  "func emit(x):\n\tpass\n",
+        "user.gd": "extends Node\n\nsignal done\n\n\nfunc send(r):\n\tBus.instance().report.emit(r)\n\n\n"
+                   "func forward(r):\n\tBus.instance().emit(r)\n\n\nfunc finish():\n\tdone.emit()\n",
+    }
+    judged = judge_project(files, knowledge)["user.gd"]
+    send = judged["function:send"]
+    assert send.signal == "godot4" and "a signal of class_name Bus in bus.gd" in send.explanation, send.explanation
+    assert judged["function:forward"].signal == "neutral"  # the project's own emit()
+    finish = judged["function:finish"]
+    assert finish.signal == "godot4" and "a signal the script declares" in finish.explanation, finish.explanation
+
+
+@pytest.mark.parametrize("code,old,new,basis", [
+    ("var f = FuncRef.new()", "FuncRef", "Callable", "docs:3:FuncRef"),  # a known replacement, on the class's record
+    ("var n = Navigation2D.new()", "Navigation2D", REMOVED_IN_GODOT4, "docs:3:Navigation2D"),  # none recorded
+])
+def test_a_godot3_class_without_a_rename_gets_a_note(knowledge, code, old, new, basis):
+    j = judge_project({"a.gd": f"extends Node\n\n\nfunc f():\n\t{code}\n"}, knowledge)["a.gd"]["function:f"]
+    assert j.signal == "godot3"
+    note = _notes(j)[old]
+    assert (note.new, note.basis_record_id) == (new, basis)
+
+
+def test_names_only_editor_classes_declare_and_declared_parameters_are_no_evidence(knowledge):
+    files = {"worker.gd": "extends Control\n\nsignal resized(size)\n\nvar queue\n\n\nfunc run_once():\n\tvar job = queue.pop_job()\n"
+                          "\treturn job.build()\n"}
+    judged = judge_project(files, knowledge)["worker.gd"]
+    assert judged["function:run_once"].signal == "neutral", judged["function:run_once"].explanation  # EditorPlugin.build only
+    assert judged["signal:resized"].signal == "neutral"  # a parameter named like Control.size

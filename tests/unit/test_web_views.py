@@ -207,3 +207,27 @@ def test_configured_host_is_allowed_and_wildcards_are_not():
     assert allowed_host_names("0.0.0.0") == allowed_host_names("")
     assert check_request("GET", {"Host": "gateway.internal"}, allowed_host_names("gateway.internal")) == ""
     assert split_host("[::1]x") is None and split_host("a:b:c") is None and split_host("h:80") == ("h", "80")
+
+
+def test_patch_view_links_each_record_to_its_candidate_or_to_why_not_and_todos_to_their_chunk():
+    from godot_rag.pipeline.patch import patch_project, patch_result_json
+
+    text = "extends KinematicBody2D\n\nvar v = Vector2()\n\n\nfunc _process(delta):\n\tv = move_and_slide(v, Vector2.UP)\n\tupdate()\n"
+    doc = patch_result_json(patch_project({"p.gd": text}))
+    entry = next(e for e in doc["files"] if e["file"] == "p.gd")
+    chunks = [{"chunk_id": "p.gd:class_extends:1", "start_line": 1, "end_line": 3, "range": "L1-L3", "candidate_ids": {}},
+              {"chunk_id": "p.gd:function:_process", "start_line": 6, "end_line": 8, "range": "L6-L8",
+               "candidate_ids": {"change:move-and-slide": 2}}]
+    view = wv.patch_view(entry, chunks, "a1", "p.gd")
+    changes = {c["rule"]: c for h in view["hunks"] for c in h["changes"]}
+    assert changes["move-and-slide"]["record_href"] == "#cand-L6-L8-2"  # the retriever found it for that chunk
+    cls = next(c for c in changes.values() if c["record_id"].startswith("rename:class_renames:KinematicBody2D"))
+    assert cls["record_href"] == ("/a/a1/f/p.gd?chunk=p.gd%3Aclass_extends%3A1&why=rename%3Aclass_renames%3AKinematicBody2D"
+                                  "#L1-L3")
+    assert changes["move-and-slide"]["receiver"].startswith("self (extends KinematicBody2D)")
+    kinds = {ln["kind"] for h in view["hunks"] for ln in h["lines"]}
+    assert {"head", "add", "del", "ctx"} <= kinds
+    assert view["todos"] and all(t["chunk_range"] in ("L1-L3", "L6-L8") for t in view["todos"] if 1 <= t["line"] <= 8)
+    # Nothing to change and nothing to do: no section.
+    assert wv.patch_view({"hunks": [], "todos": [], "kept": [], "edits": 0, "changed": False}, chunks, "a1", "p.gd") is None
+    assert wv.patch_view(None, chunks, "a1", "p.gd") is None

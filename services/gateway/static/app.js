@@ -193,7 +193,38 @@ function candidateTable(table) {
   apply();
 }
 
+// ------------------------------------------------------------------ replay (file page)
+
+function replayForm(form) {
+  const status = $(".replay-status", form);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const f = new FormData(form);
+    const body = {stage: f.get("stage"), judge: f.get("judge"), prompt_version: f.get("prompt_version"),
+                  limit_per_table: Number(f.get("limit_per_table") || 0), chunk_ids: [form.dataset.chunk]};
+    status.textContent = "replaying...";
+    form.dataset.state = "running";
+    const resp = await fetch(`/api/analyses/${encodeURIComponent(form.dataset.analysis)}/replay`,
+      {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+    const data = await resp.json();
+    if (!resp.ok) { status.textContent = data.error || `failed (${resp.status})`; form.dataset.state = "refused"; return; }
+    const chunk = data.chunks[0] || {};
+    status.textContent = chunk.published
+      ? `replay ${data.replay_id} started; message taken from the ${chunk.source}`
+      : `already done by replay ${data.replay_id} (version ${data.judgment_version})`;
+    let state = data;
+    while (state.status === "running") {
+      await new Promise((r) => setTimeout(r, 500));
+      state = await (await fetch(`/api/replays/${encodeURIComponent(data.replay_id)}`)).json();
+    }
+    status.textContent = `replay ${state.status}: version ${state.judgment_version}; reload to see it`;
+    form.dataset.state = state.status;
+    form.dataset.version = state.judgment_version;
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  for (const f of $$("form.replay")) replayForm(f);
   const analysis = $("#analysis");
   if (analysis) liveList(analysis);
   if ($("#file")) filePage();

@@ -39,3 +39,13 @@ def message_id(analysis_id: str, key: str, stage: str, version: str) -> str:
     duplicates inside the dedupe window.
     """
     return f"{analysis_id}/{key}:{stage}:{version}"
+
+
+def replay_message_version(replay_id: str, run: int) -> str:
+    """The version part of a replayed message's id: the replay and its run.
+
+    A replay's messages must not collide with the analysis's own ids (JetStream
+    would drop them as duplicates); a later run of the same replay (a resume)
+    gets new ids too, so a chunk it still has to do is not dropped either.
+    """
+    return f"replay-{replay_id}-{run}"

@@ -30,6 +30,10 @@ log = logging.getLogger(__name__)
 # Long enough to cover a restart of the whole stack, so a republish after a
 # crash is dropped as a duplicate instead of doing the work twice.
 DEDUPE_WINDOW_S = 30 * 60
+# How long a stage's messages stay in the streams: `godot-rag replay` takes a
+# chunk's last message on its stage subject (a direct get) while it is kept,
+# and rebuilds it from the stored chunk after that (docs/operations.md).
+# The default of GODOT_RAG_STREAM_RETENTION_DAYS.
 RETENTION_S = 14 * 24 * 3600
 
 
@@ -71,18 +75,34 @@ class Bus:
         # the pull subscriptions' pending fetch requests for its full timeout.
         await self.nc.close()
 
-    async def ensure_streams(self, replicas: int = 1) -> None:
+    async def ensure_streams(self, replicas: int = 1, retention_s: float = RETENTION_S) -> None:
         """Create or update the streams; replicas > 1 needs a JetStream cluster of that size."""
         for name, subjects in ((STREAM_FILES, [f"{FILE_PREFIX}.>"]), (STREAM_CHUNKS, [f"{CHUNK_PREFIX}.>"])):
             config = api.StreamConfig(
                 name=name, subjects=subjects, storage=api.StorageType.FILE, retention=api.RetentionPolicy.LIMITS,
-                max_age=RETENTION_S, duplicate_window=DEDUPE_WINDOW_S, num_replicas=replicas,
+                max_age=retention_s, duplicate_window=DEDUPE_WINDOW_S, num_replicas=replicas,
+                # Direct get answers "the last message on this subject" from any replica (replay reads it).
+                allow_direct=True,
             )
             try:
                 await self.js.stream_info(name)
                 await self.js.update_stream(config)
             except JsNotFound:
                 await self.js.add_stream(config)
+
+    async def last_message(self, stream: str, subject: str) -> bytes | None:
+        """The last message kept on ``subject`` (a direct get by subject); None once it has aged out."""
+        try:
+            msg = await self.js.get_last_msg(stream, subject, direct=True)
+        except JsNotFound:
+            return None
+        except (nats.errors.NoRespondersError, nats.errors.TimeoutError):
+            # A stream created before direct get was allowed answers on the API subject only.
+            try:
+                msg = await self.js.get_last_msg(stream, subject)
+            except JsNotFound:
+                return None
+        return msg.data or None
 
     async def publish(self, subject: str, data: bytes, msg_id: str) -> None:
         headers = inject_headers({"Nats-Msg-Id": msg_id})

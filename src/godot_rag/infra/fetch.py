@@ -52,12 +52,23 @@ from godot_rag.domain.ingest.archive import (
     ArchiveLimits,
     Budget,
     detect_format,
+    resolve_link,
     safe_relative_path,
     tar_entry,
     zip_entry,
     zip_is_symlink,
 )
-from godot_rag.domain.ingest.policy import ENTRY_EXCLUDED, ENTRY_FILE, ENTRY_SYMLINK, IngestError, TreeEntry
+from godot_rag.domain.ingest.policy import (
+    ENTRY_EXCLUDED,
+    ENTRY_FILE,
+    ENTRY_SYMLINK,
+    IngestError,
+    TreeEntry,
+    WalkLimits,
+    readable_by_policy,
+    walk_folder,
+)
+from godot_rag.domain.redact import redact_credentials
 
 CHUNK = 1 << 16
 MAX_LINK_TARGET = 4096
@@ -212,7 +223,9 @@ def extract_archive(archive: Path, dest: Path, limits: ArchiveLimits, *, max_fil
     with SafeTree(dest, budget) as tree:
         if fmt == "zip":
             return _extract_zip(archive, tree, budget, max_file_bytes)
-        return _extract_tar(archive, fmt, tree, budget, max_file_bytes)
+        # Two budgets for a tar: the decompressed stream (a bomb of members never written) and the
+        # bytes really written (a sparse member writes its holes as zeros the stream never carried).
+        return _extract_tar(archive, fmt, tree, Budget(limits, size), max_file_bytes)
 
 
 def _extract_zip(archive: Path, tree: SafeTree, budget: Budget, max_file_bytes: int) -> list[TreeEntry]:
@@ -272,7 +285,8 @@ def _claim_once(entry: ArchiveEntry, seen: set[str]) -> None:
     seen.add(entry.path)
 
 
-def _extract_tar(archive: Path, fmt: str, tree: SafeTree, budget: Budget, max_file_bytes: int) -> list[TreeEntry]:
+def _extract_tar(archive: Path, fmt: str, tree: SafeTree, stream_budget: Budget, max_file_bytes: int) -> list[TreeEntry]:
+    budget = stream_budget
     extra: list[TreeEntry] = []
     links: list[ArchiveEntry] = []
     written: dict[str, int] = {}
@@ -309,8 +323,8 @@ def _extract_tar(archive: Path, fmt: str, tree: SafeTree, budget: Budget, max_fi
                     src = tf.extractfile(member)
                     if src is None:
                         raise ArchiveError(f"archive entry {member.name!r}: no data")
-                    # The stream counter already charged these bytes to the budget.
-                    written[entry.path] = tree.write(entry.path, _blocks(src), declared=entry.size, count=False)
+                    # Charged as written (tree.budget): a sparse member's holes cost what they occupy on disk.
+                    written[entry.path] = tree.write(entry.path, _blocks(src), declared=entry.size)
     except tarfile.TarError as exc:
         raise ArchiveError(f"{archive.name}: damaged tar archive ({exc})") from exc
     except (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile) as exc:
@@ -342,6 +356,9 @@ class GitSource:
     project_base: str  # "github:owner/repo" or "git:host/path" (never with credentials)
     origin: str  # "github" or "git"
     display: str  # the URL without credentials, for input_ref and messages
+    # A repository on the gateway's own disk (a folder or file:// URL): a server-side path, read
+    # only when the caller may read it (pipeline/submit.py check_server_path).
+    local_path: str = ""
 
 
 _SCP_LIKE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?([A-Za-z0-9.-]+):(?!//)(.+)$")
@@ -372,8 +389,10 @@ def parse_git_source(source: str) -> GitSource:
         display = f"{scheme}://{host}{port}{parts.path}"
         path = _strip_git(parts.path)
         if scheme == "file":
+            if host not in ("", "localhost"):
+                raise FetchError(f"refused git URL {display!r}: a file:// URL names a path on this machine only")
             name = path.rsplit("/", 1)[-1] or "repository"
-            return GitSource(source, f"git:{name}", "git", display)
+            return GitSource(source, f"git:{name}", "git", display, local_path=parts.path or "/")
         if host.lower() in ("github.com", "www.github.com"):
             return GitSource(source, f"github:{path}", "github", display)
         return GitSource(source, f"git:{host}{port}/{path}", "git", display)
@@ -388,20 +407,50 @@ def parse_git_source(source: str) -> GitSource:
     if local.is_dir():
         resolved = local.resolve()
         # file:// makes git honour --depth for a local repository (a plain path ignores it).
-        return GitSource(resolved.as_uri(), f"git:{_strip_git(resolved.name) or 'repository'}", "git", str(resolved))
+        return GitSource(resolved.as_uri(), f"git:{_strip_git(resolved.name) or 'repository'}", "git", str(resolved),
+                         local_path=str(resolved))
     raise FetchError(f"{source!r} is neither a git URL nor a local repository folder")
 
 
-def _git_env() -> dict[str, str]:
-    env = dict(os.environ)
+# Passed through from the gateway's environment: how to reach the network and trust its certificates.
+# Nothing else: no SSH agent, no credential helpers, no askpass program, no user or system git config.
+_GIT_ENV_PASSED = ("PATH", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY",
+                   "all_proxy", "ALL_PROXY", "GIT_PROXY_COMMAND", "SSL_CERT_FILE", "SSL_CERT_DIR", "GIT_SSL_CAINFO",
+                   "TMPDIR")
+_SSH_ANONYMOUS = ("ssh -F /dev/null -o BatchMode=yes -o ConnectTimeout=20 -o IdentityAgent=none -o IdentitiesOnly=yes "
+                  "-o IdentityFile=none -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no "
+                  "-o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=accept-new -o ForwardAgent=no")
+
+
+def git_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """A clean environment for git: anonymous, non-interactive, configured by the command line alone.
+
+    Cloning on a caller's behalf must not use the gateway user's keys, tokens or
+    config: a private repository fails as it would for a stranger.
+    """
+    source = os.environ if environ is None else environ
+    env = {k: source[k] for k in _GIT_ENV_PASSED if k in source}
+    env.setdefault("PATH", os.defpath)
     env.update({
+        "HOME": "/nonexistent",  # no ~/.gitconfig, ~/.git-credentials, ~/.netrc
+        "XDG_CONFIG_HOME": "/nonexistent",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_CONFIG_SYSTEM": "/dev/null",
         "GIT_TERMINAL_PROMPT": "0",  # a private or missing repository fails instead of waiting for a password
+        "GIT_ASKPASS": "/bin/false",
+        "SSH_ASKPASS": "/bin/false",
         "GIT_LFS_SKIP_SMUDGE": "1",
-        "GIT_SSH_COMMAND": "ssh -o BatchMode=yes -o ConnectTimeout=20",
+        "GIT_SSH_COMMAND": _SSH_ANONYMOUS,
+        "GIT_PROTOCOL_FROM_USER": "0",
         "GCM_INTERACTIVE": "never",
         "LC_ALL": "C",
     })
     return env
+
+
+def _git_env() -> dict[str, str]:
+    return git_env()
 
 
 # -c options for every git call: no hooks, no fsmonitor, checked objects, no ext:: transport.
@@ -410,35 +459,77 @@ _GIT_SAFE = [
     "-c", "core.fsmonitor=false",
     "-c", "transfer.fsckObjects=true",
     "-c", "protocol.ext.allow=never",
+    "-c", "credential.helper=",
+    "-c", "core.askPass=/bin/false",
+    "-c", "core.sshCommand=" + _SSH_ANONYMOUS,
     "-c", "submodule.recurse=false",
     "-c", "http.lowSpeedLimit=1000",
     "-c", "http.lowSpeedTime=30",
 ]
 
 
-def _run_git(args: list[str], *, deadline: float, what: str, display: str, cwd: Path | None = None) -> bytes:
+def _protocols(allow_file: bool) -> list[str]:
+    """Only the network transports (and file:// for a permitted local repository): never ext::, fd:: and the like."""
+    allowed = ["https", "http", "ssh", "git", *(["file"] if allow_file else [])]
+    out = ["-c", "protocol.allow=never"]
+    for name in allowed:
+        out += ["-c", f"protocol.{name}.allow=always"]
+    return out
+
+
+def _folder_bytes(path: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, f)).st_blocks * 512
+            except OSError:
+                continue  # git renames its temporary packs while we look
+    return total
+
+
+SIZE_POLL_S = 0.25
+
+
+def _run_git(args: list[str], *, deadline: float, what: str, display: str, cwd: Path | None = None,
+             allow_file: bool = False, watch: Path | None = None, max_bytes: int = 0) -> bytes:
+    """Run git under the deadline; with ``watch``, kill it once that folder holds more than ``max_bytes``."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise FetchError(f"git {what} of {display}: timed out")
     try:
         # Its own process group: on timeout the ssh or proxy helpers git started die with it,
         # instead of holding the pipes open past the deadline.
-        proc = subprocess.Popen(["git", *_GIT_SAFE, *args], cwd=cwd, env=_git_env(), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        proc = subprocess.Popen(["git", *_GIT_SAFE, *_protocols(allow_file), *args], cwd=cwd, env=_git_env(),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
     except FileNotFoundError as exc:
         raise FetchError("the git program is not installed (needed for git inputs)") from exc
-    try:
-        stdout, stderr = proc.communicate(timeout=remaining)
-    except subprocess.TimeoutExpired as exc:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise FetchError(f"git {what} of {display}: no answer within the time limit ({remaining:.0f} s)") from exc
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            stdout, stderr = proc.communicate(timeout=max(0.01, min(left, SIZE_POLL_S) if watch else left))
+            break
+        except subprocess.TimeoutExpired as exc:
+            over = watch is not None and _folder_bytes(watch) > max_bytes
+            if over or time.monotonic() >= deadline:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+                if over:
+                    raise FetchError(f"git {what} of {display}: the repository passes the size limit of {max_bytes} "
+                                     "bytes (GODOT_RAG_GIT_MAX_BYTES)") from exc
+                raise FetchError(f"git {what} of {display}: no answer within the time limit ({remaining:.0f} s)") from exc
+    if watch is not None and _folder_bytes(watch) > max_bytes:
+        # Finished between two looks: the cap holds all the same.
+        raise FetchError(f"git {what} of {display}: the repository passes the size limit of {max_bytes} "
+                         "bytes (GODOT_RAG_GIT_MAX_BYTES)")
     if proc.returncode != 0:
         lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
         # git's first fatal line names the cause; the lines after it are generic advice.
         fatal = [ln for ln in lines if ln.startswith(("fatal:", "error:"))]
         detail = "; ".join((fatal or lines[-3:])[:3]) or f"exit status {proc.returncode}"
-        raise FetchError(f"git {what} of {display} failed: {detail}")
+        # git quotes the URL it was given, credentials included: never into a stored error.
+        raise FetchError(redact_credentials(f"git {what} of {display} failed: {detail}"))
     return stdout
 
 
@@ -489,8 +580,12 @@ class GitTree:
 
 
 def clone_git(source: GitSource, ref: str, dest: Path, limits: ArchiveLimits, *, max_file_bytes: int,
-              timeout_s: float) -> GitTree:
-    """Shallow-clone without checkout into dest/.repo, then write the tree's files into dest/tree."""
+              timeout_s: float, max_repo_bytes: int = 256 * 1024 * 1024) -> GitTree:
+    """Shallow-clone without checkout into dest/.repo, then write the tree's files into dest/tree.
+
+    file:// (and a local folder) is only spoken when ``source.local_path`` is
+    set, which the caller has checked against the paths it may read.
+    """
     deadline = time.monotonic() + timeout_s
     repo = dest / ".repo"
     clone = ["clone", "--quiet", "--no-checkout", "--depth", "1", "--no-tags", "--single-branch",
@@ -499,7 +594,8 @@ def clone_git(source: GitSource, ref: str, dest: Path, limits: ArchiveLimits, *,
         if ref.startswith("-"):
             raise FetchError(f"refused git ref {ref!r}")
         clone += ["--branch", ref]
-    _run_git([*clone, "--", source.clone_url, str(repo)], deadline=deadline, what="clone", display=source.display)
+    _run_git([*clone, "--", source.clone_url, str(repo)], deadline=deadline, what="clone", display=source.display,
+             allow_file=bool(source.local_path), watch=dest, max_bytes=max_repo_bytes)
     try:
         commit = _run_git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], deadline=deadline, what="rev-parse",
                           display=source.display, cwd=repo).decode().strip()
@@ -541,3 +637,51 @@ def clone_git(source: GitSource, ref: str, dest: Path, limits: ArchiveLimits, *,
                 tree.write(path, [data])
     return GitTree(commit, extra)
 
+
+
+# ---------------------------------------------------------------- packing a folder (the CLI's side)
+
+def pack_folder(root: Path, limits: WalkLimits, *, max_file_bytes: int) -> bytes:
+    """A folder as tar.gz bytes in memory, for a gateway that reads content, never the caller's paths.
+
+    The same walk as the gateway's own (no link followed, VCS and editor
+    caches not descended), so the gateway lists the same files:
+    - files the policy decides by path alone (assets, docs, C#) travel empty:
+      it never reads their bytes; their size shows as 0;
+    - links travel as links when they stay inside the folder; others are
+      left out (the gateway would refuse the archive as a whole for them);
+    - skipped folders (.git/, .godot/) travel as empty folders, listed with their reason;
+    - files larger than ``max_file_bytes`` of an analysed type travel whole, so
+      the gateway lists them as oversized with their real size.
+    """
+    root = root.resolve()
+    entries = walk_folder(root, limits)
+    buf = io.BytesIO()
+    # mtime 0 and sorted names: the same folder packs to the same bytes.
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=6, format=tarfile.PAX_FORMAT) as tf:
+        for e in sorted(entries, key=lambda x: x.path):
+            name = e.path.rstrip("/")
+            info = tarfile.TarInfo(name)
+            info.mtime = 0
+            if e.kind == ENTRY_EXCLUDED:
+                if e.path.endswith("/"):
+                    info.type, info.mode = tarfile.DIRTYPE, 0o755
+                    tf.addfile(info)
+                continue
+            if e.kind == ENTRY_SYMLINK:
+                try:
+                    resolve_link(name, e.link_target)
+                except ArchiveError:
+                    continue
+                info.type, info.linkname = tarfile.SYMTYPE, e.link_target
+                tf.addfile(info)
+                continue
+            if e.kind != ENTRY_FILE or e.read is None:
+                continue
+            try:
+                data = e.read() if readable_by_policy(name) else b""
+            except OSError:
+                continue  # vanished or unreadable since the walk: the gateway cannot list what it never got
+            info.size, info.mode = len(data), 0o644
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()

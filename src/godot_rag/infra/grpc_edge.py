@@ -15,12 +15,14 @@ from typing import Any, TypeVar
 import grpc
 
 from godot_rag.errors import (
+    AccessDeniedError,
     ContractViolation,
     GodotRagError,
     InvalidInputError,
     LLMRequestError,
     NotFoundError,
     NotReadyError,
+    OverloadedError,
     PoisonError,
     RetryableError,
 )
@@ -28,6 +30,8 @@ from godot_rag.errors import (
 # Most specific first: the first class an error is an instance of decides.
 STATUS_BY_ERROR: tuple[tuple[type[GodotRagError], grpc.StatusCode], ...] = (
     (NotFoundError, grpc.StatusCode.NOT_FOUND),
+    (AccessDeniedError, grpc.StatusCode.PERMISSION_DENIED),
+    (OverloadedError, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (InvalidInputError, grpc.StatusCode.INVALID_ARGUMENT),
     (NotReadyError, grpc.StatusCode.FAILED_PRECONDITION),
     (LLMRequestError, grpc.StatusCode.FAILED_PRECONDITION),

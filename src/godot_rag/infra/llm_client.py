@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 
 from godot_rag.errors import LLMRequestError, RetryableError
+from godot_rag.infra.metrics import observe_llm
 
 log = logging.getLogger(__name__)
 
@@ -131,12 +132,23 @@ class LLMClient:
             attempt += 1
             try:
                 async with self._slots:
+                    # Timed inside the slot: the histogram is the server's time, not the wait for a free slot.
+                    sent = time.perf_counter()
                     response = await self._http.post(self.url, json=body)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
+                observe_llm(self.model, time.perf_counter() - sent, ok=False)
                 problem = f"{type(exc).__name__}: {exc}"
             else:
                 if response.status_code < 400:
-                    return self._reply(response, started, attempt)
+                    try:
+                        reply = self._reply(response, started, attempt)
+                    except LLMRequestError:
+                        observe_llm(self.model, time.perf_counter() - sent, ok=False)
+                        raise
+                    observe_llm(self.model, time.perf_counter() - sent, ok=True, prompt_tokens=reply.prompt_tokens,
+                                completion_tokens=reply.completion_tokens)
+                    return reply
+                observe_llm(self.model, time.perf_counter() - sent, ok=False)
                 detail = response.text[:500]
                 if response.status_code < 500 and response.status_code not in _RETRY_STATUS:
                     raise LLMRequestError(f"{self.url} answered {response.status_code}: {detail}")

@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 
 from opentelemetry import trace
 
+from godot_rag.domain.redact import redact_credentials
+
 ANALYSIS_ID: contextvars.ContextVar[str] = contextvars.ContextVar("godot_rag_analysis_id", default="")
 CHUNK_ID: contextvars.ContextVar[str] = contextvars.ContextVar("godot_rag_chunk_id", default="")
 
@@ -105,11 +107,23 @@ class TextFormatter(logging.Formatter):
         return f"{head} [{' '.join(ids)}]{sep}{rest}"
 
 
+class RedactFilter(logging.Filter):
+    """No URL credentials or DSN passwords in a log line (a git URL or DSN quoted in a message)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact_credentials(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True
+
+
 def make_handler(service: str, fmt: str, stream=None) -> logging.Handler:
     if fmt not in ("text", "json"):
         raise ValueError(f"log format must be 'text' or 'json', not {fmt!r}")
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.addFilter(ContextFilter())
+    handler.addFilter(RedactFilter())
     handler.setFormatter(JsonFormatter(service) if fmt == "json" else TextFormatter(service))
     return handler
 

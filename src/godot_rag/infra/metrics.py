@@ -78,7 +78,7 @@ class Metrics:
         self.llm_seconds = Histogram(f"{PREFIX}_llm_request_seconds", "Time of one LLM request, retries excluded",
                                      ["model"], buckets=LLM_BUCKETS, registry=r)
         self.kb_search_seconds = Histogram(f"{PREFIX}_kb_search_seconds",
-                                           "Time of one knowledge-base search (embedding and SQL)",
+                                           "Time of one knowledge-base search (the hybrid search's SQL round trips)",
                                            buckets=SEARCH_BUCKETS, registry=r)
         self.analyses = Gauge(f"{PREFIX}_analyses", "Analyses in the store by status", ["status"], registry=r)
         self._statuses_seen: set[str] = set()
@@ -186,6 +186,25 @@ async def poll_consumers(js, consumers: Iterable[tuple[str, str]], every_s: floa
     consumers = list(consumers)
     while not stop.is_set():
         await read_consumers(js, consumers, metrics)
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=every_s)
+        except TimeoutError:
+            continue
+
+
+async def poll_analyses(store, every_s: float, stop: asyncio.Event, metrics: Metrics = METRICS) -> None:
+    """The gateway's analyses-by-status gauge, counted in the store every ``every_s`` seconds until ``stop``.
+
+    ``store`` is an ``infra.store.Store`` (not imported: the store imports this module for its search timer).
+    A failed count keeps the last values: a gauge must not fall to a false zero while PostgreSQL restarts.
+    """
+    import psycopg
+
+    while not stop.is_set():
+        try:
+            metrics.set_analyses_by_status(await store.count_analyses_by_status())
+        except psycopg.Error as exc:
+            log.warning("counting analyses by status failed: %s", exc)
         try:
             await asyncio.wait_for(stop.wait(), timeout=every_s)
         except TimeoutError:

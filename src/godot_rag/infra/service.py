@@ -12,19 +12,21 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from godot_rag.infra.auth import server_interceptors
 from godot_rag.infra.bus import Bus
 from godot_rag.infra.logs import configure_logging
 from godot_rag.infra.metrics import serve_metrics
 from godot_rag.infra.store import Store
 from godot_rag.infra.telemetry import setup_tracing
-from godot_rag.settings import Settings
+from godot_rag.settings import Settings, SettingsError
 
 log = logging.getLogger(__name__)
 
-# Uploaded archives and large analysis results travel in one message.
-MAX_MESSAGE_BYTES = 256 * 1024 * 1024
-GRPC_MESSAGE_OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
+
+def grpc_message_options(settings: Settings) -> list[tuple[str, int]]:
+    """Uploaded archives and large analysis results travel in one message, up to the configured size."""
+    return [("grpc.max_receive_message_length", settings.grpc_max_message_bytes),
+            ("grpc.max_send_message_length", settings.grpc_max_message_bytes)]
 
 
 @dataclass
@@ -45,15 +47,19 @@ async def run_service(
     start_consumers: Callable[[ServiceContext], Awaitable[list[asyncio.Task]]] | None = None,
 ) -> None:
     configure_logging(name, settings.log_level, settings.log_format)
+    try:
+        settings.check_listen_security()
+    except SettingsError as exc:
+        raise SystemExit(f"{name}: {exc}") from exc
     setup_tracing(name, settings.otlp_endpoint)
     if not settings.pg_dsn or not settings.nats_url:
         raise SystemExit(f"{name}: GODOT_RAG_PG_DSN and GODOT_RAG_NATS_URL must be set (godot-rag up sets them)")
     store = await Store.open(settings.pg_dsn)
     bus = await Bus.connect(settings.nats_url, name=f"godot-rag-{name}", ack_wait_override_s=settings.ack_wait_s)
-    await bus.ensure_streams(settings.nats_stream_replicas)
+    await bus.ensure_streams(settings.nats_stream_replicas, settings.stream_retention_days * 24 * 3600)
     stop = asyncio.Event()
     ctx = ServiceContext(name, settings, store, bus, stop)
-    server = grpc.aio.server(options=GRPC_MESSAGE_OPTIONS)
+    server = grpc.aio.server(options=grpc_message_options(settings), interceptors=server_interceptors(settings.auth_token))
     service_names = register(server, ctx)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

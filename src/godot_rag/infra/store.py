@@ -6,6 +6,7 @@ message rewrites the same row instead of adding one.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any, cast
@@ -17,7 +18,9 @@ from psycopg_pool import AsyncConnectionPool
 
 from godot_rag.domain.judging.rules import declared_names_of
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
+from godot_rag.domain.redact import redact_credentials
 from godot_rag.infra import kb_store
+from godot_rag.infra.metrics import observe_kb_search
 
 SCHEMA = "godot_rag"
 _MIGRATION_LOCK = 0x60D07A6  # advisory lock id: one migrator at a time
@@ -131,6 +134,10 @@ class Store:
                         )
                 return True
 
+    async def count_analyses_by_status(self) -> dict[str, int]:
+        rows = await self._fetchall(f"select status, count(*) as n from {SCHEMA}.analyses group by status")
+        return {str(r["status"]): int(r["n"]) for r in rows}
+
     async def get_analysis(self, analysis_id: str) -> dict | None:
         return await self._fetchone(f"select * from {SCHEMA}.analyses where analysis_id = %s", (analysis_id,))
 
@@ -141,6 +148,12 @@ class Store:
         return await self._fetchone(f"select * from {SCHEMA}.files where analysis_id = %s and source_file = %s",
                                     (analysis_id, source_file))
 
+    async def get_project_symbols(self, analysis_id: str) -> str:
+        """The project index stored with an analysis (JSON text; "" when none was stored)."""
+        row = await self._fetchone(f"select symbols::text as symbols from {SCHEMA}.project_symbols where analysis_id = %s",
+                                   (analysis_id,))
+        return "" if row is None else str(row["symbols"])
+
     async def get_blob(self, sha256: str) -> bytes | None:
         row = await self._fetchone(f"select data from {SCHEMA}.blobs where sha256 = %s", (sha256,))
         return None if row is None else bytes(row["data"])
@@ -149,7 +162,7 @@ class Store:
         async with self.pool.connection() as conn:
             await conn.execute(
                 f"update {SCHEMA}.files set status = 'failed', error = %s, updated_at = now() where analysis_id = %s and source_file = %s",
-                (error, analysis_id, source_file),
+                (redact_credentials(error), analysis_id, source_file),
             )
 
     # ------------------------------------------------------------ chunking
@@ -232,7 +245,8 @@ class Store:
         """What the judge needs of one chunk, in one round trip: the chunk, its file's kind and slice of the project
         index, its retrieval, the prompt."""
         return await self._fetchone(
-            f"""select c.chunk, c.source_file, f.source_kind, f.symbol_scope, r.query, r.hits, a.prompt, a.project_id
+            f"""select c.chunk, c.source_file, f.source_kind, f.symbol_scope, r.query, r.hits, r.version_id as retrieval_version,
+              a.prompt, a.project_id, a.current_judgment_version
             from {SCHEMA}.chunks c
             join {SCHEMA}.analyses a on a.analysis_id = c.analysis_id
             left join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
@@ -271,7 +285,7 @@ class Store:
                   worker = %(w)s, trace_id = case when %(t)s <> '' then %(t)s else {SCHEMA}.chunk_stages.trace_id end,
                   started_at = case when %(st)s = 'in_progress' then now() else {SCHEMA}.chunk_stages.started_at end,
                   updated_at = now()""",
-                {"a": analysis_id, "c": chunk_id, "s": stage, "st": status, "e": error, "w": worker, "t": trace_id,
+                {"a": analysis_id, "c": chunk_id, "s": stage, "st": status, "e": redact_credentials(error), "w": worker, "t": trace_id,
                  "inc": 1 if count_attempt else 0},
             )
 
@@ -314,7 +328,8 @@ class Store:
             insert into {SCHEMA}.chunk_stages (analysis_id, chunk_id, stage, status)
             select %(a)s, %(c)s, %(n)s, 'waiting' where %(n)s <> '' and exists (select 1 from settled)
             on conflict do nothing returning 1""",
-            {"a": analysis_id, "c": chunk_id, "s": stage, "st": status, "e": error, "w": worker, "n": next_stage or ""},
+            {"a": analysis_id, "c": chunk_id, "s": stage, "st": status, "e": redact_credentials(error), "w": worker,
+             "n": next_stage or ""},
         )
 
     async def _execute_returning(self, sql: str, params: Sequence[Any] | dict = ()) -> dict | None:
@@ -341,21 +356,55 @@ class Store:
 
     async def search(self, query: RetrieverQuery, *, tables: Sequence[str], limit_per_table: int,
                      query_embedding: list[float] | None = None) -> list[RetrievalHit]:
+        started = time.perf_counter()
         async with self.pool.connection() as conn:
             hits = await kb_store.search(conn, query, tables=tables, limit_per_table=limit_per_table, query_embedding=query_embedding)
             await conn.rollback()
+        observe_kb_search(time.perf_counter() - started)
         return hits
 
     async def save_retrieval(self, analysis_id: str, chunk_id: str, *, retrieval_key: str, kb_version: str, query: dict,
-                             hits: list[dict]) -> None:
+                             hits: list[dict], version_id: str = "", config: dict | None = None, make_current: bool = True,
+                             replay_id: str = "") -> None:
+        """The retrieval as its version (kept beside the earlier ones) and, when ``make_current``, as the chunk's
+        current retrieval; one transaction."""
         async with self.pool.connection() as conn:
-            await conn.execute(
-                f"""insert into {SCHEMA}.retrievals (analysis_id, chunk_id, retrieval_key, kb_version, query, hits)
-                values (%s, %s, %s, %s, %s, %s)
-                on conflict (analysis_id, chunk_id) do update set retrieval_key = excluded.retrieval_key,
-                  kb_version = excluded.kb_version, query = excluded.query, hits = excluded.hits""",
-                (analysis_id, chunk_id, retrieval_key, kb_version, Jsonb(query), Jsonb(hits)),
-            )
+            async with conn.transaction():
+                if version_id:
+                    await conn.execute(
+                        f"""insert into {SCHEMA}.result_versions (analysis_id, version_id, stage, config, replay_id)
+                        values (%s, %s, 'retrieve', %s, %s) on conflict (analysis_id, version_id) do nothing""",
+                        (analysis_id, version_id, Jsonb(config or {}), replay_id),
+                    )
+                    await conn.execute(
+                        f"""insert into {SCHEMA}.retrieval_versions (analysis_id, chunk_id, version_id, retrieval_key, kb_version,
+                            query, hits) values (%s, %s, %s, %s, %s, %s, %s)
+                        on conflict (analysis_id, chunk_id, version_id) do update set retrieval_key = excluded.retrieval_key,
+                          kb_version = excluded.kb_version, query = excluded.query, hits = excluded.hits""",
+                        (analysis_id, chunk_id, version_id, retrieval_key, kb_version, Jsonb(query), Jsonb(hits)),
+                    )
+                if make_current:
+                    await conn.execute(
+                        f"""insert into {SCHEMA}.retrievals (analysis_id, chunk_id, retrieval_key, kb_version, query, hits, version_id)
+                        values (%s, %s, %s, %s, %s, %s, %s)
+                        on conflict (analysis_id, chunk_id) do update set retrieval_key = excluded.retrieval_key,
+                          kb_version = excluded.kb_version, query = excluded.query, hits = excluded.hits,
+                          version_id = excluded.version_id""",
+                        (analysis_id, chunk_id, retrieval_key, kb_version, Jsonb(query), Jsonb(hits), version_id),
+                    )
+                    if version_id and not replay_id:
+                        # The analysis's own run: its first version is the current one.
+                        await conn.execute(
+                            f"""update {SCHEMA}.analyses set current_retrieval_version = %s
+                            where analysis_id = %s and current_retrieval_version = ''""",
+                            (version_id, analysis_id),
+                        )
+
+    async def get_retrieval_version(self, analysis_id: str, chunk_id: str, version_id: str) -> dict | None:
+        return await self._fetchone(
+            f"select * from {SCHEMA}.retrieval_versions where analysis_id = %s and chunk_id = %s and version_id = %s",
+            (analysis_id, chunk_id, version_id),
+        )
 
     async def get_retrieval(self, analysis_id: str, chunk_id: str) -> dict | None:
         return await self._fetchone(f"select * from {SCHEMA}.retrievals where analysis_id = %s and chunk_id = %s", (analysis_id, chunk_id))
@@ -453,7 +502,7 @@ class Store:
 
     async def get_judgment(self, analysis_id: str, chunk_id: str) -> dict | None:
         return await self._fetchone(
-            f"""select judgment, judge_kind, model, prompt_version, latency_ms, judgment_key from {SCHEMA}.judgments
+            f"""select judgment, judge_kind, model, prompt_version, latency_ms, judgment_key, version_id from {SCHEMA}.judgments
             where analysis_id = %s and chunk_id = %s""",
             (analysis_id, chunk_id),
         )
@@ -468,7 +517,7 @@ class Store:
     async def get_verdict(self, analysis_id: str) -> dict | None:
         return await self._fetchone(f"select * from {SCHEMA}.verdicts where analysis_id = %s", (analysis_id,))
 
-    async def list_chunk_results(self, analysis_id: str, source_file: str = "") -> list[dict]:
+    async def list_chunk_results(self, analysis_id: str, source_file: str = "", chunk_id: str = "") -> list[dict]:
         return await self._fetchall(
             f"""select c.chunk_id, c.source_file, c.chunk_order, c.chunk_kind, c.start_line, c.end_line, c.chunk,
                   f.sha256, a.project_id,
@@ -481,9 +530,9 @@ class Store:
                 join {SCHEMA}.analyses a on a.analysis_id = c.analysis_id
                 left join {SCHEMA}.retrievals r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id
                 left join {SCHEMA}.judgments j on j.analysis_id = c.analysis_id and j.chunk_id = c.chunk_id
-                where c.analysis_id = %s and (%s = '' or c.source_file = %s)
+                where c.analysis_id = %s and (%s = '' or c.source_file = %s) and (%s = '' or c.chunk_id = %s)
                 order by f.file_order, c.chunk_order""",
-            (analysis_id, source_file, source_file),
+            (analysis_id, source_file, source_file, chunk_id, chunk_id),
         )
 
     async def progress(self, analysis_id: str) -> dict:
@@ -503,7 +552,7 @@ class Store:
             await conn.execute(
                 f"""insert into {SCHEMA}.dead_letters (analysis_id, stage, subject, key, error, deliveries) values (%s, %s, %s, %s, %s, %s)
                 on conflict (analysis_id, stage, key) do update set error = excluded.error, deliveries = excluded.deliveries""",
-                (analysis_id, stage, subject, key, error[:4000], deliveries),
+                (analysis_id, stage, subject, key, redact_credentials(error)[:4000], deliveries),
             )
 
     async def dead_letters(self, analysis_id: str) -> list[dict]:
@@ -512,8 +561,11 @@ class Store:
     # ------------------------------------------------------------ judgments with accounting (judge service)
 
     async def save_judgment_record(self, analysis_id: str, chunk_id: str, *, judgment_key: str, judgment: dict,
-                                   latency_ms: float, cache: bool) -> None:
-        """One judgment with its accounting columns (migration 0003); into the reuse cache only when ``cache``.
+                                   latency_ms: float, cache: bool, version_id: str = "", retrieval_version: str = "",
+                                   config: dict | None = None, make_current: bool = True, replay_id: str = "",
+                                   base_version: str = "") -> None:
+        """One judgment: as its version (kept beside the earlier ones) and, when ``make_current``, as the chunk's
+        current judgment with its accounting columns (migration 0003); into the reuse cache only when ``cache``.
 
         Failed judgments are stored (raw output and error visible) but never
         cached, so a later analysis tries again.
@@ -521,31 +573,279 @@ class Store:
         evidence_ids = [e.get("record_id", "") for e in judgment.get("evidence", [])]
         async with self.pool.connection() as conn:
             async with conn.transaction():
-                await conn.execute(
-                    f"""insert into {SCHEMA}.judgments (analysis_id, chunk_id, judgment_key, signal, needs_migration, confidence,
-                        judge_kind, model, prompt_version, latency_ms, judgment, status, error, raw_output, prompt_tokens,
-                        completion_tokens, llm_calls, route, cached, evidence_ids)
-                    values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-                    on conflict (analysis_id, chunk_id) do update set judgment_key = excluded.judgment_key, signal = excluded.signal,
-                      needs_migration = excluded.needs_migration, confidence = excluded.confidence, judge_kind = excluded.judge_kind,
-                      model = excluded.model, prompt_version = excluded.prompt_version, latency_ms = excluded.latency_ms,
-                      judgment = excluded.judgment, status = excluded.status, error = excluded.error, raw_output = excluded.raw_output,
-                      prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
-                      llm_calls = excluded.llm_calls, route = excluded.route, cached = excluded.cached,
-                      evidence_ids = excluded.evidence_ids""",
-                    (analysis_id, chunk_id, judgment_key, judgment.get("signal", ""), bool(judgment.get("needs_migration")),
-                     float(judgment.get("confidence", 0.0)), judgment.get("judge_kind", ""), judgment.get("model", ""),
-                     judgment.get("prompt_version", ""), latency_ms, Jsonb(judgment), judgment.get("status") or "ok",
-                     judgment.get("error", ""), judgment.get("raw_output", ""), int(judgment.get("prompt_tokens", 0)),
-                     int(judgment.get("completion_tokens", 0)), int(judgment.get("llm_calls", 0)), judgment.get("route", ""),
-                     bool(judgment.get("cached", False)), evidence_ids),
-                )
+                if version_id:
+                    await conn.execute(
+                        f"""insert into {SCHEMA}.result_versions (analysis_id, version_id, stage, config, base_version, replay_id)
+                        values (%s, %s, 'judge', %s, %s, %s) on conflict (analysis_id, version_id) do nothing""",
+                        (analysis_id, version_id, Jsonb(config or {}), base_version, replay_id),
+                    )
+                    await conn.execute(
+                        f"""insert into {SCHEMA}.judgment_versions (analysis_id, chunk_id, version_id, retrieval_version,
+                            judgment_key, signal, needs_migration, confidence, judge_kind, model, prompt_version, status,
+                            latency_ms, judgment)
+                        values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                        on conflict (analysis_id, chunk_id, version_id) do update set retrieval_version = excluded.retrieval_version,
+                          judgment_key = excluded.judgment_key, signal = excluded.signal,
+                          needs_migration = excluded.needs_migration, confidence = excluded.confidence,
+                          judge_kind = excluded.judge_kind, model = excluded.model, prompt_version = excluded.prompt_version,
+                          status = excluded.status, latency_ms = excluded.latency_ms, judgment = excluded.judgment""",
+                        (analysis_id, chunk_id, version_id, retrieval_version, judgment_key, judgment.get("signal", ""),
+                         bool(judgment.get("needs_migration")), float(judgment.get("confidence", 0.0)),
+                         judgment.get("judge_kind", ""), judgment.get("model", ""), judgment.get("prompt_version", ""),
+                         judgment.get("status") or "ok", latency_ms, Jsonb(judgment)),
+                    )
+                if make_current:
+                    await conn.execute(
+                        f"""insert into {SCHEMA}.judgments (analysis_id, chunk_id, judgment_key, signal, needs_migration, confidence,
+                            judge_kind, model, prompt_version, latency_ms, judgment, status, error, raw_output, prompt_tokens,
+                            completion_tokens, llm_calls, route, cached, evidence_ids, version_id)
+                        values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                        on conflict (analysis_id, chunk_id) do update set judgment_key = excluded.judgment_key, signal = excluded.signal,
+                          needs_migration = excluded.needs_migration, confidence = excluded.confidence, judge_kind = excluded.judge_kind,
+                          model = excluded.model, prompt_version = excluded.prompt_version, latency_ms = excluded.latency_ms,
+                          judgment = excluded.judgment, status = excluded.status, error = excluded.error, raw_output = excluded.raw_output,
+                          prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
+                          llm_calls = excluded.llm_calls, route = excluded.route, cached = excluded.cached,
+                          evidence_ids = excluded.evidence_ids, version_id = excluded.version_id""",
+                        (analysis_id, chunk_id, judgment_key, judgment.get("signal", ""), bool(judgment.get("needs_migration")),
+                         float(judgment.get("confidence", 0.0)), judgment.get("judge_kind", ""), judgment.get("model", ""),
+                         judgment.get("prompt_version", ""), latency_ms, Jsonb(judgment), judgment.get("status") or "ok",
+                         judgment.get("error", ""), judgment.get("raw_output", ""), int(judgment.get("prompt_tokens", 0)),
+                         int(judgment.get("completion_tokens", 0)), int(judgment.get("llm_calls", 0)), judgment.get("route", ""),
+                         bool(judgment.get("cached", False)), evidence_ids, version_id),
+                    )
+                    if version_id and not replay_id:
+                        await conn.execute(
+                            f"""update {SCHEMA}.analyses set current_judgment_version = %s
+                            where analysis_id = %s and current_judgment_version = ''""",
+                            (version_id, analysis_id),
+                        )
                 if cache:
                     await conn.execute(
                         f"""insert into {SCHEMA}.judgment_cache (judgment_key, judgment) values (%s, %s)
                         on conflict (judgment_key) do nothing""",
                         (judgment_key, Jsonb(judgment)),
                     )
+
+    # ------------------------------------------------------------ versions and replays
+
+    async def save_verdict_version(self, analysis_id: str, version_id: str, verdict: dict) -> None:
+        async with self.pool.connection() as conn:
+            await conn.execute(
+                f"""insert into {SCHEMA}.verdict_versions (analysis_id, version_id, label, confidence, counts, basis)
+                values (%s, %s, %s, %s, %s, %s)
+                on conflict (analysis_id, version_id) do update set label = excluded.label, confidence = excluded.confidence,
+                  counts = excluded.counts, basis = excluded.basis, computed_at = now()""",
+                (analysis_id, version_id, verdict["label"], verdict["confidence"], Jsonb(verdict["counts"]),
+                 Jsonb(verdict["basis"])),
+            )
+
+    async def result_versions(self, analysis_id: str) -> list[dict]:
+        return await self._fetchall(
+            f"""select rv.*, v.label, v.confidence, v.counts, v.basis from {SCHEMA}.result_versions rv
+            left join {SCHEMA}.verdict_versions v on v.analysis_id = rv.analysis_id and v.version_id = rv.version_id
+            where rv.analysis_id = %s order by rv.created_at, rv.version_id""",
+            (analysis_id,),
+        )
+
+    async def verdict_version(self, analysis_id: str, version_id: str) -> dict | None:
+        return await self._fetchone(f"select * from {SCHEMA}.verdict_versions where analysis_id = %s and version_id = %s",
+                                    (analysis_id, version_id))
+
+    async def judgment_version_rows(self, analysis_id: str, chunk_id: str = "") -> list[dict]:
+        """Every judgment version of the analysis's chunks (or one chunk's), each with the hits of the retrieval it judged."""
+        return await self._fetchall(
+            f"""select j.chunk_id, j.version_id, j.retrieval_version, j.judgment, j.created_at, r.hits, r.query, r.kb_version
+            from {SCHEMA}.judgment_versions j
+            left join {SCHEMA}.retrieval_versions r on r.analysis_id = j.analysis_id and r.chunk_id = j.chunk_id
+              and r.version_id = j.retrieval_version
+            where j.analysis_id = %s and (%s = '' or j.chunk_id = %s) order by j.chunk_id, j.created_at desc""",
+            (analysis_id, chunk_id, chunk_id),
+        )
+
+    async def retrieval_version_rows(self, analysis_id: str, chunk_id: str) -> list[dict]:
+        return await self._fetchall(
+            f"""select version_id, kb_version, query, hits, created_at from {SCHEMA}.retrieval_versions
+            where analysis_id = %s and chunk_id = %s order by created_at desc""",
+            (analysis_id, chunk_id),
+        )
+
+    async def chunk_places(self, analysis_id: str) -> list[dict]:
+        """Every chunk's place and aggregate status, in file then chunk order."""
+        return await self._fetchall(
+            f"""select c.chunk_id, c.source_file, c.chunk_order, c.chunk_kind, c.start_line, c.end_line, f.source_kind,
+                  coalesce(s.status, 'waiting') as agg_status
+            from {SCHEMA}.chunks c
+            join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
+            left join {SCHEMA}.chunk_stages s on s.analysis_id = c.analysis_id and s.chunk_id = c.chunk_id and s.stage = 'aggregate'
+            where c.analysis_id = %s order by f.file_order, c.chunk_order""",
+            (analysis_id,),
+        )
+
+    async def chunk_task_rows(self, analysis_id: str, chunk_ids: Sequence[str], source_files: Sequence[str]) -> list[dict]:
+        """The trace fields of the chosen chunks (all chunks when both lists are empty), for rebuilding their messages."""
+        return await self._fetchall(
+            f"""select c.chunk_id, c.source_file, c.chunk_order, c.chunk_kind, f.sha256, a.project_id
+            from {SCHEMA}.chunks c
+            join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
+            join {SCHEMA}.analyses a on a.analysis_id = c.analysis_id
+            where c.analysis_id = %(a)s and ((cardinality(%(c)s::text[]) = 0 and cardinality(%(f)s::text[]) = 0)
+              or c.chunk_id = any(%(c)s::text[]) or c.source_file = any(%(f)s::text[]))
+            order by f.file_order, c.chunk_order""",
+            {"a": analysis_id, "c": list(chunk_ids), "f": list(source_files)},
+        )
+
+    async def start_replay(self, *, replay_id: str, analysis_id: str, from_stage: str, config: dict, base_version: str,
+                           chunk_ids: Sequence[str], stages: Sequence[str]) -> dict:
+        """Record the replay (or find it again: one more run) and a waiting row per chunk and stage not yet settled.
+
+        Returns the replay row; ``settled`` lists the chunks this replay already finished.
+        """
+        async with self.pool.connection() as conn:
+            async with conn.transaction():
+                cur = await conn.execute(
+                    f"""insert into {SCHEMA}.replays (replay_id, analysis_id, from_stage, config, base_version)
+                    values (%s, %s, %s, %s, %s)
+                    on conflict (replay_id) do update set run = {SCHEMA}.replays.run + 1, updated_at = now(),
+                      status = 'running', finished_at = null
+                    returning *""",
+                    (replay_id, analysis_id, from_stage, Jsonb(config), base_version),
+                )
+                replay = cast("dict", await cur.fetchone())
+                cur = await conn.execute(
+                    f"""select chunk_id from {SCHEMA}.replay_chunks where replay_id = %s and stage = 'aggregate'
+                    and status in ('done', 'failed') and chunk_id = any(%s)""",
+                    (replay_id, list(chunk_ids)),
+                )
+                settled = {r["chunk_id"] for r in cast("list[dict]", await cur.fetchall())}
+                async with conn.cursor() as c2:
+                    await c2.executemany(
+                        f"""insert into {SCHEMA}.replay_chunks (replay_id, analysis_id, chunk_id, stage, status)
+                        values (%s, %s, %s, %s, 'waiting') on conflict do nothing""",
+                        [(replay_id, analysis_id, cid, stage) for cid in chunk_ids if cid not in settled for stage in stages],
+                    )
+                if len(settled) == len(set(chunk_ids)):
+                    # Nothing left to do: the replay stays as it finished.
+                    await conn.execute(
+                        f"""update {SCHEMA}.replays set status = case when exists (select 1 from {SCHEMA}.replay_chunks
+                            where replay_id = %(r)s and status = 'failed') then 'completed_with_failures' else 'done' end,
+                          finished_at = coalesce(finished_at, now()) where replay_id = %(r)s""",
+                        {"r": replay_id},
+                    )
+                replay["settled"] = sorted(settled)
+                return replay
+
+    async def set_replay_source(self, replay_id: str, chunk_id: str, source: str) -> None:
+        async with self.pool.connection() as conn:
+            await conn.execute(f"update {SCHEMA}.replay_chunks set source = %s where replay_id = %s and chunk_id = %s",
+                               (source, replay_id, chunk_id))
+
+    async def get_replay(self, replay_id: str) -> dict | None:
+        return await self._fetchone(f"select * from {SCHEMA}.replays where replay_id = %s", (replay_id,))
+
+    async def replay_chunk_rows(self, replay_id: str) -> list[dict]:
+        return await self._fetchall(f"select * from {SCHEMA}.replay_chunks where replay_id = %s order by chunk_id, stage",
+                                    (replay_id,))
+
+    async def claim_replay_stage(self, replay_id: str, chunk_id: str, stage: str, *, worker: str, trace_id: str = "") -> bool:
+        """The replay's claim of one chunk stage: like claim_stage, on the replay's own rows."""
+        row = await self._execute_returning(
+            f"""update {SCHEMA}.replay_chunks set status = 'in_progress', attempts = attempts + 1, worker = %(w)s,
+              trace_id = case when %(t)s <> '' then %(t)s else trace_id end, started_at = now(), updated_at = now()
+            where replay_id = %(r)s and chunk_id = %(c)s and stage = %(s)s and status not in ('done', 'failed')
+            returning 1 as claimed""",
+            {"r": replay_id, "c": chunk_id, "s": stage, "w": worker, "t": trace_id},
+        )
+        return row is not None
+
+    async def finish_replay_stage(self, replay_id: str, chunk_id: str, stage: str, status: str, *, error: str = "",
+                                  worker: str = "", result_version: str = "") -> None:
+        await self._execute_returning(
+            f"""update {SCHEMA}.replay_chunks set status = case when status = 'done' then 'done' else %(st)s end,
+              last_error = case when %(e)s <> '' then %(e)s else last_error end,
+              worker = case when %(w)s <> '' then %(w)s else worker end,
+              result_version = case when %(v)s <> '' then %(v)s else result_version end, updated_at = now()
+            where replay_id = %(r)s and chunk_id = %(c)s and stage = %(s)s""",
+            {"r": replay_id, "c": chunk_id, "s": stage, "st": status, "e": error, "w": worker, "v": result_version},
+        )
+
+    async def mark_replay_stage(self, replay_id: str, chunk_id: str, stage: str, status: str, *, error: str = "") -> None:
+        await self._execute_returning(
+            f"""update {SCHEMA}.replay_chunks set status = case when status = 'done' then 'done' else %(st)s end,
+              last_error = case when %(e)s <> '' then %(e)s else last_error end, updated_at = now()
+            where replay_id = %(r)s and chunk_id = %(c)s and stage = %(s)s""",
+            {"r": replay_id, "c": chunk_id, "s": stage, "st": status, "e": error},
+        )
+
+    async def replay_stage_row(self, replay_id: str, chunk_id: str, stage: str) -> dict | None:
+        return await self._fetchone(
+            f"select * from {SCHEMA}.replay_chunks where replay_id = %s and chunk_id = %s and stage = %s",
+            (replay_id, chunk_id, stage),
+        )
+
+    async def set_replay_judgment_version(self, replay_id: str, version_id: str) -> None:
+        async with self.pool.connection() as conn:
+            await conn.execute(f"update {SCHEMA}.replays set judgment_version = %s where replay_id = %s and judgment_version = ''",
+                               (version_id, replay_id))
+
+    async def replay_unfinished(self, replay_id: str) -> bool:
+        row = await self._fetchone(
+            f"""select exists (select 1 from {SCHEMA}.replay_chunks where replay_id = %s and stage = 'aggregate'
+                  and status not in ('done', 'failed')) as unfinished""",
+            (replay_id,),
+        )
+        return bool(row and row["unfinished"])
+
+    async def finish_replay_if_complete(self, replay_id: str) -> dict | None:
+        """Mark the replay finished once no chunk of it is unsettled; the replay row when this call finished it."""
+        async with self.pool.connection() as conn:
+            async with conn.transaction():
+                cur = await conn.execute(f"select * from {SCHEMA}.replays where replay_id = %s for update", (replay_id,))
+                replay = cast("dict | None", await cur.fetchone())
+                if replay is None or replay["status"] != "running":
+                    return None
+                cur = await conn.execute(
+                    f"""select exists (select 1 from {SCHEMA}.replay_chunks where replay_id = %(r)s and stage = 'aggregate'
+                          and status not in ('done', 'failed')) as unfinished,
+                        exists (select 1 from {SCHEMA}.replay_chunks where replay_id = %(r)s and status = 'failed') as failed""",
+                    {"r": replay_id},
+                )
+                row = cast("dict", await cur.fetchone())
+                if row["unfinished"]:
+                    return None
+                cur = await conn.execute(
+                    f"""update {SCHEMA}.replays set status = %s, finished_at = now(), updated_at = now() where replay_id = %s
+                    returning *""",
+                    ("completed_with_failures" if row["failed"] else "done", replay_id),
+                )
+                return cast("dict", await cur.fetchone())
+
+    async def set_current_versions(self, analysis_id: str, *, judgment_version: str = "", retrieval_version: str = "",
+                                   verdict: dict | None = None) -> None:
+        """Point the analysis at these versions and make ``verdict`` its current one."""
+        async with self.pool.connection() as conn:
+            async with conn.transaction():
+                await conn.execute(
+                    f"""update {SCHEMA}.analyses set
+                      current_judgment_version = case when %(j)s <> '' then %(j)s else current_judgment_version end,
+                      current_retrieval_version = case when %(r)s <> '' then %(r)s else current_retrieval_version end,
+                      updated_at = now() where analysis_id = %(a)s""",
+                    {"a": analysis_id, "j": judgment_version, "r": retrieval_version},
+                )
+                if verdict is not None:
+                    await conn.execute(
+                        f"""insert into {SCHEMA}.verdicts (analysis_id, label, confidence, counts, basis) values (%s, %s, %s, %s, %s)
+                        on conflict (analysis_id) do update set label = excluded.label, confidence = excluded.confidence,
+                          counts = excluded.counts, basis = excluded.basis, computed_at = now()""",
+                        (analysis_id, verdict["label"], verdict["confidence"], Jsonb(verdict["counts"]), Jsonb(verdict["basis"])),
+                    )
+
+    async def replay_stage_rows_of_chunk(self, analysis_id: str, chunk_id: str) -> list[dict]:
+        return await self._fetchall(
+            f"""select rc.*, r.from_stage from {SCHEMA}.replay_chunks rc join {SCHEMA}.replays r on r.replay_id = rc.replay_id
+            where rc.analysis_id = %s and rc.chunk_id = %s order by rc.updated_at, rc.stage""",
+            (analysis_id, chunk_id),
+        )
 
     # ------------------------------------------------------------ web screen (read only)
 

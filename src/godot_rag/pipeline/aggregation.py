@@ -6,6 +6,7 @@ from godot_rag.infra.bus import Delivery
 from godot_rag.infra.service import ServiceContext
 from godot_rag.pipeline.results import finalize_analysis
 from godot_rag.pipeline.stage_runner import DONE, ChunkWork, Outcome, run_chunk_stage
+from godot_rag.pipeline.versions import finalize_replay
 from godot_rag.stages import FILE_DONE, Stage, Status, parse_subject
 from godot_rag.v1 import messages_pb2 as pb
 
@@ -17,7 +18,12 @@ class AggregateStage:
         self.ctx = ctx
 
     async def __call__(self, item: ChunkWork) -> Outcome:
-        earlier = await self.ctx.store.stage_statuses(item.analysis_id, item.chunk_id, (Stage.RETRIEVE, Stage.JUDGE))
+        if item.replay is not None:
+            rows = [await self.ctx.store.replay_stage_row(item.replay.replay_id, item.chunk_id, s)
+                    for s in (Stage.RETRIEVE, Stage.JUDGE)]
+            earlier = {r["stage"]: r["status"] for r in rows if r is not None}
+        else:
+            earlier = await self.ctx.store.stage_statuses(item.analysis_id, item.chunk_id, (Stage.RETRIEVE, Stage.JUDGE))
         failed = [stage for stage, status in earlier.items() if status == Status.FAILED]
         if failed:
             return Outcome(Status.FAILED, f"{', '.join(failed)} failed")
@@ -31,5 +37,10 @@ async def handle_aggregate(ctx: ServiceContext, stage: AggregateStage, delivery:
         analysis_id = pb.FileDone.FromString(delivery.data).analysis_id
     else:
         await run_chunk_stage(ctx, Stage.AGGREGATE, delivery, stage)
-        analysis_id = pb.ChunkTask.FromString(delivery.data).analysis_id
+        task = pb.ChunkTask.FromString(delivery.data)
+        if task.HasField("replay"):
+            # A replay finishes on its own: its version's verdict, that version made current.
+            await finalize_replay(ctx.store, task.replay.replay_id)
+            return
+        analysis_id = task.analysis_id
     await finalize_analysis(ctx.store, analysis_id)

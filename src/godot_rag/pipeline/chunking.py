@@ -7,6 +7,7 @@ file task finds its chunks committed and only republishes (deduped by id).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 
@@ -40,8 +41,10 @@ async def chunk_output_for(ctx: ServiceContext, req: pb.AnalysisRequest, data: b
     cached = await ctx.store.get_chunking_cache(req.source_sha256, req.source_kind, version)
     if cached is not None and cached.get("source_file") == req.source_file:
         return {**cached, "reused": True}
-    result = chunk_fn(req.source_file, req.source_kind, data, req.source_sha256 or None)
-    problems = validate_chunking(data, result, [(c.chunk_id, c.chunk_order) for c in result.chunks])
+    # Parsing and validating a large file is CPU for seconds: off the event loop, so progress
+    # acks of this and other messages and the health checks go on meanwhile.
+    result = await asyncio.to_thread(chunk_fn, req.source_file, req.source_kind, data, req.source_sha256 or None)
+    problems = await asyncio.to_thread(validate_chunking, data, result, [(c.chunk_id, c.chunk_order) for c in result.chunks])
     if problems and result.status != PARSE_FAILED:
         output = convert.to_dict(convert.chunking_to_pb(result, req.project_id))
         output["status"] = PARSE_FAILED

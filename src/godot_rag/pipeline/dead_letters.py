@@ -12,11 +12,12 @@ import logging
 
 from google.protobuf.message import DecodeError
 
-from godot_rag.domain.ids import message_id, subject_token
+from godot_rag.domain.ids import message_id, replay_message_version, subject_token
 from godot_rag.infra import metrics
 from godot_rag.infra.bus import Delivery
 from godot_rag.infra.service import ServiceContext
 from godot_rag.pipeline.results import finalize_analysis
+from godot_rag.pipeline.versions import finalize_replay
 from godot_rag.stages import (
     CHUNK_STAGES,
     FILE_DONE,
@@ -64,6 +65,9 @@ async def _settle_file(ctx: ServiceContext, data: bytes, error: str) -> None:
 async def _settle_chunk(ctx: ServiceContext, stage: Stage, data: bytes, error: str) -> None:
     task = pb.ChunkTask.FromString(data)
     chunk_id = task.trace.chunk_id
+    if task.HasField("replay"):
+        await _settle_replayed_chunk(ctx, stage, task, data, error)
+        return
     await ctx.store.mark_stage(task.analysis_id, chunk_id, stage, Status.FAILED, error=error[:2000], worker=ctx.name)
     if NEXT_STAGE[stage] is None:
         # The aggregator itself gave up on the chunk: nothing follows it, so the analysis is finalised here.
@@ -72,3 +76,15 @@ async def _settle_chunk(ctx: ServiceContext, stage: Stage, data: bytes, error: s
         # Straight to the aggregator: a chunk that failed one stage is not worked on by the next.
         await ctx.bus.publish(chunk_subject(Stage.AGGREGATE, task.analysis_id, subject_token(chunk_id)), data,
                               message_id(task.analysis_id, chunk_id, Stage.AGGREGATE, STAGE_VERSION))
+
+
+async def _settle_replayed_chunk(ctx: ServiceContext, stage: Stage, task: pb.ChunkTask, data: bytes, error: str) -> None:
+    """A replayed chunk given up on fails the replay's stage row (the analysis's own rows stay as they were)."""
+    replay_id, chunk_id = task.replay.replay_id, task.trace.chunk_id
+    await ctx.store.mark_replay_stage(replay_id, chunk_id, stage, Status.FAILED, error=error[:2000])
+    if NEXT_STAGE[stage] is None:
+        await finalize_replay(ctx.store, replay_id)
+    else:
+        await ctx.bus.publish(chunk_subject(Stage.AGGREGATE, task.analysis_id, subject_token(chunk_id)), data,
+                              message_id(task.analysis_id, chunk_id, Stage.AGGREGATE,
+                                         replay_message_version(replay_id, task.replay.run)))

@@ -12,15 +12,74 @@ from collections import OrderedDict
 from dataclasses import replace
 
 from godot_rag import convert
-from godot_rag.domain.judging.backends import JudgeBackend, judge_once, judgment_key
+from godot_rag.domain.aggregation.versions import judgment_config, judgment_version_id
+from godot_rag.domain.judging.backends import CascadeBackend, JudgeBackend, LLMBackend, RulesBackend, judge_once, judgment_key
+from godot_rag.domain.judging.rules import RenameIndex
 from godot_rag.domain.models import JUDGMENT_FAILED, Judgment, JudgmentRequest
 from godot_rag.domain.retrieval.query import primary_intent
-from godot_rag.errors import PoisonError
+from godot_rag.errors import InvalidInputError, PoisonError
+from godot_rag.infra.llm_client import LLMClient
 from godot_rag.infra.service import ServiceContext
 from godot_rag.infra.store import Store
-from godot_rag.pipeline.stage_runner import DONE, ChunkWork, Outcome
+from godot_rag.pipeline.stage_runner import ChunkWork, Outcome
+from godot_rag.prompts import JUDGE_PROMPT_VERSION, judge_prompts
+from godot_rag.settings import Settings
 from godot_rag.stages import Status
 from godot_rag.v1 import messages_pb2 as pb
+
+
+def check_judge_config(settings: Settings, judge: str, prompt_version: str, cascade: str) -> None:
+    """A replay's judge configuration is usable by this stack (raises InvalidInputError otherwise)."""
+    if judge not in ("rules", "llm"):
+        raise InvalidInputError(f"judge must be 'rules' or 'llm', not {judge!r}")
+    if judge == "llm":
+        if not settings.llm_url or not settings.llm_model:
+            raise InvalidInputError("judge=llm needs GODOT_RAG_LLM_URL and GODOT_RAG_LLM_MODEL on the stack")
+        if cascade not in ("all", "ambiguous"):
+            raise InvalidInputError(f"cascade must be 'all' or 'ambiguous', not {cascade!r}")
+        try:
+            judge_prompts(prompt_version or JUDGE_PROMPT_VERSION)
+        except FileNotFoundError as exc:
+            raise InvalidInputError(f"no prompt files for version {prompt_version!r}") from exc
+
+
+class JudgeBackends:
+    """The stack's own judge, and the configurations replays ask for (built once each, then kept)."""
+
+    def __init__(self, settings: Settings, index: RenameIndex | None, default: JudgeBackend):
+        self.settings = settings
+        self.index = index
+        self.default = default
+        self._built: dict[tuple, JudgeBackend] = {}
+
+    def for_replay(self, spec: pb.ReplaySpec | None) -> JudgeBackend:
+        if spec is None or not spec.judge:
+            return self.default
+        key = (spec.judge, spec.prompt_version, spec.cascade, spec.cascade_threshold)
+        if key not in self._built:
+            self._built[key] = self._build(spec)
+        return self._built[key]
+
+    def _build(self, spec: pb.ReplaySpec) -> JudgeBackend:
+        if self.index is None:
+            raise PoisonError("this judge has no rename index to build a replay's judge from")
+        try:
+            return build_backend(self.settings, self.index, spec.judge, prompt_version=spec.prompt_version,
+                                 cascade=spec.cascade, threshold=spec.cascade_threshold)
+        except InvalidInputError as exc:
+            raise PoisonError(f"replay {spec.replay_id}: {exc}") from exc
+
+
+def build_backend(settings: Settings, index: RenameIndex, judge: str, *, prompt_version: str = "", cascade: str = "",
+                  threshold: float = 0.0) -> JudgeBackend:
+    """The judge backend of a configuration (the stack's own, or a replay's); unset parts come from ``settings``."""
+    cascade = cascade or settings.judge_cascade
+    check_judge_config(settings, judge, prompt_version, cascade)
+    rules = RulesBackend(index)
+    if judge == "rules":
+        return rules
+    llm = LLMBackend(LLMClient.from_settings(settings), judge_prompts(prompt_version or JUDGE_PROMPT_VERSION))
+    return CascadeBackend(rules, llm, cascade, threshold or settings.judge_cascade_threshold)
 
 
 class DeclaredNamesCache:
@@ -47,9 +106,11 @@ class DeclaredNamesCache:
         return names
 
 
-async def build_request(store: Store, aid: str, chunk_id: str, declared_cache: DeclaredNamesCache) -> JudgmentRequest:
+async def build_request(store: Store, aid: str, chunk_id: str, declared_cache: DeclaredNamesCache,
+                        inputs: dict | None = None) -> JudgmentRequest:
     """The judgment request of a committed chunk, from its stored chunk, retrieval and analysis."""
-    inputs = await store.judge_inputs(aid, chunk_id)
+    if inputs is None:
+        inputs = await store.judge_inputs(aid, chunk_id)
     if inputs is None:
         raise PoisonError(f"chunk {chunk_id} of analysis {aid} is not recorded")
     if inputs["hits"] is None:
@@ -68,15 +129,32 @@ async def build_request(store: Store, aid: str, chunk_id: str, declared_cache: D
 class JudgeStage:
     """The judge stage's work for one chunk: request, cached or fresh judgment, store."""
 
-    def __init__(self, ctx: ServiceContext, backend: JudgeBackend):
+    def __init__(self, ctx: ServiceContext, backend: JudgeBackend, index: RenameIndex | None = None):
         self.ctx = ctx
         self.backend = backend
+        self.backends = JudgeBackends(ctx.settings, index, backend)
         self.declared = DeclaredNamesCache(ctx.store)
 
     async def __call__(self, item: ChunkWork) -> Outcome:
         store = self.ctx.store
-        request = await build_request(store, item.analysis_id, item.chunk_id, self.declared)
-        key = judgment_key(request, self.backend)
+        backend = self.backends.for_replay(item.replay)
+        inputs = await store.judge_inputs(item.analysis_id, item.chunk_id)
+        request = await build_request(store, item.analysis_id, item.chunk_id, self.declared, inputs)
+        retrieval_version = (inputs or {}).get("retrieval_version") or ""
+        # A judge replay is one version whatever each chunk's retrieval: it is named by the
+        # retrieval version of the version it replays over (the chunk's own is kept per row).
+        label = item.replay.retrieval_version if item.replay is not None and item.replay.retrieval_version else retrieval_version
+        version = judgment_version_id(judge_kind=backend.kind, model=backend.model, prompt_version=backend.prompt_version,
+                                      retrieval_version=label)
+        config = judgment_config(judge_kind=backend.kind, model=backend.model, prompt_version=backend.prompt_version,
+                                 retrieval_version=label)
+        replay_id, base_version = "", ""
+        if item.replay is not None:
+            replay_id = item.replay.replay_id
+            replay = await store.get_replay(replay_id)
+            base_version = (replay or {}).get("base_version", "")
+            await store.set_replay_judgment_version(replay_id, version)
+        key = judgment_key(request, backend)
         started = time.perf_counter()
         cached = await store.get_cached_judgment(key)
         judgment: Judgment
@@ -84,14 +162,16 @@ class JudgeStage:
             judgment = replace(convert.judgment_from_pb(convert.from_dict(cached, pb.Judgment)), cached=True)
         else:
             # The bus sends progress acks while this runs (a long generation is not redelivered).
-            judgment = await judge_once(self.backend, request, last_attempt=item.delivery.last_attempt,
+            judgment = await judge_once(backend, request, last_attempt=item.delivery.last_attempt,
                                         deliveries=item.delivery.num_delivered)
         latency_ms = (time.perf_counter() - started) * 1000
         failed = judgment.status == JUDGMENT_FAILED
         await store.save_judgment_record(
             item.analysis_id, item.chunk_id, judgment_key=key, judgment=convert.to_dict(convert.judgment_to_pb(judgment)),
-            latency_ms=latency_ms, cache=not failed and not judgment.cached,
+            latency_ms=latency_ms, cache=not failed and not judgment.cached, version_id=version,
+            retrieval_version=retrieval_version, config=config, replay_id=replay_id,
+            base_version=base_version if base_version != version else "",
         )
         if failed:
-            return Outcome(Status.FAILED, judgment.error or "judgment failed")
-        return DONE
+            return Outcome(Status.FAILED, judgment.error or "judgment failed", version=version)
+        return Outcome(Status.DONE, version=version)

@@ -112,6 +112,10 @@ async def finalize_analysis(store: Store, analysis_id: str) -> dict | None:
     """Store the verdict when every file is chunked and every chunk settled; the verdict, or None while work remains."""
     verdict = await store.finalize_if_complete(analysis_id, outcome_rows_to_verdict)
     if verdict is not None:
+        # The verdict is also the one of the analysis's current judgment version (the version list shows it).
+        analysis = await store.get_analysis(analysis_id)
+        if analysis is not None and analysis.get("current_judgment_version"):
+            await store.save_verdict_version(analysis_id, analysis["current_judgment_version"], verdict)
         log.info("analysis %s complete: %s (%.2f)", analysis_id, verdict["label"], verdict["confidence"])
     return verdict
 

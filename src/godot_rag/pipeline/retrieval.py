@@ -16,6 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from godot_rag import convert
+from godot_rag.domain.aggregation.versions import retrieval_config, retrieval_version_id
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 from godot_rag.domain.retrieval.query import (
     INTENT_VERSION,
@@ -28,7 +29,9 @@ from godot_rag.errors import PoisonError, RetryableError
 from godot_rag.infra.embedder import Embedder, check_model, text_sha256, vector_literal
 from godot_rag.infra.service import ServiceContext
 from godot_rag.infra.store import Store
-from godot_rag.pipeline.stage_runner import DONE, ChunkWork, Outcome
+from godot_rag.pipeline.stage_runner import ChunkWork, Outcome
+from godot_rag.settings import Settings
+from godot_rag.stages import Status
 from godot_rag.v1 import messages_pb2 as pb
 
 # The largest batch one model call takes: past it, a forward pass costs more
@@ -174,6 +177,16 @@ def retrieval_key(query: RetrieverQuery, kb_version: str) -> str:
                           .encode()).hexdigest()
 
 
+def search_limit(asked: int, settings: Settings) -> int:
+    """Hits per table for a Search call: the caller's number (0 = the configured default), at most the cap.
+
+    Each hit is a scored row from every search of its table: an unbounded
+    number would let one call rank whole tables.
+    """
+    wanted = asked if asked > 0 else settings.retrieval_limit_per_table
+    return max(1, min(wanted, settings.retrieval_max_limit_per_table))
+
+
 class RetrieveStage:
     """The retrieve stage's work for one chunk: query, search, store."""
 
@@ -192,8 +205,7 @@ class RetrieveStage:
         return self._prompts[aid]
 
     async def search(self, query: RetrieverQuery, limit: int = 0) -> tuple[list[RetrievalHit], str]:
-        return await retrieve(self.ctx.store, self.kb, query, limit or self.ctx.settings.retrieval_limit_per_table,
-                              self.embedder)
+        return await retrieve(self.ctx.store, self.kb, query, search_limit(limit, self.ctx.settings), self.embedder)
 
     async def __call__(self, item: ChunkWork) -> Outcome:
         store = self.ctx.store
@@ -207,10 +219,15 @@ class RetrieveStage:
         chunk = convert.chunk_from_pb(convert.from_dict(row["chunk"], pb.Chunk))
         # Only the query reaches the search: the trace stays here.
         query = build_retriever_query(prompt=await self.prompt_of(item.analysis_id), chunk=chunk)
-        hits, kb_version = await self.search(query)
+        # A replay may search with another per-table limit: that is part of the retrieval's version.
+        limit = (item.replay.limit_per_table if item.replay is not None else 0) or self.ctx.settings.retrieval_limit_per_table
+        hits, kb_version = await self.search(query, limit)
+        version = retrieval_version_id(kb_version=kb_version, retrieval_version=RETRIEVAL_VERSION, limit_per_table=limit)
         await store.save_retrieval(
             item.analysis_id, item.chunk_id, retrieval_key=retrieval_key(query, kb_version), kb_version=kb_version,
             query=convert.to_dict(convert.query_to_pb(query)), hits=[convert.to_dict(convert.hit_to_pb(h)) for h in hits],
+            version_id=version, replay_id=item.replay.replay_id if item.replay is not None else "",
+            config=retrieval_config(kb_version=kb_version, retrieval_version=RETRIEVAL_VERSION, limit_per_table=limit),
         )
-        return DONE
+        return Outcome(Status.DONE, version=version)
 

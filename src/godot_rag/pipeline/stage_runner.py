@@ -8,6 +8,11 @@ per message:
     -> finish: mark the stage done or failed and the next stage waiting (one statement)
     -> publish the chunk to the next stage (deduplicated by message id)
 
+A replayed chunk (``ChunkTask.replay`` set) runs the same machine on the
+replay's own stage rows (``replay_chunks``): the analysis's rows stay settled,
+the replay claims the stage for its new version, and its messages carry the
+replay in their ids so JetStream's dedupe does not drop them.
+
 The message is acknowledged by the bus only after this returns, so a crash at
 any point redelivers it, and the redelivery either redoes uncommitted work or
 only republishes. A RetryableError from the work puts the stage back to
@@ -25,7 +30,7 @@ from functools import partial
 
 from opentelemetry import trace
 
-from godot_rag.domain.ids import message_id, subject_token
+from godot_rag.domain.ids import message_id, replay_message_version, subject_token
 from godot_rag.errors import RetryableError
 from godot_rag.infra.bus import Delivery, Handler
 from godot_rag.infra.logs import log_context
@@ -50,17 +55,27 @@ class ChunkWork:
     chunk_id: str
     trace: pb.ChunkTrace
     delivery: Delivery
+    replay: pb.ReplaySpec | None = None  # set when the chunk is replayed
 
 
 @dataclass(frozen=True)
 class Outcome:
     status: Status  # DONE or FAILED
     error: str = ""
+    version: str = ""  # the result version the work wrote, if any
 
 
 DONE = Outcome(Status.DONE)
 
 StageWork = Callable[[ChunkWork], Awaitable[Outcome]]
+
+
+def task_message_id(task: pb.ChunkTask, stage: str) -> str:
+    """The Nats-Msg-Id of ``task`` for ``stage``: the analysis's own, or the replay's."""
+    if task.HasField("replay"):
+        return message_id(task.analysis_id, task.trace.chunk_id, stage, replay_message_version(task.replay.replay_id,
+                                                                                               task.replay.run))
+    return message_id(task.analysis_id, task.trace.chunk_id, stage, STAGE_VERSION)
 
 
 def chunk_span_attributes(task: pb.ChunkTask) -> dict[str, str | int]:
@@ -82,12 +97,32 @@ async def run_chunk_stage(ctx: ServiceContext, stage: Stage, delivery: Delivery,
     next_stage = NEXT_STAGE[stage]
     outcome: Outcome | None = None
     worker = worker_name(ctx.name)
+    replay = task.replay if task.HasField("replay") else None
+    item = ChunkWork(aid, chunk_id, task.trace, delivery, replay)
     with log_context(aid, chunk_id):
-        outcome = await _settle(ctx, stage, next_stage, aid, chunk_id, worker, ChunkWork(aid, chunk_id, task.trace, delivery), work)
+        if replay is not None:
+            outcome = await _settle_replay(ctx, stage, replay.replay_id, chunk_id, worker, item, work)
+        else:
+            outcome = await _settle(ctx, stage, next_stage, aid, chunk_id, worker, item, work)
     # Settled now or before: the chunk goes on (a failed one too: the aggregator accounts for every chunk).
     if next_stage is not None:
         await ctx.bus.publish(chunk_subject(next_stage, aid, subject_token(chunk_id)), delivery.data,
-                              message_id(aid, chunk_id, next_stage, STAGE_VERSION))
+                              task_message_id(task, next_stage))
+    return outcome
+
+
+async def _settle_replay(ctx: ServiceContext, stage: Stage, replay_id: str, chunk_id: str, worker: str, item: ChunkWork,
+                         work: StageWork) -> Outcome | None:
+    """The replay's claim: its own row per chunk and stage, settled once like the analysis's."""
+    outcome: Outcome | None = None
+    if await ctx.store.claim_replay_stage(replay_id, chunk_id, stage, worker=worker, trace_id=current_trace_id()):
+        try:
+            outcome = await work(item)
+        except RetryableError as exc:
+            await ctx.store.mark_replay_stage(replay_id, chunk_id, stage, Status.WAITING, error=str(exc)[:2000])
+            raise
+        await ctx.store.finish_replay_stage(replay_id, chunk_id, stage, outcome.status, error=outcome.error[:2000],
+                                            worker=worker, result_version=outcome.version)
     return outcome
 
 

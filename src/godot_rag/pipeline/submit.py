@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import posixpath
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from godot_rag.domain.ingest.policy import (
     IngestError,
     ProjectFiles,
     SourceFile,
+    WalkLimits,
     decide_snippet,
     guess_snippet_kind,
     projects_from_expanded_text,
@@ -31,12 +34,13 @@ from godot_rag.domain.judging.project_index import PROJECT_INDEX_VERSION, build_
 from godot_rag.domain.judging.rules import RULES_JUDGE_VERSION
 from godot_rag.domain.retrieval.knowledge import KB_DATA_VERSION
 from godot_rag.domain.retrieval.query import RETRIEVAL_VERSION
+from godot_rag.errors import AccessDeniedError, OverloadedError
 from godot_rag.infra.bus import Bus
 from godot_rag.infra.fetch import clone_git, extract_archive, parse_git_source, working_folder
 from godot_rag.infra.store import Store
 from godot_rag.pipeline.results import finalize_analysis
 from godot_rag.prompts import JUDGE_PROMPT_VERSION
-from godot_rag.settings import Settings
+from godot_rag.settings import Settings, is_loopback_host
 from godot_rag.stages import FILE_TASK, STAGE_VERSION, AnalysisStatus, FileRoute, file_subject
 from godot_rag.v1 import messages_pb2 as pb
 
@@ -46,13 +50,15 @@ def pipeline_version_for(settings: Settings | None) -> str:
     """Every version an analysis result depends on; part of the analysis id.
 
     A new parser, knowledge base, judge (rules version, or model + prompt
-    version + cascade) or verdict rule gives a new analysis instead of
-    returning one computed the old way.
+    version + cascade), project index or verdict rule gives a new analysis
+    instead of returning one computed the old way.
     """
     judge = RULES_JUDGE_VERSION
     if settings is not None and settings.judge == "llm":
         judge = f"llm:{settings.llm_model}:{JUDGE_PROMPT_VERSION}:{settings.judge_cascade}:{RULES_JUDGE_VERSION}"
-    return "+".join([PARSER_VERSION, CHUNKER_VERSION, RETRIEVAL_VERSION, KB_DATA_VERSION, judge, AGGREGATOR_VERSION])
+    # The project index decides which member accesses are evidence, so its version is part of it too.
+    return "+".join([PARSER_VERSION, CHUNKER_VERSION, RETRIEVAL_VERSION, KB_DATA_VERSION, judge, PROJECT_INDEX_VERSION,
+                     AGGREGATOR_VERSION])
 
 
 PIPELINE_VERSION = pipeline_version_for(None)
@@ -110,26 +116,56 @@ def _from_archive_file(archive: Path, name: str, input_ref: str, project_id: str
         tree = work / "tree"
         tree.mkdir()
         extra = extract_archive(archive, tree, archive_limits(settings), max_file_bytes=settings.max_file_bytes)
-        projects = scan_projects(tree, max_bytes=settings.max_file_bytes, keep_text=keep_text, extra=extra)
+        projects = scan_projects(tree, max_bytes=settings.max_file_bytes, keep_text=keep_text, extra=extra,
+                                 limits=walk_limits(settings))
     return _projects(project_id or f"archive:{archive_stem(name)}", "uploaded_file", input_ref, projects)
+
+
+def walk_limits(settings: Settings) -> WalkLimits:
+    return WalkLimits(max_entries=settings.walk_max_entries, max_bytes=settings.walk_max_bytes)
+
+
+def check_server_path(path: str, settings: Settings, *, local_caller: bool) -> Path:
+    """The resolved server-side path if this caller may read it; AccessDeniedError otherwise.
+
+    - With GODOT_RAG_ALLOWED_ROOTS set, a path is readable when it resolves
+      (links followed) inside one of them, whoever asks.
+    - Without it, only a local caller of a loopback-only gateway: the user on
+      this machine reading their own files, as the CLI does.
+    - Everyone else sends content (an archive, expanded text, a snippet).
+    """
+    resolved = Path(path).expanduser().resolve()
+    roots = settings.allowed_root_paths
+    if roots:
+        if any(resolved == r or resolved.is_relative_to(r) for r in roots):
+            return resolved
+        raise AccessDeniedError(f"{path}: not under a folder this gateway may read (GODOT_RAG_ALLOWED_ROOTS)")
+    if local_caller and settings.loopback_only:
+        return resolved
+    raise AccessDeniedError(f"{path}: this gateway reads no paths of its own machine for remote callers; "
+                            "send the content instead (an archive or expanded text; the CLI does this)")
 
 
 def collect(*, path: str = "", expanded_text: str = "", snippet: str = "", snippet_kind: str = "", git_url: str = "",
             git_ref: str = "", archive: bytes = b"", archive_name: str = "", project_id: str = "", settings: Settings,
-            keep_text: bool = False) -> Submission:
+            keep_text: bool = False, local_caller: bool = False) -> Submission:
     """Any input form -> its projects, every file decided. Raises IngestError with a clear message.
 
     Git clones and archives are fetched into a working folder under the data
     folder that is removed before this returns: every included file's bytes
-    are in memory by then.
+    are in memory by then. Paths on this machine (a folder, a file, a local git
+    repository) are read only when ``check_server_path`` lets this caller.
     """
     max_bytes = settings.max_file_bytes
     if git_url:
         source = parse_git_source(git_url)
+        if source.local_path:
+            check_server_path(source.local_path, settings, local_caller=local_caller)
         with working_folder(settings.work_dir, "git-") as work:
             got = clone_git(source, git_ref, work, archive_limits(settings), max_file_bytes=max_bytes,
-                            timeout_s=settings.git_timeout_s)
-            projects = scan_projects(work / "tree", max_bytes=max_bytes, keep_text=keep_text, extra=got.extra)
+                            timeout_s=settings.git_timeout_s, max_repo_bytes=settings.git_max_bytes)
+            projects = scan_projects(work / "tree", max_bytes=max_bytes, keep_text=keep_text, extra=got.extra,
+                                     limits=walk_limits(settings))
         base = project_id or source.project_base + (f"@{git_ref}" if git_ref else "")
         return _projects(base, source.origin, f"{source.display}@{got.commit}", projects)
     if archive:
@@ -139,9 +175,9 @@ def collect(*, path: str = "", expanded_text: str = "", snippet: str = "", snipp
             stored.write_bytes(archive)
             return _from_archive_file(stored, name, f"upload:{name}", project_id, settings, keep_text)
     if path:
-        p = Path(path).expanduser()
+        p = check_server_path(path, settings, local_caller=local_caller)
         if p.is_dir():
-            projects = scan_projects(p, max_bytes=max_bytes, keep_text=keep_text)
+            projects = scan_projects(p, max_bytes=max_bytes, keep_text=keep_text, limits=walk_limits(settings))
             return _projects(project_id or f"local:{p.resolve().name}", "local_directory", str(p.resolve()), projects)
         if p.is_file():
             if _is_archive_file(p):
@@ -267,17 +303,83 @@ class SubmitInput:
     archive: bytes = b""
     archive_name: str = ""
     project_id: str = ""
+    # Who asks: ``client`` keys the per-client limit (a gRPC peer address, an HTTP remote);
+    # ``local_caller`` says it connected over loopback (see check_server_path).
+    client: str = ""
+    local_caller: bool = False
+
+
+def check_prompt(prompt: str, settings: Settings) -> str:
+    """The prompt, stripped, or InvalidInputError: it rides in every file and chunk message, so its size is bounded."""
+    if not prompt.strip():
+        raise IngestError("a prompt is required")
+    size = len(prompt.encode("utf-8"))
+    if size > settings.max_prompt_bytes:
+        raise IngestError(f"the prompt is {size} bytes, over the limit of {settings.max_prompt_bytes} "
+                          "(GODOT_RAG_MAX_PROMPT_BYTES)")
+    return prompt
+
+
+class ClientLimiter:
+    """At most ``limit`` submissions running at once per client; the next one is refused, not queued.
+
+    Reading an input (clone, extraction, walk) costs the gateway disk, memory and a
+    thread: one client must not hold them all.
+    """
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.running: dict[str, int] = {}
+
+    @contextmanager
+    def slot(self, client: str) -> Iterator[None]:
+        key = client or "unknown"
+        if self.running.get(key, 0) >= self.limit:
+            raise OverloadedError(f"{key} already has {self.limit} submissions running "
+                                  "(GODOT_RAG_MAX_SUBMISSIONS_PER_CLIENT); wait for one to finish")
+        self.running[key] = self.running.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            self.running[key] -= 1
+            if not self.running[key]:
+                del self.running[key]
+
+
+def client_of_peer(peer: str) -> tuple[str, bool]:
+    """A gRPC peer ('ipv4:127.0.0.1:5000', 'ipv6:[::1]:5000', 'unix:...') -> (client key, is it loopback)."""
+    kind, _, rest = peer.partition(":")
+    if kind == "unix":
+        return "unix", True
+    if kind == "ipv6" and rest.startswith("["):
+        host = rest[1:rest.find("]")] if "]" in rest else rest
+    else:
+        host = rest.rsplit(":", 1)[0]
+    return host, is_loopback_host(host)
+
+
+_LIMITERS: dict[int, ClientLimiter] = {}
+
+
+def _limiter(settings: Settings) -> ClientLimiter:
+    # One per process and limit (a gateway has one Settings object; tests may use several).
+    return _LIMITERS.setdefault(settings.max_submissions_per_client, ClientLimiter(settings.max_submissions_per_client))
 
 
 async def collect_and_submit(store: Store, bus: Bus, settings: Settings, given: SubmitInput) -> tuple[Submission, list[SubmittedProject]]:
-    """Read the input (off the event loop: cloning, extracting and reading block), then submit each project."""
-    if not given.prompt.strip():
-        raise IngestError("a prompt is required")
+    """Read the input (off the event loop: cloning, extracting and reading block), then submit each project.
+
+    Every check on the caller's input (prompt size, access to server paths, the
+    per-client limit) comes before anything is recorded or published.
+    """
+    prompt = check_prompt(given.prompt, settings)
     if not any((given.path, given.expanded_text, given.snippet, given.git_url, given.archive)):
         raise IngestError("nothing to analyse: set path, git_url, archive, expanded_text or snippet")
-    submission = await asyncio.to_thread(
-        collect, path=given.path, expanded_text=given.expanded_text, snippet=given.snippet, snippet_kind=given.snippet_kind,
-        git_url=given.git_url, git_ref=given.git_ref, archive=given.archive, archive_name=given.archive_name,
-        project_id=given.project_id, settings=settings,
-    )
-    return submission, await submit_all(store, bus, submission, given.prompt, pipeline_version_for(settings))
+    with _limiter(settings).slot(given.client):
+        submission = await asyncio.to_thread(
+            collect, path=given.path, expanded_text=given.expanded_text, snippet=given.snippet,
+            snippet_kind=given.snippet_kind, git_url=given.git_url, git_ref=given.git_ref, archive=given.archive,
+            archive_name=given.archive_name, project_id=given.project_id, settings=settings,
+            local_caller=given.local_caller,
+        )
+        return submission, await submit_all(store, bus, submission, prompt, pipeline_version_for(settings))

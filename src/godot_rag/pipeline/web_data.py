@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from godot_rag.domain.patching import source_kind
 from godot_rag.errors import NotFoundError
 from godot_rag.infra.store import Store
 from godot_rag.pipeline import web_views as wv
+from godot_rag.pipeline.patch import analysis_patch_doc
 from godot_rag.pipeline.why_not import why_not_retrieved
 
 # A stage row is stamped with its transaction's start time, and a chunk list
@@ -181,8 +183,14 @@ async def file_page(store: Store, analysis_id: str, source_file: str, *, why_chu
     if outdated is None and latest is not None and latest["analysis_id"] != analysis_id and latest["created_at"] > a["created_at"] \
             and not any(v["analysis_id"] == latest["analysis_id"] for v in versions):
         outdated = {"analysis_id": latest["analysis_id"], "created_at": latest["created_at"], "sha256": ""}
+    patch = None
+    if f["included"] and source is not None and source_kind(source_file):
+        doc = await analysis_patch_doc(store, analysis_id)
+        entry = next((e for e in doc["files"] if e["file"] == source_file), None)
+        patch = wv.patch_view(entry, chunks, analysis_id, source_file)
     return {"a": a, "f": f, "source": source, "chunks": chunks,
-            "segments": wv.source_segments(source, chunks) if source is not None else [], "outdated": outdated}
+            "segments": wv.source_segments(source, chunks) if source is not None else [], "outdated": outdated,
+            "patch": patch}
 
 
 async def export_rows(store: Store, analysis_id: str, what: str, *, flt: wv.ChunkFilter | None = None,

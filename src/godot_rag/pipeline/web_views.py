@@ -484,3 +484,50 @@ def chunk_export(views: Sequence[dict]) -> list[dict]:
     return [{**{k: v[k] for k in EXPORT_COLUMNS["chunks"] if k != "migration_notes"},
              "start_line": v["start_line"], "end_line": v["end_line"],
              "migration_notes": [f"line {n['line']}: {n['old']} -> {n['new']}" for n in v["migration_notes"]]} for v in views]
+
+
+# ---------------------------------------------------------------- proposed patch of one file
+
+def _chunk_at(chunks: Sequence[dict], line: int) -> dict | None:
+    return next((c for c in chunks if c["start_line"] <= line <= c["end_line"]), None)
+
+
+def patch_view(entry: dict | None, chunks: Sequence[dict], analysis_id: str, source_file: str) -> dict | None:
+    """One file's part of the analysis's patch (``pipeline.patch.patch_result_json``) for the file page.
+
+    Each hunk keeps its diff lines (kind ``add``, ``del``, ``ctx`` or ``head``) and its changes with their basis;
+    a change's record links to the candidate row of the chunk holding its line when the retriever found that
+    record there, otherwise to "Why not retrieved?" for it on that chunk. A TODO links to the chunk holding its
+    line. None when the patch neither changes the file nor leaves it a TODO.
+    """
+    if entry is None or not (entry["hunks"] or entry["todos"]):
+        return None
+    hunks = []
+    for h in entry["hunks"]:
+        lines = []
+        for raw in h["text"].splitlines():
+            kind = {"@": "head", "+": "add", "-": "del", "\\": "ctx"}.get(raw[:1], "ctx")
+            lines.append({"kind": kind, "text": raw})
+        # The first line the hunk changes (its context lines come first).
+        first = h["old_start"] + next((i for i, ln in enumerate(lines[1:]) if ln["kind"] in ("add", "del")), 0)
+        hunk_chunk = _chunk_at(chunks, first)
+        changes = []
+        for c in h["changes"]:
+            href = ""
+            rid = c["record_id"]
+            chunk = _chunk_at(chunks, c.get("line") or first)
+            if rid and chunk is not None:
+                pos = chunk.get("candidate_ids", {}).get(rid)
+                if pos:
+                    href = f"#cand-{chunk['range']}-{pos}"
+                else:
+                    href = (f"/a/{quote(analysis_id, safe='')}/f/{quote(source_file, safe='/')}"
+                            f"?chunk={quote(chunk['chunk_id'], safe='')}&why={quote(rid, safe='')}#{chunk['range']}")
+            changes.append({**c, "record_href": href})
+        hunks.append({"hunk": h["hunk"], "confidence": h["confidence"], "lines": lines, "changes": changes,
+                      "chunk_range": hunk_chunk["range"] if hunk_chunk else ""})
+    todos = []
+    for t in entry["todos"]:
+        chunk = _chunk_at(chunks, t["line"])
+        todos.append({**t, "chunk_range": chunk["range"] if chunk else ""})
+    return {"hunks": hunks, "todos": todos, "kept": entry["kept"], "edits": entry["edits"], "changed": entry["changed"]}

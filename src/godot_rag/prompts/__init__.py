@@ -10,8 +10,8 @@ Message layout follows vLLM's prefix cache: the system message is the same for
 every chunk (instructions, version cues, output shape), and everything that
 differs per chunk comes last, in the user message.
 
-Untrusted text (the code, its surrounding context, retrieved record text) is
-fenced as data. The fence id is derived from the fenced text itself, so text
+Untrusted text (the code, its name, its surrounding context, retrieved record
+text) is fenced as data. The fence id is derived from the fenced text itself, so text
 inside a fence cannot contain its own closing line and so cannot break out.
 """
 
@@ -26,7 +26,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-JUDGE_PROMPT_VERSION = "judge.v1"
+# judge.v2: the chunk's name (a scene node's name can hold anything, newlines included) is fenced
+# as data like the code; judge.v1 wrote it into the instructions' own line.
+JUDGE_PROMPT_VERSION = "judge.v2"
+# The judgment contract each prompt version promises.
+_CONTRACT_OF = {"judge.v1": "v1", "judge.v2": "v1"}
 
 # Per-field limits keep a prompt inside a small model's context (SmolLM2: 8k
 # tokens) and stop one huge chunk from crowding out the evidence.
@@ -90,8 +94,8 @@ def contract_schema(version: str = "v1") -> dict:
 
 @lru_cache(maxsize=4)
 def judge_prompts(version: str = JUDGE_PROMPT_VERSION) -> PromptSet:
-    stem = version  # "judge.v1"
-    v = version.rsplit(".", 1)[-1]
+    stem = version  # "judge.v2"
+    v = _CONTRACT_OF.get(version, version.rsplit(".", 1)[-1])
     return PromptSet(
         version=version,
         system=read_text(f"{stem}.system.md").strip(),
@@ -162,7 +166,8 @@ def render_messages(ps: PromptSet, c: PromptChunk) -> list[dict[str, str]]:
         "prompt": " ".join(c.prompt.split()) or "(none)",
         "intent": c.intent or "version_check",
         "chunk_kind": c.chunk_kind,
-        "chunk_name": c.chunk_name or "-",
+        # Everything from the project is fenced: a node name is the project's text too.
+        "chunk_name": fence("chunk_name", c.chunk_name or "-"),
         "source_kind": c.source_kind or "text",
         "start_line": c.start_line,
         "end_line": c.end_line,

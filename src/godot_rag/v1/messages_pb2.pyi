@@ -291,12 +291,38 @@ class FileTask(_message.Message):
     def __init__(self, analysis_id: _Optional[str] = ..., request: _Optional[_Union[AnalysisRequest, _Mapping]] = ...) -> None: ...
 
 class ChunkTask(_message.Message):
-    __slots__ = ("analysis_id", "trace")
+    __slots__ = ("analysis_id", "trace", "replay")
     ANALYSIS_ID_FIELD_NUMBER: _ClassVar[int]
     TRACE_FIELD_NUMBER: _ClassVar[int]
+    REPLAY_FIELD_NUMBER: _ClassVar[int]
     analysis_id: str
     trace: ChunkTrace
-    def __init__(self, analysis_id: _Optional[str] = ..., trace: _Optional[_Union[ChunkTrace, _Mapping]] = ...) -> None: ...
+    replay: ReplaySpec
+    def __init__(self, analysis_id: _Optional[str] = ..., trace: _Optional[_Union[ChunkTrace, _Mapping]] = ..., replay: _Optional[_Union[ReplaySpec, _Mapping]] = ...) -> None: ...
+
+class ReplaySpec(_message.Message):
+    __slots__ = ("replay_id", "from_stage", "judge", "prompt_version", "cascade", "cascade_threshold", "limit_per_table", "run", "source", "retrieval_version")
+    REPLAY_ID_FIELD_NUMBER: _ClassVar[int]
+    FROM_STAGE_FIELD_NUMBER: _ClassVar[int]
+    JUDGE_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CASCADE_FIELD_NUMBER: _ClassVar[int]
+    CASCADE_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_PER_TABLE_FIELD_NUMBER: _ClassVar[int]
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    RETRIEVAL_VERSION_FIELD_NUMBER: _ClassVar[int]
+    replay_id: str
+    from_stage: str
+    judge: str
+    prompt_version: str
+    cascade: str
+    cascade_threshold: float
+    limit_per_table: int
+    run: int
+    source: str
+    retrieval_version: str
+    def __init__(self, replay_id: _Optional[str] = ..., from_stage: _Optional[str] = ..., judge: _Optional[str] = ..., prompt_version: _Optional[str] = ..., cascade: _Optional[str] = ..., cascade_threshold: _Optional[float] = ..., limit_per_table: _Optional[int] = ..., run: _Optional[int] = ..., source: _Optional[str] = ..., retrieval_version: _Optional[str] = ...) -> None: ...
 
 class FileDone(_message.Message):
     __slots__ = ("analysis_id", "source_file", "status", "chunk_count")

@@ -499,6 +499,46 @@ class AnalysisServiceStub:
                 request_serializer=godot__rag_dot_v1_dot_services__pb2.GetRequest.SerializeToString,
                 response_deserializer=godot__rag_dot_v1_dot_services__pb2.Progress.FromString,
                 _registered_method=True)
+        self.Patch = channel.unary_unary(
+                '/godot_rag.v1.AnalysisService/Patch',
+                request_serializer=godot__rag_dot_v1_dot_services__pb2.PatchRequest.SerializeToString,
+                response_deserializer=godot__rag_dot_v1_dot_services__pb2.PatchResponse.FromString,
+                _registered_method=True)
+        self.Replay = channel.unary_unary(
+                '/godot_rag.v1.AnalysisService/Replay',
+                request_serializer=godot__rag_dot_v1_dot_services__pb2.ReplayRequest.SerializeToString,
+                response_deserializer=godot__rag_dot_v1_dot_services__pb2.ReplayResponse.FromString,
+                _registered_method=True)
+        self.GetReplay = channel.unary_unary(
+                '/godot_rag.v1.AnalysisService/GetReplay',
+                request_serializer=godot__rag_dot_v1_dot_services__pb2.GetReplayRequest.SerializeToString,
+                response_deserializer=godot__rag_dot_v1_dot_services__pb2.ReplayResponse.FromString,
+                _registered_method=True)
+        self.ListVersions = channel.unary_unary(
+                '/godot_rag.v1.AnalysisService/ListVersions',
+                request_serializer=godot__rag_dot_v1_dot_services__pb2.GetRequest.SerializeToString,
+                response_deserializer=godot__rag_dot_v1_dot_services__pb2.VersionsResponse.FromString,
+                _registered_method=True)
+        self.GetVerdict = channel.unary_unary(
+                '/godot_rag.v1.AnalysisService/GetVerdict',
+                request_serializer=godot__rag_dot_v1_dot_services__pb2.VerdictVersionRequest.SerializeToString,
+                response_deserializer=godot__rag_dot_v1_dot_services__pb2.VersionedVerdict.FromString,
+                _registered_method=True)
+        self.Diff = channel.unary_unary(
+                '/godot_rag.v1.AnalysisService/Diff',
+                request_serializer=godot__rag_dot_v1_dot_services__pb2.DiffRequest.SerializeToString,
+                response_deserializer=godot__rag_dot_v1_dot_services__pb2.DiffResponse.FromString,
+                _registered_method=True)
+        self.GetChunkTrace = channel.unary_unary(
+                '/godot_rag.v1.AnalysisService/GetChunkTrace',
+                request_serializer=godot__rag_dot_v1_dot_services__pb2.ChunkTraceRequest.SerializeToString,
+                response_deserializer=godot__rag_dot_v1_dot_services__pb2.ChunkTraceDetail.FromString,
+                _registered_method=True)
+        self.ListChunks = channel.unary_unary(
+                '/godot_rag.v1.AnalysisService/ListChunks',
+                request_serializer=godot__rag_dot_v1_dot_services__pb2.ListChunksPageRequest.SerializeToString,
+                response_deserializer=godot__rag_dot_v1_dot_services__pb2.ChunkPage.FromString,
+                _registered_method=True)
 
 
 class AnalysisServiceServicer:
@@ -522,6 +562,54 @@ class AnalysisServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Patch(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Replay(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetReplay(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListVersions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetVerdict(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Diff(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetChunkTrace(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListChunks(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AnalysisServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -539,6 +627,46 @@ def add_AnalysisServiceServicer_to_server(servicer, server):
                     servicer.WatchProgress,
                     request_deserializer=godot__rag_dot_v1_dot_services__pb2.GetRequest.FromString,
                     response_serializer=godot__rag_dot_v1_dot_services__pb2.Progress.SerializeToString,
+            ),
+            'Patch': grpc.unary_unary_rpc_method_handler(
+                    servicer.Patch,
+                    request_deserializer=godot__rag_dot_v1_dot_services__pb2.PatchRequest.FromString,
+                    response_serializer=godot__rag_dot_v1_dot_services__pb2.PatchResponse.SerializeToString,
+            ),
+            'Replay': grpc.unary_unary_rpc_method_handler(
+                    servicer.Replay,
+                    request_deserializer=godot__rag_dot_v1_dot_services__pb2.ReplayRequest.FromString,
+                    response_serializer=godot__rag_dot_v1_dot_services__pb2.ReplayResponse.SerializeToString,
+            ),
+            'GetReplay': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetReplay,
+                    request_deserializer=godot__rag_dot_v1_dot_services__pb2.GetReplayRequest.FromString,
+                    response_serializer=godot__rag_dot_v1_dot_services__pb2.ReplayResponse.SerializeToString,
+            ),
+            'ListVersions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListVersions,
+                    request_deserializer=godot__rag_dot_v1_dot_services__pb2.GetRequest.FromString,
+                    response_serializer=godot__rag_dot_v1_dot_services__pb2.VersionsResponse.SerializeToString,
+            ),
+            'GetVerdict': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetVerdict,
+                    request_deserializer=godot__rag_dot_v1_dot_services__pb2.VerdictVersionRequest.FromString,
+                    response_serializer=godot__rag_dot_v1_dot_services__pb2.VersionedVerdict.SerializeToString,
+            ),
+            'Diff': grpc.unary_unary_rpc_method_handler(
+                    servicer.Diff,
+                    request_deserializer=godot__rag_dot_v1_dot_services__pb2.DiffRequest.FromString,
+                    response_serializer=godot__rag_dot_v1_dot_services__pb2.DiffResponse.SerializeToString,
+            ),
+            'GetChunkTrace': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetChunkTrace,
+                    request_deserializer=godot__rag_dot_v1_dot_services__pb2.ChunkTraceRequest.FromString,
+                    response_serializer=godot__rag_dot_v1_dot_services__pb2.ChunkTraceDetail.SerializeToString,
+            ),
+            'ListChunks': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListChunks,
+                    request_deserializer=godot__rag_dot_v1_dot_services__pb2.ListChunksPageRequest.FromString,
+                    response_serializer=godot__rag_dot_v1_dot_services__pb2.ChunkPage.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -622,6 +750,222 @@ class AnalysisService:
             '/godot_rag.v1.AnalysisService/WatchProgress',
             godot__rag_dot_v1_dot_services__pb2.GetRequest.SerializeToString,
             godot__rag_dot_v1_dot_services__pb2.Progress.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Patch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/godot_rag.v1.AnalysisService/Patch',
+            godot__rag_dot_v1_dot_services__pb2.PatchRequest.SerializeToString,
+            godot__rag_dot_v1_dot_services__pb2.PatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Replay(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/godot_rag.v1.AnalysisService/Replay',
+            godot__rag_dot_v1_dot_services__pb2.ReplayRequest.SerializeToString,
+            godot__rag_dot_v1_dot_services__pb2.ReplayResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetReplay(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/godot_rag.v1.AnalysisService/GetReplay',
+            godot__rag_dot_v1_dot_services__pb2.GetReplayRequest.SerializeToString,
+            godot__rag_dot_v1_dot_services__pb2.ReplayResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListVersions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/godot_rag.v1.AnalysisService/ListVersions',
+            godot__rag_dot_v1_dot_services__pb2.GetRequest.SerializeToString,
+            godot__rag_dot_v1_dot_services__pb2.VersionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetVerdict(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/godot_rag.v1.AnalysisService/GetVerdict',
+            godot__rag_dot_v1_dot_services__pb2.VerdictVersionRequest.SerializeToString,
+            godot__rag_dot_v1_dot_services__pb2.VersionedVerdict.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Diff(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/godot_rag.v1.AnalysisService/Diff',
+            godot__rag_dot_v1_dot_services__pb2.DiffRequest.SerializeToString,
+            godot__rag_dot_v1_dot_services__pb2.DiffResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetChunkTrace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/godot_rag.v1.AnalysisService/GetChunkTrace',
+            godot__rag_dot_v1_dot_services__pb2.ChunkTraceRequest.SerializeToString,
+            godot__rag_dot_v1_dot_services__pb2.ChunkTraceDetail.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListChunks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/godot_rag.v1.AnalysisService/ListChunks',
+            godot__rag_dot_v1_dot_services__pb2.ListChunksPageRequest.SerializeToString,
+            godot__rag_dot_v1_dot_services__pb2.ChunkPage.FromString,
             options,
             channel_credentials,
             insecure,

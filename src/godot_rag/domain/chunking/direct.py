@@ -61,9 +61,11 @@ _OPENERS = "[{("
 _CLOSERS = "]})"
 
 # Tokens of a variant value; strings may span lines (DOTALL), StringName (&"")
-# and NodePath (^"") are strings too.
+# and NodePath (^"") are strings too. A string never closed runs to the end of
+# the text as one token: trying to close it again from every later quote made a
+# line of escaped quotes quadratic (the possessive ``*+`` gives nothing back).
 _TOKEN = re.compile(
-    r'(?P<str>[&^]?"(?:[^"\\]|\\.)*")'
+    r'(?P<str>[&^]?"(?:[^"\\]|\\.)*+(?:"|\\?\Z))'
     r"|(?P<id>[A-Za-z_][A-Za-z0-9_]*)"
     r"|(?P<num>-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
     r"|(?P<p>\S)",

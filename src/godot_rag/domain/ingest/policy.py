@@ -348,13 +348,30 @@ def _read_regular(path: str) -> bytes:
         os.close(fd)
 
 
-def walk_folder(root: Path) -> list[TreeEntry]:
+@dataclass(frozen=True)
+class WalkLimits:
+    """What one folder walk may list and (later) read; an IngestError past either."""
+
+    max_entries: int = 100_000
+    max_bytes: int = 512 * 1024 * 1024  # sizes of the files the policy may read (not assets decided by path)
+
+
+def readable_by_policy(rel_path: str) -> bool:
+    """Whether the policy may read this file's bytes (assets, docs, C#... are decided by the path alone)."""
+    _, reason = classify_path(rel_path)
+    return not reason or reason.startswith(REASON_UNKNOWN)
+
+
+def walk_folder(root: Path, limits: WalkLimits | None = None) -> list[TreeEntry]:
     """Every entry under root, without following any symbolic link.
 
     Editor caches (.godot/, .import/) and VCS folders become one excluded
     folder entry each and are not descended. Files are read later, and only
-    those the policy needs.
+    those the policy needs. ``limits`` bounds the entries listed and the bytes
+    of the files that may be read: a huge folder is refused, not half-listed.
     """
+    limits = limits or WalkLimits()
+    total = 0
     root = root.resolve()
     if not root.is_dir():
         raise IngestError(f"not a folder: {root}")
@@ -405,13 +422,21 @@ def walk_folder(root: Path) -> list[TreeEntry]:
                 entries.append(TreeEntry(rel, ENTRY_SPECIAL))
             else:
                 entries.append(TreeEntry(rel, ENTRY_FILE, size=st.st_size, read=partial(_read_regular, full)))
+                if readable_by_policy(rel):
+                    total += st.st_size
+                    if total > limits.max_bytes:
+                        raise IngestError(f"{root}: the files to read pass the limit of {limits.max_bytes} bytes "
+                                          f"(at {rel}); analyse a smaller folder or raise GODOT_RAG_WALK_MAX_BYTES")
+        if len(entries) > limits.max_entries:
+            raise IngestError(f"{root}: more than {limits.max_entries} entries; analyse a smaller folder "
+                              "or raise GODOT_RAG_WALK_MAX_ENTRIES")
     return entries
 
 
 def scan_projects(root: Path, *, max_bytes: int, keep_text: bool = False,
-                  extra: list[TreeEntry] | None = None) -> list[ProjectFiles]:
+                  extra: list[TreeEntry] | None = None, limits: WalkLimits | None = None) -> list[ProjectFiles]:
     """The projects of a folder; ``extra`` adds entries decided elsewhere (e.g. a git submodule)."""
-    return decide_tree([*walk_folder(root), *(extra or [])], max_bytes=max_bytes, keep_text=keep_text)
+    return decide_tree([*walk_folder(root, limits), *(extra or [])], max_bytes=max_bytes, keep_text=keep_text)
 
 
 def scan_folder(root: Path, *, max_bytes: int) -> list[SourceFile]:
@@ -556,3 +581,20 @@ def decide_snippet(name: str, kind: str, data: bytes, *, max_bytes: int) -> Sour
     if looks_binary(data):
         return SourceFile(name, kind, False, REASON_BINARY_CONTENT, size=size)
     return SourceFile(name, kind, True, "", data=data, sha256=sha256_hex(data), size=size)
+
+
+def check_source_file(path: str) -> str:
+    """A caller-given ``source_file``: a relative POSIX path inside its project, or InvalidInputError.
+
+    It is a name (chunk ids and stored rows carry it), never opened; refusing
+    absolute paths and ``..`` keeps every id and link inside its project.
+    """
+    if not path:
+        raise InvalidInputError("source_file is required")
+    if "\0" in path or "\\" in path:
+        raise InvalidInputError(f"source_file {path!r}: NUL or backslash in the path")
+    if path.startswith("/") or (len(path) >= 2 and path[1] == ":" and path[0].isalpha()):
+        raise InvalidInputError(f"source_file {path!r}: an absolute path (give the path relative to the project)")
+    if any(part == ".." for part in path.split("/")):
+        raise InvalidInputError(f"source_file {path!r}: '..' leads outside the project")
+    return path

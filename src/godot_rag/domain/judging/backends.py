@@ -15,6 +15,7 @@ the ``ChatClient`` protocol; the HTTP client that implements it lives in
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import time
@@ -102,7 +103,9 @@ class RulesBackend:
         self._basis_ids = index.record_ids
 
     async def judge(self, request: JudgmentRequest) -> Judgment:
-        return self.judge_now(request)
+        # Pure CPU, up to seconds on a large chunk: in a worker thread, so the service's
+        # event loop keeps acking progress and answering health checks meanwhile.
+        return await asyncio.to_thread(self.judge_now, request)
 
     def judge_now(self, request: JudgmentRequest) -> Judgment:
         started = time.perf_counter()
@@ -223,7 +226,7 @@ class CascadeBackend:
 
     async def judge(self, request: JudgmentRequest) -> Judgment:
         if self.policy == "ambiguous":
-            ruled = self.rules.judge_now(request)
+            ruled = await asyncio.to_thread(self.rules.judge_now, request)
             if self.rules_stand(request, ruled):
                 return replace(ruled, route="rules_confident")
             return replace(await self.llm.judge(request), route="llm_ambiguous")

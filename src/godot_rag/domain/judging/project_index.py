@@ -175,11 +175,15 @@ def res_path(path: str, base_dir: str = "") -> str:
 
 
 def _expr_type(mask: str, text: str, i: int, base_dir: str) -> str:
-    """The type of the expression starting at ``i`` when the code says it plainly ("" otherwise)."""
+    """The type of the expression starting at ``i`` when the code says it plainly ("" otherwise).
+
+    Only a whole expression counts: ``$Sprite`` is a node, ``$Sprite.texture`` is not known here.
+    """
     i = skip_blank(mask, i)
     if i < len(mask) and mask[i] in "$%":
         path = _node_path_at(mask, text, i)
-        return f"N:{path}" if path else ""
+        end = _node_path_end(mask, i)
+        return f"N:{path}" if path and not _continues(mask, end) else ""
     word, j = read_ident(mask, i)
     if not word:
         return ""
@@ -189,13 +193,21 @@ def _expr_type(mask: str, text: str, i: int, base_dir: str) -> str:
         if s is None:
             return ""
         p = res_path(s, base_dir)
+        end = skip_balanced(mask, j)
         if not p:
+            return ""
+        if _continues(mask, end):
+            # preload("x.gd").new() is an instance of the script; anything else is not known here.
+            nxt, after = read_ident(mask, end + 1)
+            if nxt == "new" and p.endswith(".gd") and after < len(mask) and mask[after] == "(" \
+                    and not _continues(mask, skip_balanced(mask, after)):
+                return f"P:{p}"
             return ""
         return f"P:{p}" if p.endswith(".gd") else f"S:{p}"
     if word in ("get_node", "get_node_or_null") and j < len(mask) and mask[j] == "(":
         k = skip_blank(mask, j + 1)
         s = string_at(text, k)
-        return f"N:{s}" if s else ""
+        return f"N:{s}" if s and not _continues(mask, skip_balanced(mask, j)) else ""
     # Name.new() / Name.Inner.new()
     parts = [word]
     while j < len(mask) and mask[j] == ".":
@@ -204,9 +216,25 @@ def _expr_type(mask: str, text: str, i: int, base_dir: str) -> str:
             break
         parts.append(nxt)
         j = j2
-    if len(parts) >= 2 and parts[-1] == "new" and j < len(mask) and mask[j] == "(":
+    if len(parts) >= 2 and parts[-1] == "new" and j < len(mask) and mask[j] == "(" \
+            and not _continues(mask, skip_balanced(mask, j)):
         return "T:" + ".".join(parts[:-1])
     return ""
+
+
+def _continues(mask: str, i: int) -> bool:
+    """Does a member access follow at ``i`` (``x.y``, ``x[0]``, ``x(...)``)?"""
+    return i < len(mask) and mask[i] in ".[("
+
+
+def _node_path_end(mask: str, i: int) -> int:
+    j = i + 1
+    if j < len(mask) and mask[j] in "\"'":
+        k = mask.find(mask[j], j + 1)
+        return k + 1 if k > 0 else len(mask)
+    while j < len(mask) and (_is_ident_char(mask[j]) or mask[j] == "/"):
+        j += 1
+    return j
 
 
 def _node_path_at(mask: str, text: str, i: int) -> str:
@@ -259,7 +287,8 @@ def _expr_with_cast(mask: str, text: str, i: int, base_dir: str) -> str:
     end = mask.find("\n", i)
     end = len(mask) if end < 0 else end
     k = mask.rfind(" as ", i, end)
-    if k >= 0:
+    between = mask[i:k] if k >= 0 else ""
+    if k >= 0 and all(between.count(o) == between.count(c) for o, c in ("()", "[]", "{}")):
         cast = _type_annotation(mask, k + 4)
         if cast:
             return cast
@@ -277,17 +306,20 @@ class ClassSymbols:
     members: dict[str, str] = field(default_factory=dict)  # name -> func|var|const|signal|enum|class
     member_types: dict[str, str] = field(default_factory=dict)  # var/const name -> type reference
     inner: dict[str, ClassSymbols] = field(default_factory=dict)
+    returns: dict[str, str] = field(default_factory=dict)  # func name -> declared return type reference
 
     def to_json(self) -> dict:
         return {"extends": self.extends, "members": dict(sorted(self.members.items())),
                 "member_types": dict(sorted(self.member_types.items())),
-                "inner": {k: v.to_json() for k, v in sorted(self.inner.items())}}
+                "inner": {k: v.to_json() for k, v in sorted(self.inner.items())},
+                "returns": dict(sorted(self.returns.items()))}
 
     @classmethod
     def from_json(cls, d: dict) -> ClassSymbols:
         return cls(str(d.get("extends", "")), {str(k): str(v) for k, v in (d.get("members") or {}).items()},
                    {str(k): str(v) for k, v in (d.get("member_types") or {}).items()},
-                   {str(k): cls.from_json(v) for k, v in (d.get("inner") or {}).items() if isinstance(v, dict)})
+                   {str(k): cls.from_json(v) for k, v in (d.get("inner") or {}).items() if isinstance(v, dict)},
+                   {str(k): str(v) for k, v in (d.get("returns") or {}).items()})
 
 
 @dataclass
@@ -300,7 +332,7 @@ class ScriptSymbols(ClassSymbols):
     @classmethod
     def from_json(cls, d: dict) -> ScriptSymbols:
         base = ClassSymbols.from_json(d)
-        return cls(base.extends, base.members, base.member_types, base.inner, str(d.get("class_name", "")))
+        return cls(base.extends, base.members, base.member_types, base.inner, base.returns, str(d.get("class_name", "")))
 
 
 def _logical_lines(mask: str) -> Iterable[tuple[int, int, int]]:
@@ -371,6 +403,9 @@ def scan_script(path: str, text: str) -> ScriptSymbols:
             owner.extends = _extends_ref(mask, text, j, end, base_dir)
             continue
         name, k = read_ident(mask, j)
+        if head == "enum" and not name:
+            _enum_values(mask, j, owner)  # an unnamed enum: its values are the class's constants
+            continue
         if not name:
             continue
         if head == "class_name":
@@ -390,13 +425,45 @@ def scan_script(path: str, text: str) -> ScriptSymbols:
             stack.append((indent, owner.inner[name]))
             continue
         owner.members.setdefault(name, head)
+        if head == "enum":
+            _enum_values(mask, k, owner)
         if head == "func":
             stack.append((indent, None))
+            paren = skip_blank(mask, k)
+            if paren < end and mask[paren] == "(":
+                after = skip_blank(mask, min(skip_balanced(mask, paren), end))
+                if mask.startswith("->", after):
+                    ret = _type_annotation(mask[:end], after + 2)
+                    if ret and ret not in ("T:void", "T:Variant"):
+                        owner.returns.setdefault(name, ret)
         elif head in ("var", "const"):
             t = declaration_type(mask[:end], text, k, base_dir)
             if t:
                 owner.member_types.setdefault(name, t)
     return script
+
+
+def _enum_values(mask: str, i: int, owner: ClassSymbols) -> None:
+    """The values of the enum whose ``{`` follows ``i``: constants of the class, reachable bare."""
+    brace = skip_blank(mask, i)
+    if brace >= len(mask) or mask[brace] != "{":
+        return
+    end = skip_balanced(mask, brace)
+    expect = True  # an identifier right after `{` or `,` is a value name
+    p = brace + 1
+    while p < end - 1:
+        ch = mask[p]
+        if ch == ",":
+            expect = True
+            p += 1
+        elif expect and _is_ident_start(ch):
+            word, p = read_ident(mask, p)
+            owner.members.setdefault(word, "const")
+            expect = False
+        else:
+            if not ch.isspace():
+                expect = False
+            p += 1
 
 
 def _extends_ref(mask: str, text: str, i: int, end: int, base_dir: str) -> str:
@@ -558,13 +625,19 @@ class TypeInfo:
     members: frozenset[str]
     engine_base: str  # "" when the chain ends outside what the project says
     origin: str  # for explanations: "class_name Painter in addons/painter.gd"
+    signals: frozenset[str] = frozenset()  # members that are signals: `obj.changed.emit()` is a Signal's
+    # Member -> the type key of its value (a var's declared type, a func's return type), when declared.
+    value_types: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {"members": sorted(self.members), "engine_base": self.engine_base, "origin": self.origin}
+        return {"members": sorted(self.members), "engine_base": self.engine_base, "origin": self.origin,
+                "signals": sorted(self.signals), "value_types": dict(sorted(self.value_types.items()))}
 
     @classmethod
     def from_json(cls, d: dict) -> TypeInfo:
-        return cls(frozenset(str(m) for m in d.get("members") or ()), str(d.get("engine_base", "")), str(d.get("origin", "")))
+        return cls(frozenset(str(m) for m in d.get("members") or ()), str(d.get("engine_base", "")), str(d.get("origin", "")),
+                   frozenset(str(m) for m in d.get("signals") or ()),
+                   {str(k): str(v) for k, v in (d.get("value_types") or {}).items()})
 
 
 @dataclass(frozen=True)
@@ -748,6 +821,14 @@ class ProjectIndex:
                 return ""
         return key
 
+    def autoload_key(self, name: str) -> str:
+        """The type key of autoload ``name``: its script's key, or the engine type of its scene's root ("")."""
+        return self._autoload_key(name)
+
+    def node_types(self, path: str) -> dict[str, NodeRef]:
+        """Node paths relative to the node(s) that attach script ``path`` -> their type, where the scenes agree."""
+        return self._nodes_for(path, lambda key, origin="": key)[0]
+
     def _autoload_key(self, name: str) -> str:
         p = self.autoloads.get(name, "")
         if p.endswith(".gd"):
@@ -779,11 +860,26 @@ class ProjectIndex:
             return None
         keys, engine = self.chain(key)
         members: set[str] = set()
-        for k in keys:
+        signals: set[str] = set()
+        value_types: dict[str, str] = {}
+        for k in reversed(keys):  # a script's own declarations override its parents'
             c = self._class(k)
-            if c:
-                members.update(c.members)
-        return TypeInfo(frozenset(members), engine, origin)
+            if c is None:
+                continue
+            members.update(c.members)
+            signals.update(m for m, kind in c.members.items() if kind == "signal")
+            for member, ref in [*c.member_types.items(), *c.returns.items()]:
+                if ref[:2] in ("T:", "P:"):
+                    resolved = self._resolve_ref(ref, k)
+                    if resolved:
+                        value_types[member] = resolved
+        return TypeInfo(frozenset(members), engine, origin, frozenset(signals), value_types)
+
+    def _type_info_cached(self, key: str) -> TypeInfo | None:
+        cache = self._derived.setdefault("type_info", {})
+        if key not in cache:
+            cache[key] = self.type_info(key, self._origin(key))
+        return cache[key]
 
     def _origin(self, key: str) -> str:
         path, _, inner = key[len("script:"):].partition("::")
@@ -829,9 +925,14 @@ class ProjectIndex:
 
         def add_type(key: str, origin: str = "") -> str:
             if key.startswith("script:") and key not in types:
-                info = self.type_info(key, origin or self._origin(key))
+                info = self._type_info_cached(key)
                 if info is not None:
-                    types[key] = info
+                    if mentioned is not None:
+                        # Only what the file can ask about: names it mentions.
+                        info = TypeInfo(info.members & mentioned, info.engine_base, info.origin, info.signals & mentioned,
+                                        {m: t for m, t in info.value_types.items() if m in mentioned})
+                    types[key] = TypeInfo(info.members, info.engine_base, origin or info.origin, info.signals,
+                                          info.value_types)
             return key
 
         add_type(self_key)
@@ -861,6 +962,10 @@ class ProjectIndex:
                     member_types[member] = add_type(key)
                     if ref.startswith(("P:", "S:")) and c.members.get(member) == "const":
                         names[member] = key  # const Painter = preload("painter.gd"): a class
+        # The types a visible type's members hold (GdUnitSignals.instance() -> GdUnitSignals): one level.
+        for info in list(types.values()):
+            for key in info.value_types.values():
+                add_type(key)
         nodes, owner = self._nodes_for(path, add_type)
         for member, ref in list(member_types.items()):
             if ref.startswith("N:"):

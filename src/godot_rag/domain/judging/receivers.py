@@ -22,14 +22,19 @@ costs linear time at most.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from godot_rag.domain.judging.project_index import (
     FileScope,
     declaration_type,
     read_ident,
+    res_path,
     skip_balanced,
     string_at,
 )
+
+if TYPE_CHECKING:  # rules imports this module: the vocabulary's type is only named here
+    from godot_rag.domain.judging.rules import EngineVocabulary
 
 _LOOK_BACK = 240  # characters a receiver expression may span
 _MAX_DEPTH = 4  # a.b().c.d: deeper chains stay unresolved
@@ -52,19 +57,20 @@ class Resolved:
     members: frozenset[str] = frozenset()
     basis: str = ""
     known_members: bool = True  # False: a project script the index does not describe
+    key: str = ""  # the project type key (project receivers)
 
 
 @dataclass
 class ReceiverResolver:
     scope: FileScope
-    vocab: object  # rules.EngineVocabulary (kept untyped here: rules imports this module)
+    vocab: EngineVocabulary
     mask: str
     text: str
     locals_: dict[str, str] = field(default_factory=dict)  # local name -> type reference ("" = untyped)
     base: str = ""  # the engine class the script extends, when no project index says more
 
     @classmethod
-    def for_chunk(cls, scope: FileScope, vocab, mask: str, text: str, base: str = "") -> ReceiverResolver:
+    def for_chunk(cls, scope: FileScope, vocab: EngineVocabulary, mask: str, text: str, base: str = "") -> ReceiverResolver:
         r = cls(scope, vocab, mask, text, base=base)
         r.locals_ = _chunk_locals(mask, text, scope.script.rpartition("/")[0])
         return r
@@ -78,7 +84,7 @@ class ReceiverResolver:
             info = self.scope.types.get(key)
             if info is None:
                 return Resolved("project", "", frozenset(), basis, known_members=False)
-            return Resolved("project", info.engine_base, info.members, f"{basis} ({info.origin})")
+            return Resolved("project", info.engine_base, info.members, f"{basis} ({info.origin})", key=key)
         if self._is_engine(key):
             return Resolved("engine", key, frozenset(), basis)
         return None
@@ -98,8 +104,11 @@ class ReceiverResolver:
                 return self.of_key(self.scope.names[head], f"{basis}: {value}")
             if "." not in value and self._is_engine(value):
                 return Resolved("engine", value, frozenset(), f"{basis}: {value}")
-            if head in self.scope.names or head in self.scope.project_names:
-                return Resolved("project", "", frozenset(), f"{basis}: {value}", known_members=False)
+            if head in self.scope.names or head in self.scope.project_names or \
+                    (head[:1].isupper() and head != "Variant" and not self._is_engine(head)):
+                # A type no engine reference names is the project's (a class_name the
+                # index does not have, or a request without an index).
+                return Resolved("project", "", frozenset(), f"{basis}: {value}, a project class", known_members=False)
             return None
         if kind == "P":
             return self.of_key(f"script:{value}", f"{basis}: preload of {value}")
@@ -137,6 +146,8 @@ class ReceiverResolver:
             key = self.scope.names[name]
             return self.of_key(key, f"receiver `{name}`" if key.startswith("script:") else f"receiver `{name}`: {key}")
         own = self.scope.types.get(self.scope.self_key)
+        if own is not None and name in own.signals:
+            return Resolved("engine", "Signal", frozenset(), f"receiver `{name}`: a signal the script declares")
         if own is not None and name in own.members:
             return None  # an untyped member variable of the script
         if name == "owner" and self.scope.owner is not None:
@@ -205,7 +216,12 @@ class ReceiverResolver:
         if recv is None:
             return None
         if recv.kind == "project" and member in recv.members:
-            return None  # a project member: its type is whatever the project says, not known here
+            info = self.scope.types.get(recv.key)
+            if info is not None and member in info.signals:
+                return Resolved("engine", "Signal", frozenset(), f"`{member}`: a signal of {info.origin}")
+            if info is not None and member in info.value_types:
+                return self.of_key(info.value_types[member], f"`{member}` of {info.origin}")
+            return None  # a project member whose type the project does not declare
         klass = recv.engine
         if not klass:
             return None
@@ -248,8 +264,8 @@ class ReceiverResolver:
             if lit is None:
                 # load(path) with a computed path: some engine Resource (a scene, a texture...).
                 return Resolved("engine", "Resource", frozenset(), f"receiver `{name}(...)`: a Resource")
-            p = lit[len("res://"):] if lit.startswith("res://") else lit
-            return self.of_ref(("P:" if p.endswith(".gd") else "S:") + p, f"receiver `{name}(\"{lit}\")`")
+            p = res_path(lit, self.scope.script.rpartition("/")[0])
+            return self.of_ref(("P:" if p.endswith(".gd") else "S:") + p, f"receiver `{name}(\"{lit}\")`") if p else None
         if name in _NODE_PATH_METHODS and not chained:
             lit = string_at(self.text, arg_at)
             return self.of_node(lit, f"receiver `{name}(\"{lit}\")`") if lit is not None else None

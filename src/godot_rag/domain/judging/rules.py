@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
@@ -42,7 +42,7 @@ from godot_rag.domain.models import (
     RetrievalHit,
 )
 
-RULES_JUDGE_VERSION = "rules/5"
+RULES_JUDGE_VERSION = "rules/7"
 
 # What a fact rests on. The verdict weighs them differently
 # (docs/judge.md, "Verdict rules"):
@@ -137,6 +137,9 @@ class EngineVocabulary:
     # property only. ``members3``/``members4`` include them per class; ``member_names`` does not.
     accessor_names3: frozenset[str] = frozenset()
     accessor_names4: frozenset[str] = frozenset()
+    # Member names that only editor classes declare (EditorPlugin.build), per version.
+    editor_only3: frozenset[str] = frozenset()
+    editor_only4: frozenset[str] = frozenset()
 
     @classmethod
     def from_class_references(cls, rows3: Iterable[dict], rows4: Iterable[dict]) -> EngineVocabulary:
@@ -149,6 +152,7 @@ class EngineVocabulary:
             singletons3=v3["singletons"], singletons4=v4["singletons"], parents3=v3["parents"], parents4=v4["parents"],
             types3=v3["types"], types4=v4["types"], records3=v3["records"],
             accessor_names3=v3["accessor_names"], accessor_names4=v4["accessor_names"],
+            editor_only3=v3["editor_only"], editor_only4=v4["editor_only"],
         )
 
     def declaring_class(self, version: str, klass: str, member: str) -> str:
@@ -187,6 +191,9 @@ class EngineVocabulary:
                 or self.is_engine_class(name) or name in self.constants3 or name in self.constants4)
 
 
+_EDITOR_CLASS_PREFIXES = ("Editor", "VisualScript")
+
+
 def _version_vocabulary(rows: Iterable[dict]) -> dict:
     from godot_rag.domain.retrieval.knowledge import ClassReferenceIds
 
@@ -202,6 +209,8 @@ def _version_vocabulary(rows: Iterable[dict]) -> dict:
     for r in rows:
         klass, kind, name = r["class"], r.get("kind"), r.get("name") or ""
         rid = ids.next_id(r) if r.get("engine_version") else ""
+        if kind == "class" and klass[:1] != "@":
+            records.setdefault((klass, ""), rid)  # the class's own record
         if kind in ("method", "property", "signal", "constant") and name and klass[:1] != "@":
             records.setdefault((klass, name), rid)
             if kind in ("method", "property"):
@@ -238,8 +247,13 @@ def _version_vocabulary(rows: Iterable[dict]) -> dict:
         members[klass] = frozenset(acc)
     classes = frozenset(k for k in own if not k.startswith("@"))
     member_names = frozenset(n for names in own.values() for n in names)
+    # Names only editor classes declare (EditorPlugin.build, VisualScriptReturn.return_type): a game
+    # script calling one on an object nothing resolves is far likelier calling its own method.
+    game_names = frozenset(n for k, names in own.items() if not k.startswith(_EDITOR_CLASS_PREFIXES) for n in names)
+    editor_only = member_names - game_names
     accessor_names = frozenset(n for names in accessors.values() for n in names)
     return {"classes": classes, "members": members, "member_names": member_names, "accessor_names": accessor_names,
+            "editor_only": editor_only,
             "globals": frozenset(globals_),
             "constants": frozenset(constants), "singletons": frozenset(singletons), "parents": parent, "types": types,
             "records": records}
@@ -302,17 +316,201 @@ def declared_names_of(chunks: Iterable[tuple[str, str, str]]) -> frozenset[str]:
         if kind == "function" and name:
             names.add(name)
         elif kind in ("variable", "const", "signal"):
-            names.update(_DECLARED_RE.findall(text))
+            names.update(declared_in(text))
     return frozenset(names)
 
 
-_DECLARED_RE = re.compile(
-    r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:export(?:\([^)]*\))?\s+|onready\s+|static\s+)*(?:var|const|signal)\s+([A-Za-z_]\w*)", re.M
-)
+# --------------------------------------------------------------- linear scans of hostile text
+#
+# Chunk text is the project's, and a project can be crafted: every scan below
+# looks at each character a bounded number of times. The regular expressions
+# they replace nested or overlapped their quantifiers (a chain of optional
+# annotations, "anything up to a ')'" retried from every line), which made a
+# 100 KB line take seconds and a 2 MB file hours.
+
+class _CloseFinder:
+    """``text.find(ch, start)`` for starts that only move forward, in linear time overall.
+
+    A search that found nothing is remembered: every later start finds nothing too,
+    instead of scanning to the end again (the quadratic case: many unclosed '(').
+    """
+
+    def __init__(self, text: str, ch: str):
+        self.text, self.ch = text, ch
+        self.last_start, self.last_found = -1, -1
+        self.none_after = len(text) + 1
+
+    def find(self, start: int) -> int:
+        if start >= self.none_after:
+            return -1
+        if self.last_start <= start <= self.last_found:
+            return self.last_found
+        found = self.text.find(self.ch, start)
+        if found < 0:
+            self.none_after = start
+        else:
+            self.last_start, self.last_found = start, found
+        return found
+
+
+def _is_word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _ident_start(c: str) -> bool:
+    return c == "_" or ("a" <= c <= "z") or ("A" <= c <= "Z")
+
+
+_DECL_PREFIX_WORDS = ("export", "onready", "static")
+_DECL_KEYWORDS = ("var", "const", "signal")
+
+
+def declared_in(text: str) -> list[str]:
+    """Names declared by ``var`` / ``const`` / ``signal`` statements, after any annotations
+    (``@export_range(0, 10)``, on the same or earlier lines) and Godot 3 prefixes
+    (``export(int)``, ``onready``, ``static``). One forward pass.
+    """
+    names: list[str] = []
+    n = len(text)
+    closes = _CloseFinder(text, ")")
+    i = 0
+    chain = True  # only whitespace and declaration prefixes since a line start
+    annotations_allowed = True  # annotations come before the Godot 3 keywords
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            chain, annotations_allowed = True, True
+            i += 1
+            continue
+        if c.isspace():
+            i += 1
+            continue
+        if c == "@" and chain and annotations_allowed:
+            j = i + 1
+            while j < n and _is_word(text[j]):
+                j += 1
+            if j > i + 1 and j < n and text[j] == "(":
+                close = closes.find(j)
+                j = close + 1 if close >= 0 else -1
+            if j > i + 1 and j < n and text[j].isspace():
+                i = j
+                continue
+            chain = False
+            i += 1
+            continue
+        if _is_word(c):
+            j = i
+            while j < n and _is_word(text[j]):
+                j += 1
+            word = text[i:j]
+            if chain and word in _DECL_PREFIX_WORDS:
+                if word == "export" and j < n and text[j] == "(":
+                    close = closes.find(j)
+                    j = close + 1 if close >= 0 else n
+                if j < n and text[j].isspace():
+                    annotations_allowed = False
+                    i = j
+                    continue
+            elif chain and word in _DECL_KEYWORDS and j < n and text[j].isspace():
+                k = j
+                while k < n and text[k].isspace():
+                    k += 1
+                if k < n and _ident_start(text[k]):
+                    end = k + 1
+                    while end < n and _is_word(text[end]):
+                        end += 1
+                    names.append(text[k:end])
+                    i, chain = end, False
+                    continue
+            chain = False
+            i = j
+            continue
+        chain = False
+        i += 1
+    return names
+
+
+def _trailing_ident(text: str) -> tuple[int, str]:
+    """(start, name) of the identifier ``[A-Za-z_]\\w*`` that ends ``text`` ((-1, "") when none)."""
+    j = len(text)
+    while j > 0 and _is_word(text[j - 1]):
+        j -= 1
+    while j < len(text) and not _ident_start(text[j]):
+        j += 1
+    return (j, text[j:]) if j < len(text) else (-1, "")
+
+
+class _At:
+    """A match-like position for scans that replace a pattern in the syntax tables."""
+
+    __slots__ = ("_start",)
+
+    def __init__(self, start: int):
+        self._start = start
+
+    def start(self) -> int:
+        return self._start
+
+
+class _LambdaScan:
+    """``func`` after ``= ( , : [`` or ``return`` with a ``) [-> Type]:`` later on its line: a lambda.
+
+    One match per line at most, at the first such ``func``; the same as the
+    pattern ``(?:[=(,:\\[]|return)[ \\t]*func\\b[^\\n]*\\)[ \\t]*(->[ \\t]*\\w+[ \\t]*)?:``
+    without its retry from every opener of a long line.
+    """
+
+    _OPENER = re.compile(r"(?:[=(,:\[]|return)[ \t]*func\b")
+    _CLOSE = re.compile(r"\)[ \t]*(?:->[ \t]*\w+[ \t]*)?:")
+
+    def finditer(self, text: str) -> Iterator[_At]:
+        start = 0
+        n = len(text)
+        while start <= n:
+            end = text.find("\n", start)
+            end = n if end < 0 else end
+            last_close = -1
+            for m in self._CLOSE.finditer(text, start, end):
+                last_close = m.start()
+            if last_close >= 0:
+                opener = self._OPENER.search(text, start, last_close)
+                if opener is not None:
+                    yield _At(opener.start())
+            start = end + 1
+
+
+class _HeadParenScan:
+    """``head ( ... ) tail`` where the parentheses may span lines: each ')' found once, from the head on."""
+
+    def __init__(self, head: str, tail: str, flags: int = 0):
+        self.head = re.compile(head, flags)
+        self.tail = re.compile(tail)
+
+    def matches(self, text: str) -> Iterator[tuple[int, str]]:
+        """(start, text between the parentheses) of each match, not overlapping."""
+        closes = _CloseFinder(text, ")")
+        pos = 0
+        while True:
+            m = self.head.search(text, pos)
+            if m is None:
+                return
+            close = closes.find(m.end())
+            if close < 0:
+                return  # no ')' after this head: none after any later head either
+            t = self.tail.match(text, close + 1)
+            if t is None:
+                pos = m.end()
+                continue
+            yield m.start(), text[m.end():close]
+            pos = t.end()
+
+    def finditer(self, text: str) -> Iterator[_At]:
+        for start, _ in self.matches(text):
+            yield _At(start)
 
 # ---------------------------------------------------------------- GDScript facts
 
-_G3_SYNTAX: list[tuple[re.Pattern[str], str, float, str, str]] = [
+_G3_SYNTAX: list[tuple[re.Pattern[str] | _HeadParenScan, str, float, str, str]] = [
     (re.compile(r"^[ \t]*tool[ \t]*$", re.M), "bare `tool` keyword (Godot 4 writes @tool)", 0.95, "tool", "@tool"),
     (re.compile(r"^[ \t]*export\b[ \t]*(\(|var\b|onready\b)", re.M), "`export` keyword (Godot 4 uses @export annotations)", 0.95, "export", "@export"),
     (re.compile(r"^[ \t]*(export[ \t]*(\([^)\n]*\))?[ \t]+)?onready[ \t]+var\b", re.M), "`onready` keyword (Godot 4 uses @onready)", 0.95, "onready", "@onready"),
@@ -321,17 +519,18 @@ _G3_SYNTAX: list[tuple[re.Pattern[str], str, float, str, str]] = [
     (re.compile(r"\.instance[ \t]*\([ \t]*\)"), "`PackedScene.instance()` (instantiate() in Godot 4)", 0.85, "instance()", "instantiate()"),
     (re.compile(r"^[ \t]*(remote|master|puppet|remotesync|mastersync|puppetsync|slave|sync)[ \t]+(func|var)\b", re.M),
      "RPC keyword on a member (Godot 4 uses @rpc)", 0.95, "remote func", "@rpc func"),
-    (re.compile(r"^[ \t]*func[ \t]+_init\([^)]*\)[ \t]*\.[ \t]*\(", re.M), "`_init().(...)` parent constructor call", 0.95, "_init().()", "super()"),
+    (_HeadParenScan(r"^[ \t]*func[ \t]+_init\(", r"[ \t]*\.[ \t]*\(", re.M), "`_init().(...)` parent constructor call", 0.95,
+     "_init().()", "super()"),
     (re.compile(r"(?<![\w.])move_and_slide_with_snap[ \t]*\("), "`move_and_slide_with_snap()` (Godot 4 sets floor_snap_length)", 0.9,
      "move_and_slide_with_snap()", "move_and_slide()"),
 ]
 
-_G4_SYNTAX: list[tuple[re.Pattern[str], str, float]] = [
+_G4_SYNTAX: list[tuple[re.Pattern[str] | _LambdaScan, str, float]] = [
     (re.compile(r"(?:^|[ \t;])@(export\w*|onready|tool|icon|rpc|warning_ignore\w*|static_unload|abstract)\b", re.M),
      "annotation (Godot 4 only)", 0.95),
     (re.compile(r"(?<![\w.])await\b"), "`await` (Godot 4 only)", 0.95),
     (re.compile(r"(?<![\w.])super[ \t]*[.(]"), "`super` call (Godot 4 only)", 0.9),
-    (re.compile(r"(?:[=(,:\[]|return)[ \t]*func\b[^\n]*\)[ \t]*(->[ \t]*\w+[ \t]*)?:"), "lambda (Godot 4 only)", 0.9),
+    (_LambdaScan(), "lambda (Godot 4 only)", 0.9),
     (re.compile(r"\bArray\[[ \t]*[A-Za-z_]\w*[ \t]*\]"), "typed array (Godot 4 only)", 0.9),
     (re.compile(r"\bDictionary\[[ \t]*[A-Za-z_]\w*[ \t]*,"), "typed dictionary (Godot 4.4+)", 0.9),
     (re.compile(r"\.emit[ \t]*\("), "`signal.emit()` (Godot 4 only)", 0.85),
@@ -348,7 +547,7 @@ _G4_SYNTAX: list[tuple[re.Pattern[str], str, float]] = [
 _NAME_LIKE_SYNTAX = ("`PackedScene.instance()`", "move_and_slide_with_snap", "`signal.emit()`", "`instantiate()`")
 _LITERAL_WHATS = ("StringName literal &\"...\" (Godot 4 only)", "NodePath literal ^\"...\" (Godot 4 only)")
 _SYNTAX_WHATS = frozenset(
-    [entry[1] for entry in (*_G3_SYNTAX, *_G4_SYNTAX) if not any(n in entry[1] for n in _NAME_LIKE_SYNTAX)]
+    [str(entry[1]) for entry in (*_G3_SYNTAX, *_G4_SYNTAX) if not any(n in str(entry[1]) for n in _NAME_LIKE_SYNTAX)]
     + list(_LITERAL_WHATS)
 )
 
@@ -439,38 +638,70 @@ def _tokens(mask: str) -> list[_Token]:
         prev_char = before[-1:] if before else ""
         after = mask[end:].lstrip(" \t")
         next_char = after[:1]
-        pw = re.search(r"([A-Za-z_]\w*)[ \t]*$", before)
-        prev_word = pw.group(1) if pw else ""
+        # Hand scans backwards (the patterns they replace were retried from every start of the window).
+        prev_word = _trailing_ident(before)[1]
         receiver = ""
         if prev_char == ".":
-            rm = re.search(r"([A-Za-z_]\w*|[)\]])[ \t]*\.$", before)
-            receiver = rm.group(1) if rm else "?"
-            if rm and re.search(r"[$%][\w/]*$", before[: rm.start(1) + len(rm.group(1))]) and receiver not in (")", "]"):
-                receiver = "$node"
+            head = before[:-1].rstrip(" \t")
+            if head[-1:] in (")", "]"):
+                receiver = head[-1]
+            else:
+                at, receiver = _trailing_ident(head)
+                if at < 0:
+                    receiver = "?"
+                else:
+                    j = at
+                    while j > 0 and (_is_word(head[j - 1]) or head[j - 1] == "/"):
+                        j -= 1
+                    if j > 0 and head[j - 1] in "$%":
+                        receiver = "$node"
         out.append(_Token(m.group(0), start, end, prev_char, next_char, prev_word, receiver))
     return out
 
 
-def _call_args(mask: str, open_paren: int) -> list[str] | None:
-    """Top-level arguments of the call whose '(' is at ``open_paren`` (None when unbalanced)."""
-    depth = 0
-    args: list[str] = []
-    cur = open_paren + 1
-    for i in range(open_paren, len(mask)):
-        ch = mask[i]
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                tail = mask[cur:i].strip()
-                if tail or args:
-                    args.append(tail)
-                return args
-        elif ch == "," and depth == 1:
-            args.append(mask[cur:i].strip())
-            cur = i + 1
-    return None
+class _Calls:
+    """Every bracket of a mask matched in one pass: a call's arguments without rescanning the text.
+
+    Scanning forward from each '(' to its match made nested or unclosed calls
+    quadratic. Brackets of any kind nest together (as the chunker sees them).
+    """
+
+    # Arguments are looked at by their ends and first words only: a longer one keeps its head and tail.
+    ARG_KEEP = 2048
+
+    def __init__(self, mask: str):
+        self.mask = mask
+        self.close: dict[int, int] = {}
+        self.commas: dict[int, list[int]] = {}
+        stack: list[int] = []
+        for i, ch in enumerate(mask):
+            if ch in "([{":
+                stack.append(i)
+            elif ch in ")]}":
+                if stack:
+                    self.close[stack.pop()] = i
+            elif ch == "," and stack:
+                self.commas.setdefault(stack[-1], []).append(i)
+
+    def _arg(self, a: int, b: int) -> str:
+        if b - a <= 2 * self.ARG_KEEP:
+            return self.mask[a:b].strip()
+        return self.mask[a:a + self.ARG_KEEP].lstrip() + self.mask[b - self.ARG_KEEP:b].rstrip()
+
+    def args(self, open_paren: int) -> list[str] | None:
+        """Top-level arguments of the call whose '(' is at ``open_paren`` (None when unbalanced)."""
+        close = self.close.get(open_paren)
+        if close is None:
+            return None
+        args: list[str] = []
+        cur = open_paren + 1
+        for comma in self.commas.get(open_paren, ()):
+            args.append(self._arg(cur, comma))
+            cur = comma + 1
+        tail = self._arg(cur, close)
+        if tail or args:
+            args.append(tail)
+        return args
 
 
 def _is_string(arg: str) -> bool:
@@ -556,8 +787,8 @@ def gdscript_facts(
                 continue
             facts.append(Fact(SIGNAL_GODOT3, strength, what + _rests_on(member), _line_of(chunk, m.start()), old, new,
                               tier=1 if member is not None else 2))
-    for pattern, what, strength in _G4_SYNTAX:
-        for m in pattern.finditer(mask):
+    for pattern4, what, strength in _G4_SYNTAX:
+        for m in pattern4.finditer(mask):
             member = _syntax_member(ctx, m.start())
             if member is not None and member.kind == "project":
                 continue
@@ -674,18 +905,25 @@ def _with_syntax_basis(fact: Fact, retrieved: set[str]) -> Fact:
     return replace(fact, basis_record_id=_SYNTAX_BASIS[fact.old])
 
 
+# The calls whose arguments say something (the branches of _call_shape_facts).
+_SHAPED_CALLS = frozenset({"connect", "disconnect", "is_connected", "move_and_slide", "intersect_ray", "rpc", "rpc_id",
+                           "call", "call_deferred", "tween_callback"})
+
+
 def _call_shape_facts(chunk: Chunk, mask: str, tokens: list[_Token], declared: frozenset[str], ctx: _Context) -> list[Fact]:
     """Facts that depend on a call's arguments, not only its name."""
     facts: list[Fact] = []
+    calls: _Calls | None = None
     for t in tokens:
-        if t.next_char != "(" or t.prev_word in _DECL_WORDS:
+        if t.next_char != "(" or t.prev_word in _DECL_WORDS or t.word not in _SHAPED_CALLS:
             continue
         own = t.word in declared and t.receiver in ("", "self")
         member = ctx.member(t) if t.prev_char == "." and t.receiver != "self" else None
         if member is not None and member.kind == "project":
             continue  # a project method that shares an engine method's name
         paren = mask.index("(", t.end)
-        args = _call_args(mask, paren)
+        calls = calls or _Calls(mask)
+        args = calls.args(paren)
         if args is None:
             continue
         line = _line_of(chunk, t.start)
@@ -832,7 +1070,8 @@ _CONTAINERS4 = ("Array", "Dictionary", "String", "PackedStringArray", "PackedInt
                 "PackedByteArray", "PackedVector2Array", "PackedVector3Array", "PackedColorArray")
 _EXTENDS_RE = re.compile(r"^[ \t]*extends[ \t]+([A-Za-z_]\w*)[ \t]*$", re.M)
 _LOCAL_RE = re.compile(r"\b(?:var|const|for)[ \t]+([A-Za-z_]\w*)")
-_PARAMS_RE = re.compile(r"^[ \t]*(?:static[ \t]+)?func[ \t]+\w+[ \t]*\(([^)]*)\)", re.M)
+# Parameters of a function or a signal declaration: names the code declares, not engine members.
+_PARAMS_SCAN = _HeadParenScan(r"^[ \t]*(?:static[ \t]+)?(?:func|signal)[ \t]+\w+[ \t]*\(", "", re.M)
 
 
 def _script_base(chunk: Chunk, index: RenameIndex, engine_base: str = "") -> tuple[str, str]:
@@ -867,7 +1106,7 @@ def _class_pair(base: str, index: RenameIndex) -> tuple[str, str]:
 
 def _local_names(mask: str) -> frozenset[str]:
     names = set(_LOCAL_RE.findall(mask))
-    for params in _PARAMS_RE.findall(mask):
+    for _, params in _PARAMS_SCAN.matches(mask):
         for p in params.split(","):
             m = re.match(r"\s*([A-Za-z_]\w*)", p)
             if m:
@@ -914,7 +1153,8 @@ def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, de
                 continue
             if w[0].isupper() and not w.isupper():
                 if w in vocab.classes3 and w not in vocab.classes4 and w not in vocab.singletons4:
-                    add(SIGNAL_GODOT3, 0.85, f"Godot 3 class `{w}` (not in Godot 4)", t, w, _G3_REPLACEMENTS.get(w, ""))
+                    new, basis = _class_replacement(index, w)
+                    add(SIGNAL_GODOT3, 0.85, f"Godot 3 class `{w}` (not in Godot 4)", t, w, new, basis)
                 elif w in vocab.classes4 and w not in vocab.classes3 and w not in vocab.singletons3:
                     add(SIGNAL_GODOT4, 0.85, f"Godot 4 class `{w}` (not in Godot 3)", t)
                 continue
@@ -944,6 +1184,16 @@ def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, de
             elif t.next_char == "(":
                 _member_name_fact(add, t, vocab)
             continue
+        if t.receiver == "self" and inherited3 and inherited4:
+            # self.name: a member of the script's own base class, as when called bare.
+            in3, in4 = w in inherited3, w in inherited4
+            if in3 and not in4:
+                new, basis = _replacement(index, base3, base4, w)
+                add(SIGNAL_GODOT3, 0.8, f"Godot 3 member `{w}` of {base3} (not in Godot 4's {base4}) [self]", t, w, new, basis)
+            elif in4 and not in3:
+                add(SIGNAL_GODOT4, 0.8, f"Godot 4 member `{w}` of {base4} (not in Godot 3's {base3}) [self]", t)
+            if in3 or in4 or _accessor_of(w, inherited3 | inherited4):
+                continue
         member = ctx.member(t) if t.receiver != "self" else None
         if member is not None and member.kind == "project":
             continue  # the project's own member, whatever engine name it shares
@@ -978,12 +1228,12 @@ def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, de
                     add(SIGNAL_GODOT4, 0.85, f"Godot 4 member `{r}.{w}` (not in Godot 3)", t)
             continue
         if not _member_name_fact(add, t, vocab, member) and t.next_char == "(":
-            c3 = any(w in vocab.members3.get(k, ()) for k in _CONTAINERS3)
-            c4 = any(w in vocab.members4.get(k, ()) for k in _CONTAINERS4)
-            if c3 and not c4:
+            box3 = any(w in vocab.members3.get(k, ()) for k in _CONTAINERS3)
+            box4 = any(w in vocab.members4.get(k, ()) for k in _CONTAINERS4)
+            if box3 and not box4:
                 add(SIGNAL_GODOT3, 0.75, f"Godot 3 Array/Dictionary/String method `{w}()` (renamed in Godot 4)", t, w,
                     _G3_REPLACEMENTS.get(w, ""), tier=0)
-            elif c4 and not c3:
+            elif box4 and not box3:
                 add(SIGNAL_GODOT4, 0.75, f"Godot 4 Array/Dictionary/String method `{w}()` (not in Godot 3)", t, tier=0)
     return facts
 
@@ -999,6 +1249,8 @@ def _member_name_fact(add, t: _Token, vocab: EngineVocabulary, member: _Member |
     in4 = w in vocab.member_names4 or w in vocab.globals4
     if (in3 and w in vocab.accessor_names4) or (in4 and w in vocab.accessor_names3):
         return False
+    if (in3 and w in vocab.editor_only3) or (in4 and w in vocab.editor_only4):
+        return False  # only an editor class has it; the receiver is unknown
     call = t.next_char == "("
     rests = _rests_on(member)
     if in3 and not in4:
@@ -1069,6 +1321,41 @@ def _replacement(index: RenameIndex, c3: str, c4: str, w: str, qualified: str = 
     if by_name:
         return by_name
     return (REMOVED_IN_GODOT4, record) if record else ("", "")
+
+
+def _class_replacement(index: RenameIndex, klass: str) -> tuple[str, str]:
+    """(new form, basis) for a Godot 3 class Godot 4 lacks that no rename pair covers.
+
+    The authored change for the class (``YSort (node) -> Node2D.y_sort_enabled``), the
+    known replacement, or else a note citing the class's 3.6 record with no replacement.
+    """
+    change = shipped_class_changes().get(klass)
+    record = index.vocabulary.records3.get((klass, ""), "")
+    if klass in _G3_REPLACEMENTS:
+        return _G3_REPLACEMENTS[klass], change[1] if change else record
+    if change:
+        return change
+    return (REMOVED_IN_GODOT4, record) if record else ("", "")
+
+
+@lru_cache(maxsize=1)
+def shipped_class_changes() -> dict[str, tuple[str, str]]:
+    """Godot 3 class -> (new form, record id) from the authored class changes (kb_data/api_mapping_extra.jsonl)."""
+    from godot_rag.domain.retrieval.knowledge import read_jsonl
+
+    out: dict[str, tuple[str, str]] = {}
+    for row in read_jsonl("api_mapping_extra.jsonl"):
+        if row.get("change_type") != "class":
+            continue
+        olds = [o.strip() for o in str(row.get("old_symbol", "")).split(",")]
+        news = [n.strip() for n in str(row.get("new_symbol", "")).split(",")]
+        for i, old in enumerate(olds):
+            name, end = read_ident(old, 0)
+            rest = old[end:].lstrip()
+            if name[:1].isupper() and (not rest or rest.startswith("(")) and "." not in old:
+                new = news[i] if len(news) == len(olds) else str(row.get("new_symbol", ""))
+                out.setdefault(name, (new[:200], f"change:{row['id']}"))
+    return out
 
 
 @lru_cache(maxsize=1)
@@ -1152,18 +1439,18 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fac
     if source_kind == "project_config":
         add(r"^config_version[ \t]*=[ \t]*[34]\b", SIGNAL_GODOT3, 0.99, "config_version 3/4 (Godot 3 project file)", KIND_CONFIG)
         add(r"^config_version[ \t]*=[ \t]*5\b", SIGNAL_GODOT4, 0.99, "config_version=5 (Godot 4 project file)", KIND_CONFIG)
-        add(r"^config/features[ \t]*=[ \t]*PackedStringArray\([^)]*\"4\.\d", SIGNAL_GODOT4, 0.99, "config/features names Godot 4.x",
+        add(r"^config/features[ \t]*=[ \t]*PackedStringArray\([^)\n]*\"4\.\d", SIGNAL_GODOT4, 0.99, "config/features names Godot 4.x",
             KIND_CONFIG)
         add(r"PoolStringArray\(", SIGNAL_GODOT3, 0.9, "PoolStringArray value (Godot 3 project file format)", KIND_FILE_FORMAT)
         add(r"\"scancode\"|\"physical_scancode\"", SIGNAL_GODOT3, 0.85, "input event scancode (keycode in Godot 4)", KIND_API)
         add(r"\"physical_keycode\"|\"keycode\"", SIGNAL_GODOT4, 0.85, "input event keycode (Godot 4)", KIND_API)
     elif source_kind in ("scene", "resource"):
-        add(r"^\[gd_(scene|resource)[^\]]*\bformat=2\b", SIGNAL_GODOT3, 0.6,
+        add(r"^\[gd_(scene|resource)[^\]\n]*\bformat=2\b", SIGNAL_GODOT3, 0.6,
             "scene/resource format=2 (saved by Godot 3; Godot 4 loads it and re-saving converts it)", KIND_FILE_FORMAT)
-        add(r"^\[gd_(scene|resource)[^\]]*\bformat=[34]\b", SIGNAL_GODOT4, 0.95,
+        add(r"^\[gd_(scene|resource)[^\]\n]*\bformat=[34]\b", SIGNAL_GODOT4, 0.95,
             "scene/resource format=3/4 (saved by Godot 4; Godot 3 cannot load it)", KIND_FILE_FORMAT)
         add(r"\buid=\"uid://", SIGNAL_GODOT4, 0.8, "uid:// resource id (Godot 4 file format)", KIND_FILE_FORMAT)
-        add(r"^\[ext_resource[^\]]*\bid=\d+\b", SIGNAL_GODOT3, 0.7, "numeric ext_resource id (Godot 3 file format)", KIND_FILE_FORMAT)
+        add(r"^\[ext_resource[^\]\n]*\bid=\d+\b", SIGNAL_GODOT3, 0.7, "numeric ext_resource id (Godot 3 file format)", KIND_FILE_FORMAT)
         add(r"(Ext|Sub)Resource\([ \t]+\d+[ \t]+\)", SIGNAL_GODOT3, 0.7, "ExtResource( 1 ) reference (Godot 3 file format)",
             KIND_FILE_FORMAT)
         add(r"(Ext|Sub)Resource\(\"[^\"]+\"\)", SIGNAL_GODOT4, 0.8, "ExtResource(\"id\") reference (Godot 4 file format)",

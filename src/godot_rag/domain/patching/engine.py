@@ -25,7 +25,7 @@ from godot_rag.domain.models import SIGNAL_GODOT3
 from godot_rag.domain.patching.gdscript import patch_gdscript
 from godot_rag.domain.patching.knowledge import PatchKnowledge, shipped_knowledge
 from godot_rag.domain.patching.model import Basis, EditConflict, FilePatch, Hunk, PatchResult, Todo, apply_edits
-from godot_rag.domain.patching.symbols import LocalProjectIndex, ProjectSymbols
+from godot_rag.domain.patching.symbols import ProjectSymbols, SharedProjectSymbols
 from godot_rag.domain.patching.text_files import patch_project_godot, patch_scene
 from godot_rag.domain.retrieval.knowledge import RENAME_TABLE_CHANGE_TYPE
 
@@ -47,32 +47,10 @@ def source_kind(path: str) -> str:
     return ""
 
 
-def autoloads(project_godot: str) -> dict[str, str]:
-    """Autoload name -> script path (project-relative) from project.godot's [autoload] section."""
-    out: dict[str, str] = {}
-    section = ""
-    for line in project_godot.splitlines():
-        m = re.match(r"^\[([^\]]+)\]", line)
-        if m:
-            section = m.group(1)
-            continue
-        if section == "autoload":
-            am = re.match(r'^([A-Za-z_]\w*)\s*=\s*"\*?res://([^"]+\.gd)"', line)
-            if am:
-                out[am.group(1)] = am.group(2)
-    return out
-
-
-def default_index(files: Mapping[str, str], knowledge: PatchKnowledge) -> LocalProjectIndex:
+def default_index(files: Mapping[str, str], knowledge: PatchKnowledge, index_json: str = "") -> SharedProjectSymbols:
+    """The shared project index over ``files`` (or the one stored with an analysis, ``index_json``)."""
     v = knowledge.vocabulary
-    index = LocalProjectIndex.from_sources(files, v.classes3 | v.singletons3)
-    for path, text in files.items():
-        if source_kind(path) == "project_config":
-            prefix = path[: -len("project.godot")]
-            for name, script in autoloads(text).items():
-                if prefix + script in index.scripts:
-                    index.by_class_name.setdefault(name, prefix + script)
-    return index
+    return SharedProjectSymbols.from_json(index_json, files, v.classes3 | v.singletons3)
 
 
 def _rename_index(knowledge: PatchKnowledge) -> RenameIndex:
@@ -168,11 +146,13 @@ def _hunks(fp: FilePatch) -> list[Hunk]:
         os_, ol, ns, nl = int(m.group(1)), int(m.group(2) or 1), int(m.group(3)), int(m.group(4) or 1)
         lo, hi = (os_, os_ + max(ol, 1) - 1) if ol else (os_ + 1, os_ + 1)
         basis: list[Basis] = []
+        lines: list[int] = []
         for a, b, e in spans:
             if a <= hi and b >= lo:
                 basis.extend(e.basis)
+                lines.extend([a] * len(e.basis))
         text = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in body)
-        hunks.append(Hunk(fp.path, os_, ol, ns, nl, text, tuple(basis)))
+        hunks.append(Hunk(fp.path, os_, ol, ns, nl, text, tuple(basis), tuple(lines)))
         i = j
     return hunks
 
@@ -250,7 +230,7 @@ def basis_lines(result: PatchResult) -> list[dict]:
             "record_ids": sorted({b.record_id for b in h.basis if b.record_id}),
             "confidence": round(min((b.confidence for b in h.basis), default=0.0), 3),
             "receivers": sorted({b.receiver for b in h.basis if b.receiver}),
-            "changes": [b.as_dict() for b in h.basis],
+            "changes": [dict(b.as_dict(), line=line) for b, line in zip(h.basis, h.basis_lines, strict=True)],
         })
     return rows
 

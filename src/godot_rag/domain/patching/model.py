@@ -93,6 +93,7 @@ class Hunk:
     new_len: int
     text: str  # the hunk as it appears in the diff, header included
     basis: tuple[Basis, ...]
+    basis_lines: tuple[int, ...] = ()  # per basis entry: the line of the original file its edit starts on
 
 
 @dataclass

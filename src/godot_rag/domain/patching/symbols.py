@@ -1,30 +1,26 @@
-"""Receiver resolution and the project symbol index the patch asks "is this name the project's own?".
+"""Receiver kinds and the project symbols the patch asks "is this name the project's own?".
 
 The patch renames an engine member only where the name does not belong to the
 project: ``func update()`` declared by a script makes its ``update()`` calls the
-user's, not ``CanvasItem.update``.  The question is asked through the small
-``ProjectSymbols`` protocol so that the shared project index of the rules judge
-(receiver types across files, scenes and autoloads) can replace
-``LocalProjectIndex`` without touching the rules: it only has to answer
-``defines`` and ``engine_base``.
+user's, not ``CanvasItem.update``.  The rules ask through the small
+``ProjectSymbols`` protocol; ``SharedProjectSymbols`` answers it from the
+project index of the rules judge (``domain/judging/project_index.py``: scripts,
+their ``extends`` chains, ``class_name``s, inner classes, scene-typed node
+paths and autoloads), the same index that is built at submission and stored
+per analysis.  There is one implementation of "what does the project define";
+this module only adapts its answers to the patch's questions.
 
-``LocalProjectIndex`` is the minimal implementation kept here until then: it
-reads every ``.gd`` file of the project with tree-sitter and knows each
-script's ``class_name``, ``extends`` and declared names.  Its answers are
-conservative: a receiver it cannot type counts as the project's whenever any
-script of the project declares the name.
+The answers are conservative: a receiver the index cannot type counts as the
+project's whenever any script of the project declares the name.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
-from tree_sitter import Node, Parser
-
-from godot_rag.domain.chunking.gdscript import _language
+from godot_rag.domain.judging.project_index import ClassSymbols, ProjectIndex, script_key
 
 # Receiver kinds.
 SELF = "self"  # bare name or self.name inside the script
@@ -65,7 +61,7 @@ class Receiver:
 
 
 class ProjectSymbols(Protocol):
-    """What the rules ask about the project; to be implemented by the shared project index."""
+    """What the rules ask about the project (answered by ``SharedProjectSymbols``)."""
 
     def defines(self, name: str, receiver: Receiver, script: str) -> bool:
         """True when ``name`` on ``receiver`` (seen from ``script``) may be the project's own declaration."""
@@ -84,225 +80,106 @@ class ProjectSymbols(Protocol):
         attach the script say; None when no scene says or they disagree."""
 
 
-@dataclass
-class ScriptInfo:
-    path: str
-    class_name: str = ""
-    extends: str = ""  # identifier, or the res:// path of a string extends
-    functions: set[str] = field(default_factory=set)
-    variables: set[str] = field(default_factory=set)
-    constants: set[str] = field(default_factory=set)  # const, enum names and enum values
-    signals: set[str] = field(default_factory=set)
-    classes: set[str] = field(default_factory=set)  # inner classes
+class SharedProjectSymbols:
+    """``ProjectSymbols`` over the shared ``ProjectIndex`` (see the module docstring).
 
-    @property
-    def declared(self) -> frozenset[str]:
-        return frozenset(self.functions | self.variables | self.constants | self.signals | self.classes)
+    ``engine_classes`` are the Godot 3 engine classes and singletons: an
+    ``extends`` chain that ends in anything else (a script the project does not
+    hold, a misspelt name) leaves the base class unresolved.
+    """
 
-
-def _text(src: bytes, node: Node) -> str:
-    return src[node.start_byte:node.end_byte].decode("utf-8", "replace")
-
-
-def _child(node: Node, type_: str) -> Node | None:
-    for c in node.children:
-        if c.type == type_:
-            return c
-    return None
-
-
-def script_info(path: str, src: bytes, parser: Parser | None = None) -> ScriptInfo:
-    parser = parser or Parser(_language())
-    tree = parser.parse(src)
-    info = ScriptInfo(path)
-    stack = [tree.root_node]
-    while stack:
-        node = stack.pop()
-        t = node.type
-        if t == "class_name_statement":
-            name = _child(node, "name")
-            if name is not None:
-                info.class_name = _text(src, name)
-            ext = _child(node, "extends_statement")
-            if ext is not None:
-                stack.append(ext)
-        elif t == "extends_statement" and not info.extends and node.parent is not None and node.parent.type in ("source", "class_name_statement"):
-            target = node.children[-1] if node.children else None
-            if target is not None:
-                raw = _text(src, target).strip()
-                info.extends = raw.strip("\"'") if raw[:1] in "\"'" else raw.split(".")[0]
-        elif t in ("function_definition", "constructor_definition"):
-            name = _child(node, "name")
-            info.functions.add(_text(src, name) if name is not None else "_init")
-            continue  # locals are not members
-        elif t in ("variable_statement", "export_variable_statement", "onready_variable_statement"):
-            name = _child(node, "name")
-            if name is not None:
-                info.variables.add(_text(src, name))
-        elif t == "const_statement":
-            name = _child(node, "name")
-            if name is not None:
-                info.constants.add(_text(src, name))
-        elif t == "signal_statement":
-            name = _child(node, "name")
-            if name is not None:
-                info.signals.add(_text(src, name))
-        elif t == "enum_definition":
-            name = _child(node, "name")
-            if name is not None:
-                info.constants.add(_text(src, name))
-            body = _child(node, "enumerator_list")
-            for e in (body.children if body is not None else ()):
-                if e.type == "enumerator" and e.children:
-                    info.constants.add(_text(src, e.children[0]))
-            continue
-        elif t == "class_definition":
-            name = _child(node, "name")
-            if name is not None:
-                info.classes.add(_text(src, name))
-        stack.extend(reversed(node.children))
-    return info
-
-
-@dataclass(frozen=True)
-class SceneNodeInfo:
-    path: str  # "." for the root, else the path from the root ("Body/Sprite")
-    type: str  # engine class ("" for an instanced scene)
-    script: str  # project-relative path of the attached script ("" when none)
-    instance: str  # project-relative path of the instanced scene ("" when none)
-
-
-_SCENE_SECTION = re.compile(r"^\[(\w+)((?:\s+\w+=(?:\"[^\"]*\"|\w+\([^)]*\)|[^\s\]]+))*)\s*\]\s*$")
-_SCENE_ATTR = re.compile(r'(\w+)=("[^"]*"|ExtResource\(\s*"?[^)\s"]+"?\s*\)|[^\s\]]+)')
-_EXT_REF = re.compile(r'ExtResource\(\s*"?([^)\s"]+)"?\s*\)')
-
-
-def _res(path: str) -> str:
-    return path[len("res://"):] if path.startswith("res://") else path
-
-
-def scan_scene(text: str) -> list[SceneNodeInfo]:
-    """The nodes of a .tscn text with their type, attached script and instanced scene."""
-    ext: dict[str, str] = {}
-    nodes: list[dict] = []
-    current: dict | None = None
-    for line in text.splitlines():
-        m = _SCENE_SECTION.match(line)
-        if m:
-            attrs = {a.group(1): a.group(2).strip('"') for a in _SCENE_ATTR.finditer(m.group(2))}
-            current = None
-            if m.group(1) == "ext_resource" and "id" in attrs and "path" in attrs:
-                ext[attrs["id"]] = _res(attrs["path"])
-            elif m.group(1) == "node":
-                parent = attrs.get("parent")
-                name = attrs.get("name", "")
-                path = "." if parent is None else (name if parent == "." else f"{parent}/{name}")
-                inst = _EXT_REF.search(attrs.get("instance", ""))
-                current = {"path": path, "type": attrs.get("type", ""), "script": "", "instance": inst.group(1) if inst else ""}
-                nodes.append(current)
-            continue
-        if current is not None and line.startswith("script"):
-            sm = re.match(r"script\s*=\s*" + _EXT_REF.pattern, line)
-            if sm:
-                current["script"] = sm.group(1)
-    return [SceneNodeInfo(n["path"], n["type"], ext.get(n["script"], ""), ext.get(n["instance"], "")) for n in nodes]
-
-
-class LocalProjectIndex:
-    """The project's scripts, read with tree-sitter (see the module docstring)."""
-
-    def __init__(self, scripts: Iterable[ScriptInfo], engine_classes: frozenset[str] | set[str],
-                 scenes: Mapping[str, list[SceneNodeInfo]] | None = None):
-        self.scripts = {s.path: s for s in scripts}
+    def __init__(self, index: ProjectIndex, engine_classes: frozenset[str] | set[str]):
+        self.index = index
         self.engine_classes = engine_classes
-        self.by_class_name = {s.class_name: s.path for s in self.scripts.values() if s.class_name}
-        self.everywhere: frozenset[str] = frozenset(n for s in self.scripts.values() for n in s.declared)
-        self.scenes = dict(scenes or {})
-        # script -> [(scene, path of the node it is attached to)]
-        self.attached: dict[str, list[tuple[str, str]]] = {}
-        for scene, nodes in self.scenes.items():
-            for n in nodes:
-                if n.script:
-                    self.attached.setdefault(n.script, []).append((scene, n.path))
+        self.everywhere: frozenset[str] = index.all_member_names()
+        self._nodes: dict[str, dict[str, tuple[str, str]]] = {}
 
     @classmethod
-    def from_sources(cls, files: Mapping[str, str], engine_classes: frozenset[str] | set[str]) -> LocalProjectIndex:
-        parser = Parser(_language())
-        scripts = (script_info(p, t.encode("utf-8"), parser) for p, t in files.items() if p.endswith(".gd"))
-        scenes = {p: scan_scene(t) for p, t in files.items() if p.endswith(".tscn")}
-        return cls(scripts, engine_classes, scenes)
+    def from_sources(cls, files: Mapping[str, str], engine_classes: frozenset[str] | set[str]) -> SharedProjectSymbols:
+        return cls(ProjectIndex.build(sorted(files.items())), engine_classes)
+
+    @classmethod
+    def from_json(cls, index_json: str, files: Mapping[str, str],
+                  engine_classes: frozenset[str] | set[str]) -> SharedProjectSymbols:
+        """The index stored with an analysis; rebuilt from ``files`` when it is missing or of another version."""
+        index = ProjectIndex.from_json(index_json)
+        if not index.scripts and any(p.endswith(".gd") for p in files):
+            index = ProjectIndex.build(sorted(files.items()))
+        return cls(index, engine_classes)
+
+    # ------------------------------------------------------------ helpers
+
+    def _key_of(self, ref: str) -> str:
+        """A class_name, autoload, ``res://`` path or project-relative path -> a script key ("" when none)."""
+        if not ref:
+            return ""
+        if ref in self.index.class_names:
+            return script_key(self.index.class_names[ref])
+        if ref in self.index.autoloads:
+            key = self.index.autoload_key(ref)
+            return key if key.startswith("script:") else ""
+        path = ref[len("res://"):] if ref.startswith("res://") else ref
+        return script_key(path) if path in self.index.scripts else ""
+
+    def _chain_members(self, key: str) -> frozenset[str]:
+        info = self.index.type_info(key, "")
+        return info.members if info is not None else frozenset()
+
+    # ------------------------------------------------------------ ProjectSymbols
+
+    def engine_base(self, script: str) -> str:
+        if script not in self.index.scripts:
+            return ""
+        keys, engine = self.index.chain(script_key(script))
+        if not self.index.scripts[script].extends and len(keys) == 1:
+            return ""  # no extends at all: a plain Reference the patch does not type
+        return engine if engine in self.engine_classes else ""
+
+    def declared_in(self, script: str) -> frozenset[str]:
+        top = self.index.scripts.get(script)
+        if top is None:
+            return frozenset()
+        out: set[str] = set()
+        stack: list[ClassSymbols] = [top]
+        while stack:  # inner classes' members count: a bare name in them is still the script's own
+            c = stack.pop()
+            out.update(c.members)
+            stack.extend(c.inner.values())
+        return frozenset(out)
 
     def script_of(self, name: str) -> str:
-        return self.by_class_name.get(name, "")
+        key = self._key_of(name) if (name in self.index.class_names or name in self.index.autoloads) else ""
+        return key[len("script:"):] if key else ""
 
-    def _node_in(self, scene: str, path: str, depth: int = 0) -> tuple[str, str] | None:
-        for n in self.scenes.get(scene, ()):
-            if n.path == path:
-                if n.instance:
-                    if depth > 8:
-                        return None
-                    root = self._node_in(n.instance, ".", depth + 1)
-                    if root is None:
-                        return None
-                    # A script set on the instancing node replaces the instanced root's.
-                    return root[0], n.script or root[1]
-                return n.type, n.script
-        return None
+    def is_project_class(self, name: str) -> bool:
+        return bool(self.script_of(name))
 
     def node_ref(self, script: str, node_path: str) -> tuple[str, str] | None:
         node_path = node_path.strip().strip("\"'")
         if not node_path or node_path.startswith(("/", ".")) or ".." in node_path.split("/"):
             return None
-        found: set[tuple[str, str]] = set()
-        for scene, at in self.attached.get(script, ()):
-            ref = self._node_in(scene, node_path if at == "." else f"{at}/{node_path}")
-            if ref is None:
-                return None  # one scene does not have the node: the path is not settled
-            found.add(ref)
-        return found.pop() if len(found) == 1 else None
-
-    def _script_for(self, ref: str) -> ScriptInfo | None:
-        if ref in self.by_class_name:
-            return self.scripts[self.by_class_name[ref]]
-        if ref.startswith("res://"):
-            return self.scripts.get(ref[len("res://"):])
-        return self.scripts.get(ref)
-
-    def _chain(self, script: str) -> list[ScriptInfo]:
-        out: list[ScriptInfo] = []
-        seen: set[str] = set()
-        info = self.scripts.get(script)
-        while info is not None and info.path not in seen:
-            seen.add(info.path)
-            out.append(info)
-            info = self._script_for(info.extends) if info.extends else None
-        return out
-
-    def engine_base(self, script: str) -> str:
-        chain = self._chain(script)
-        if not chain:
-            return ""
-        last = chain[-1].extends
-        return last if last in self.engine_classes else ""
-
-    def declared_in(self, script: str) -> frozenset[str]:
-        info = self.scripts.get(script)
-        return info.declared if info else frozenset()
-
-    def is_project_class(self, name: str) -> bool:
-        return name in self.by_class_name
+        if script not in self._nodes:
+            found: dict[str, tuple[str, str]] = {}
+            for rel, ref in self.index.node_types(script).items():
+                if ref.type_key.startswith("script:"):
+                    path = ref.type_key[len("script:"):]
+                    found[rel] = (self.engine_base(path), path)
+                else:
+                    found[rel] = (ref.type_key, "")
+            self._nodes[script] = found
+        return self._nodes[script].get(node_path)
 
     def defines(self, name: str, receiver: Receiver, script: str) -> bool:
         if receiver.kind == SELF:
-            if not self.scripts.get(script) or not self.engine_base(script):
+            if script not in self.index.scripts or not self.engine_base(script):
                 # The chain ends in a script the index does not have: any project name may be inherited.
                 return name in self.everywhere
-            return any(name in s.declared for s in self._chain(script))
+            return name in self._chain_members(script_key(script)) or name in self.declared_in(script)
         if receiver.kind == USER:
-            target = self._script_for(receiver.script or receiver.text)
-            if target is None:
+            key = self._key_of(receiver.script) or self._key_of(receiver.text)
+            if not key:
                 return name in self.everywhere
-            return any(name in s.declared for s in self._chain(target.path))
+            return name in self._chain_members(key)
         if receiver.kind in (ENGINE, GLOBAL):
             return False
         return name in self.everywhere

@@ -28,10 +28,8 @@ import re
 
 from godot_rag.domain.patching.knowledge import PatchKnowledge
 from godot_rag.domain.patching.model import Basis, Edit, Todo
+from godot_rag.domain.patching.sections import parse_section
 
-# A section header; values are strings, constructors such as ExtResource( 1 ) (spaces inside), or bare words.
-_SECTION = re.compile(r"^\[([A-Za-z_]+)((?:\s+[A-Za-z_]+=(?:\"[^\"]*\"|\w+\([^)]*\)|[^\s\]]+))*)\s*\]\s*$")
-_ATTR = re.compile(r"([A-Za-z_]+)=(\"[^\"]*\"|\w+\([^)]*\)|[^\s\]]+)")
 _KEY = re.compile(r"^([A-Za-z0-9_./\-]+)(\s*=\s*)")
 _SPECIAL_KEY_3 = 1 << 24
 _SPECIAL_KEY_4 = 1 << 22
@@ -130,7 +128,7 @@ def _section_keys(lines: list[tuple[int, str]]) -> dict[int, list[str]]:
     out: dict[int, list[str]] = {}
     current = -1
     for i, (_, line) in enumerate(lines):
-        if _SECTION.match(line):
+        if parse_section(line) is not None:
             current = i
             out[current] = []
             continue
@@ -199,10 +197,12 @@ def patch_scene(path: str, text: str, k: PatchKnowledge) -> tuple[list[Edit], li
     lines = _lines(text)
     keys_of = _section_keys(lines)
     for n, (start, line) in enumerate(lines, 1):
-        sm = _SECTION.match(line)
-        if sm:
-            section_kind = sm.group(1)
-            attrs = {m.group(1): (m.group(2), m.start(2)) for m in _ATTR.finditer(line, len(section_kind) + 1)}
+        section = parse_section(line)
+        if section is not None:
+            section_kind = section.tag
+            attrs: dict[str, tuple[str, int]] = {}
+            for a in section.attrs:
+                attrs.setdefault(a.key, (a.value, a.start))
             t = attrs.get("type")
             section_type = t[0].strip('"') if t else ""
             if section_kind == "gd_resource" and section_type:
