@@ -66,8 +66,11 @@ test-unit: $(STAMP)
 test-integration: $(STAMP)
 	$(PY) -m pytest -q -m integration
 
+# What a user waits for: the embedded stack end to end on a generated corpus (docs/benchmarks.md).
+# BENCH_ARGS=--quick for a few minutes, --full for the 2,000-file curve with 1/2/4 workers.
+BENCH_ARGS ?=
 bench: $(STAMP)
-	$(PY) benchmarks/bench_parser.py
+	$(PY) benchmarks/bench_pipeline.py $(BENCH_ARGS)
 	$(PY) benchmarks/bench_retrieval.py
 
 # Recall@5 and MRR of vector-only, lexical-only and hybrid retrieval on tests/retrieval_set/.

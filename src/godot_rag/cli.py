@@ -603,11 +603,11 @@ class _KbProgress:
 
 def cmd_kb_build(args, settings: Settings) -> int:
     from godot_rag.infra.embedded import EmbeddedPostgres
-    from godot_rag.infra.embedder import make_embedder
+    from godot_rag.infra.embedder import embedder_from_settings
     from godot_rag.infra.store import migrate_sync
     from godot_rag.pipeline.kb import build_kb, export_vectors
 
-    embedder = make_embedder(settings.embedder, settings.tei_url)
+    embedder = embedder_from_settings(settings)
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     if args.kb_command == "export-vectors":
         if embedder is None:

@@ -82,6 +82,9 @@ class Settings:
     stage_workers: int = 1
     embedder: str = "minilm"  # minilm (in-process all-MiniLM-L6-v2) | tei (tei_url) | none (lexical-only retrieval)
     tei_url: str = ""
+    # Runtime of the in-process minilm model: onnx (ONNX Runtime, graph exported once from the
+    # packaged weights into data_dir/models) or torch (sentence-transformers); same vectors.
+    embedder_backend: str = "onnx"
     # Alias of OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT (infra/telemetry.py);
     # all empty = spans are kept in-process only.
     otlp_endpoint: str = ""
@@ -202,6 +205,8 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         raise SettingsError(f"{ENV_PREFIX}STREAM_RETENTION_DAYS must be more than 0, not {settings.stream_retention_days}")
     if settings.stage_workers < 1:
         raise SettingsError(f"{ENV_PREFIX}STAGE_WORKERS must be at least 1, not {settings.stage_workers}")
+    if settings.embedder_backend not in ("torch", "onnx"):
+        raise SettingsError(f"{ENV_PREFIX}EMBEDDER_BACKEND must be 'torch' or 'onnx', not {settings.embedder_backend!r}")
     for name in ("max_prompt_bytes", "walk_max_entries", "walk_max_bytes", "max_submissions_per_client",
                  "grpc_max_message_bytes", "retrieval_max_limit_per_table", "git_max_bytes"):
         if getattr(settings, name) < 1:

