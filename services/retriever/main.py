@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import asyncio
 
-from godot_rag.infra.embedder import make_embedder
+from godot_rag.infra.embedder import embedder_from_settings
 from godot_rag.infra.service import run_service
 from godot_rag.pipeline.retrieval import QueryEmbedder, RetrieveStage
 from godot_rag.settings import load_settings
@@ -14,7 +14,7 @@ from services.retriever.servicer import RetrieverServicer
 def main() -> None:
     settings = load_settings()
     # Built here, loaded on the first query (the model is not needed to start).
-    backend = make_embedder(settings.embedder, settings.tei_url)
+    backend = embedder_from_settings(settings)
     holder: dict[str, RetrieveStage] = {}
 
     def register(server, ctx):

@@ -88,6 +88,9 @@ class Settings:
     # Alias of OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT (infra/telemetry.py);
     # all empty = spans are kept in-process only.
     otlp_endpoint: str = ""
+    # PostgreSQL connections each service process keeps: the consumers' handlers
+    # share them, so a pool smaller than the in-flight messages makes them queue.
+    pg_pool_size: int = 8
     log_level: str = "INFO"
     log_format: str = "text"  # text | json (one JSON object a line, with trace_id, analysis_id, chunk_id)
     # Prometheus /metrics of each service on this port (host = HOST); 0 picks a free one.
