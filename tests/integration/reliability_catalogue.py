@@ -32,6 +32,7 @@ from pathlib import Path
 
 import grpc
 import nats
+import nats.js.errors
 import psycopg
 from psycopg.rows import dict_row
 
@@ -218,12 +219,37 @@ class Harness:
                 out = {}
                 for d in durables:
                     stream = STREAM_FILES if d in ("parser", "chunker") else STREAM_CHUNKS
-                    out[d] = (await js.consumer_info(stream, d)).num_ack_pending
+                    try:
+                        out[d] = (await js.consumer_info(stream, d)).num_ack_pending
+                    except nats.js.errors.NotFoundError:
+                        out[d] = -1  # the service has not created its durable yet
                 return out
             finally:
                 await nc.close()
 
         return asyncio.run(read())
+
+    def kill_when_holding(self, durable: str, pid: int, timeout_s: float) -> int:
+        """SIGKILL ``pid`` as soon as ``durable`` has messages pending its ack; how many it held (0: killed at the timeout)."""
+
+        async def watch() -> int:
+            nc = await nats.connect(self.runtime["nats_url"], connect_timeout=5)
+            try:
+                js = nc.jetstream()
+                stream = STREAM_FILES if durable in ("parser", "chunker") else STREAM_CHUNKS
+                deadline = time.monotonic() + timeout_s
+                while time.monotonic() < deadline:
+                    held = (await js.consumer_info(stream, durable)).num_ack_pending
+                    if held > 0:
+                        os.kill(pid, signal.SIGKILL)
+                        return held
+                    await asyncio.sleep(0.02)
+                os.kill(pid, signal.SIGKILL)
+                return 0
+            finally:
+                await nc.close()
+
+        return asyncio.run(watch())
 
     def observe(self, aid: str, root: Path, note: str = "") -> Observation:
         expected = expected_chunks(root)
@@ -283,12 +309,14 @@ def _kill_service_mid_run(service: str) -> Callable[[Harness, Path], Observation
             os.kill(child.proc.pid, signal.SIGKILL)
             note = "killed right after the submission"
         else:
-            # Frozen first, so it holds messages when it is killed: mid-analysis by construction.
-            os.kill(child.proc.pid, signal.SIGSTOP)
+            # Killed the moment it holds messages (JetStream counts them as pending its ack): mid-analysis.
+            h.wait(lambda: h.consumer_ack_pending([service])[service] >= 0, 60)
+            killer = threading.Thread(target=lambda: held.append(h.kill_when_holding(service, child.proc.pid, 120)))
+            held: list[int] = []
+            killer.start()
             aid = h.submit(project)
-            held = h.wait(lambda: h.consumer_ack_pending([service])[service] > 0, 60)
-            os.kill(child.proc.pid, signal.SIGKILL)
-            note = "killed holding messages" if held else "killed (held none)"
+            killer.join()
+            note = f"killed holding {held[0]} messages" if held and held[0] > 0 else "killed (held none)"
         h.wait_finished(aid, 300)
         restarted = h.sup.children[service].restarts > restarts
         return h.observe(aid, project, note + ("; restarted" if restarted else "; NOT restarted"))
@@ -297,8 +325,9 @@ def _kill_service_mid_run(service: str) -> Callable[[Harness, Path], Observation
 
 
 for _service in SERVICES:
-    case(f"kill -9 {_service} mid-analysis", "faults", "done, godot3, 0 lost, 0 duplicated; service restarted",
-         lambda o: clean()(o) and o.note.endswith("; restarted"))(_kill_service_mid_run(_service))
+    case(f"kill -9 {_service} mid-analysis", "faults",
+         "killed holding messages; done, godot3, 0 lost, 0 duplicated; service restarted",
+         lambda o: clean()(o) and o.note.endswith("; restarted") and "held none" not in o.note)(_kill_service_mid_run(_service))
 
 
 # ---------------------------------------------------------------- faults: the whole stack
