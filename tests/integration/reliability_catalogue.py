@@ -393,7 +393,8 @@ def _read_int(path: Path) -> int | None:
 
 
 @case("NATS killed mid-analysis (supervisor restarts it)", "faults",
-      "done, godot3, 0 lost, 0 duplicated; nats-server restarted", lambda o: clean()(o) and "restarted" in o.note)
+      "done, godot3, 0 lost, 0 duplicated, no dead letter; nats-server restarted",
+      lambda o: clean()(o) and "dead letters: 0;" in o.note and o.note.endswith(" restarted"))
 def nats_restarted(h: Harness, tmp: Path) -> Observation:
     h.ensure()
     assert h.sup is not None and h.sup.nats is not None
@@ -401,14 +402,21 @@ def nats_restarted(h: Harness, tmp: Path) -> Observation:
     before = h.sup.server_restarts["nats-server"]
     aid = h.submit(project)
     h.wait(lambda: h.settled_count(aid) > 0, 120)
+    at_kill = h.settled_count(aid)
     os.kill(h.sup.nats.proc.pid, signal.SIGKILL)
     h.wait_finished(aid, 300)
     restarted = h.sup.server_restarts["nats-server"] > before
-    return h.observe(aid, project, "nats-server restarted" if restarted else "nats-server not restarted")
+    return h.observe(aid, project, f"killed at {at_kill} chunks settled; {_dead_letters(h, aid)}; "
+                                   + ("nats-server restarted" if restarted else "nats-server not restarted"))
+
+
+def _dead_letters(h: Harness, aid: str) -> str:
+    return f"dead letters: {h.sql('select count(*) as n from godot_rag.dead_letters where analysis_id = %s', (aid,))[0]['n']}"
 
 
 @case("PostgreSQL killed mid-analysis (supervisor restarts it)", "faults",
-      "done, godot3, 0 lost, 0 duplicated; postgres restarted", lambda o: clean()(o) and "restarted" in o.note)
+      "done, godot3, 0 lost, 0 duplicated, no dead letter; postgres restarted",
+      lambda o: clean()(o) and "dead letters: 0;" in o.note and o.note.endswith(" restarted"))
 def postgres_restarted(h: Harness, tmp: Path) -> Observation:
     h.ensure()
     assert h.sup is not None and h.sup.pg is not None
@@ -418,11 +426,13 @@ def postgres_restarted(h: Harness, tmp: Path) -> Observation:
     h.wait(lambda: h.settled_count(aid) > 0, 120)
     pid = h.sup.pg.postmaster_pid()
     assert pid is not None
+    at_kill = h.settled_count(aid)
     os.kill(pid, signal.SIGKILL)
     h.wait(lambda: h.sup.server_restarts["postgres"] > before, 60)
     h.wait_finished(aid, 300)
     restarted = h.sup.server_restarts["postgres"] > before
-    return h.observe(aid, project, "postgres restarted" if restarted else "postgres not restarted")
+    return h.observe(aid, project, f"killed at {at_kill} chunks settled; {_dead_letters(h, aid)}; "
+                                   + ("postgres restarted" if restarted else "postgres not restarted"))
 
 
 # ---------------------------------------------------------------- faults: a poison message that kills its worker
@@ -431,7 +441,7 @@ def postgres_restarted(h: Harness, tmp: Path) -> Observation:
 @case("a judge that dies on one chunk on every delivery", "faults",
       "completed_with_failures: that chunk failed by the MaxDeliver advisory, every other chunk done; 0 lost, 0 duplicated",
       lambda o: o.status == "completed_with_failures" and o.failed == 1 and o.lost == 0 and o.duplicated == 0
-      and "advisory" in o.note)
+      and "advisory" in o.note and o.note.endswith("the crashing chunk"))
 def worker_crashes_on_one_message(h: Harness, tmp: Path) -> Observation:
     project = make_project(tmp / "crash-one", "crash on one chunk")
     target = sorted(expected_chunks(project))[0]
