@@ -69,13 +69,18 @@ def die_with_parent() -> None:
 
 
 def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not yet reaped by its parent, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True  # exists, owned by another user (PostgreSQL runs as pgserver under root)
-    return True
+        pass  # exists, owned by another user (PostgreSQL runs as pgserver under root)
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc (not Linux): the signal test is all there is
+    return state not in ("Z", "X")
 
 
 def _cmdline(pid: int) -> str:
