@@ -189,7 +189,6 @@ class Bus:
                     if stop.is_set() or time.monotonic() - outage_since + pause > self.outage_patience_s:
                         raise
                     log.warning("%s waits for a dependency on %s: %s (retry in %.0fs)", spec.durable, delivery.subject, exc, pause)
-                    metrics.count_redelivery(spec.durable)
                     await asyncio.sleep(pause)
                     pause = min(30.0, pause * 2)
 
