@@ -615,7 +615,7 @@ def out_of_space(h: Harness, tmp: Path) -> Observation:
     h.stop()
     # The whole data folder on a tmpfs of its own: copy the built one (knowledge base included) into it.
     full_dir = tmp / "small-disk"
-    reason = _mount_tmpfs(full_dir, "3g")
+    reason = _mount_tmpfs(full_dir, "1200m")
     if reason:
         return Observation(status="skipped", note=reason)
     small = Harness(full_dir, h.echo)
