@@ -99,19 +99,19 @@ def _task(aid: str, name: str, data: bytes) -> bytes:
 
 
 async def test_a_redelivered_file_task_hands_on_its_own_chunks_not_a_cached_copy_at_another_path(stack):
-    """Identical content at two paths shares one cache entry; a redelivery of the first file (its chunks committed,
-    the cache since rewritten by the second) must publish the first file's chunk ids."""
+    """Identical content at two paths shares one cache entry (written for the first path); a redelivery of the
+    second file, its chunks committed, must publish the second file's chunk ids, not the cached first file's."""
     ctx = await _context(stack, "chunker")
     data = _scene(hashlib.sha256(b"cache-path").hexdigest()[:8])
     aid = "acachepath" + hashlib.sha256(data).hexdigest()[:10]
     try:
         await _analysis_with(ctx, aid, {"a.tscn": data, "b.tscn": data})
-        await handle_file_task(ctx, _task(aid, "a.tscn", data))
-        await handle_file_task(ctx, _task(aid, "b.tscn", data))  # the cache now names b.tscn
+        await handle_file_task(ctx, _task(aid, "a.tscn", data))  # the cache entry names a.tscn
+        await handle_file_task(ctx, _task(aid, "b.tscn", data))
         ctx.bus.published.clear()
-        await handle_file_task(ctx, _task(aid, "a.tscn", data))  # the redelivery
-        own = {subject_token(c.chunk_id) for c in chunk_direct("a.tscn", "scene", data).chunks}
-        other = {subject_token(c.chunk_id) for c in chunk_direct("b.tscn", "scene", data).chunks}
+        await handle_file_task(ctx, _task(aid, "b.tscn", data))  # the redelivery: b.tscn is already chunked
+        own = {subject_token(c.chunk_id) for c in chunk_direct("b.tscn", "scene", data).chunks}
+        other = {subject_token(c.chunk_id) for c in chunk_direct("a.tscn", "scene", data).chunks}
         handed_on = {s.rsplit(".", 1)[1] for s in ctx.bus.published if s.startswith("grag.chunk.retrieve.")}
         assert handed_on == own and not handed_on & other
     finally:
