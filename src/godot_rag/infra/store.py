@@ -76,7 +76,7 @@ class GuardedPool:
         self.raw = pool
 
     @contextlib.asynccontextmanager
-    async def connection(self, timeout: float | None = None) -> AsyncIterator[psycopg.AsyncConnection]:
+    async def connection(self, timeout: float | None = None) -> AsyncIterator[Any]:
         try:
             async with self.raw.connection(timeout=timeout) as conn:
                 yield conn
