@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PROTOS := $(wildcard protos/godot_rag/v1/*.proto)
 SAMPLES := samples/godot3_project samples/godot4_project samples/mini_dodge.txt
 
-.PHONY: install proto proto-check lint browser run up test test-unit test-integration bench eval-retrieval eval-patch clean llm-install eval serve-llm
+.PHONY: install proto proto-check lint browser run up test test-unit test-integration bench eval-retrieval eval-patch clean llm-install eval serve-llm reliability
 
 # Editing pyproject.toml reinstalls.
 $(STAMP): pyproject.toml
@@ -65,6 +65,11 @@ test-unit: $(STAMP)
 
 test-integration: $(STAMP)
 	$(PY) -m pytest -q -m integration
+
+# The reliability catalogue on the real embedded stack (kills, restarts, LLM faults, a full disk, load):
+# a table of case, expected, observed, pass/fail, chunks lost and duplicated. CASES=substring picks some.
+reliability: $(STAMP)
+	$(PY) benchmarks/reliability.py $(if $(CASES),--only "$(CASES)")
 
 # What a user waits for: the embedded stack end to end on a generated corpus (docs/benchmarks.md).
 # BENCH_ARGS=--quick for a few minutes, --full for the 2,000-file curve with 1/2/4 workers.

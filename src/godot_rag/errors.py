@@ -20,12 +20,29 @@ class RetryableError(GodotRagError):
         self.delay_s = delay_s
 
 
-class StoreError(RetryableError):
-    """The store cannot serve the request now (unreachable, schema missing)."""
+class OutageError(RetryableError):
+    """A dependency (PostgreSQL, NATS) is unreachable right now.
+
+    Bus: the message is held and its work retried in place until the dependency
+    is back (up to the outage patience), so an outage never counts as a failed
+    delivery towards the dead letter.
+    """
+
+
+class StoreError(OutageError):
+    """The store cannot serve the request now (unreachable, connection lost, out of space)."""
+
+
+class BusError(OutageError):
+    """NATS did not take a publish (disconnected, no JetStream response in time)."""
 
 
 class PoisonError(GodotRagError):
     """Will fail the same way every time (bad payload, missing record). Bus: term() + dead letter. gRPC: FAILED_PRECONDITION."""
+
+
+class HandlingTimeout(GodotRagError):
+    """A handler ran past its stage's overall cap and was cancelled. Bus: nak with backoff, dead letter on the last delivery."""
 
 
 class LLMRequestError(GodotRagError):

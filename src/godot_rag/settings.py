@@ -44,6 +44,16 @@ class Settings:
     gateway_addr: str = ""  # where the CLI finds a running gateway; empty = read data_dir/runtime.json
     # 0 = each stage's own AckWait; a redelivery after a crash waits this long.
     ack_wait_s: float = 0.0
+    # 0 = each stage's own cap on one handling of a message (stages.py max_handling_s).
+    max_handling_s: float = 0.0
+    # How long a stage holds a message and retries its work while PostgreSQL or
+    # NATS is unreachable, before the failure counts as a delivery.
+    outage_patience_s: float = 900.0
+    # Fault injection for the reliability catalogue, honoured only with fault_hooks=1:
+    # "<stage>:<text>" makes that stage's process exit at once (as a segfault would)
+    # on every delivery whose subject contains <text>.
+    fault_hooks: int = 0
+    fault_crash_on: str = ""
     max_file_bytes: int = 2 * 1024 * 1024
     # Uploaded archives and fetched git trees: refused as a whole past these (bombs).
     archive_max_total_bytes: int = 512 * 1024 * 1024  # all extracted bytes together

@@ -34,6 +34,10 @@ from godot_rag.domain.retrieval.query import RETRIEVAL_VERSION
 
 STREAM_FILES = "GRAG_FILES"
 STREAM_CHUNKS = "GRAG_CHUNKS"
+# JetStream's MaxDeliver advisories of our consumers, kept in a stream of their
+# own so that one published while no service listens is still handled later.
+STREAM_ADVISORIES = "GRAG_ADVISORIES"
+MAX_DELIVERIES_ADVISORY = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
 
 FILE_PREFIX = "grag.file"
 CHUNK_PREFIX = "grag.chunk"
@@ -106,7 +110,11 @@ class ConsumerSpec:
     filter_subjects: tuple[str, ...]
     ack_wait_s: float
     max_ack_pending: int
-    max_deliver: int = 6
+    max_deliver: int = 6  # -1: unlimited (the dead-letter watcher must never give up)
+    # Overall cap on one handling of one message, progress acks included: past
+    # it the handler is cancelled and the message naked (dead-lettered on its
+    # last delivery), so a hung handler cannot hold its message forever.
+    max_handling_s: float = 300.0
     # Setting that overrides max_ack_pending (GODOT_RAG_<NAME>), so replicas and
     # the consumer's in-flight bound come from one configuration.
     max_ack_pending_setting: str = ""
@@ -143,15 +151,22 @@ PARSER = ConsumerSpec("parser", STREAM_FILES, (f"{FILE_PREFIX}.{FileRoute.AST}.>
 CHUNKER = ConsumerSpec("chunker", STREAM_FILES, (f"{FILE_PREFIX}.{FileRoute.DIRECT}.>",), ack_wait_s=60, max_ack_pending=4,
                        max_ack_pending_setting="CHUNKER_MAX_ACK_PENDING")
 RETRIEVER = ConsumerSpec("retriever", STREAM_CHUNKS, (f"{CHUNK_PREFIX}.{Stage.RETRIEVE}.>",), ack_wait_s=30, max_ack_pending=64,
-                         max_ack_pending_setting="RETRIEVER_MAX_ACK_PENDING")
+                         max_ack_pending_setting="RETRIEVER_MAX_ACK_PENDING", max_handling_s=120)
 # The judge's bound follows the LLM server's useful concurrency when a model judges.
+# An LLM judgment may take llm_timeout_s per try, several tries and a repair attempt.
 JUDGE = ConsumerSpec("judge", STREAM_CHUNKS, (f"{CHUNK_PREFIX}.{Stage.JUDGE}.>",), ack_wait_s=60, max_ack_pending=32,
-                     max_ack_pending_setting="JUDGE_MAX_ACK_PENDING")
+                     max_ack_pending_setting="JUDGE_MAX_ACK_PENDING", max_handling_s=900)
 AGGREGATOR = ConsumerSpec("aggregator", STREAM_CHUNKS,
                           (f"{CHUNK_PREFIX}.{Stage.AGGREGATE}.>", f"{CHUNK_PREFIX}.{FILE_DONE}.>"), ack_wait_s=30,
-                          max_ack_pending=64, max_ack_pending_setting="AGGREGATOR_MAX_ACK_PENDING")
+                          max_ack_pending=64, max_ack_pending_setting="AGGREGATOR_MAX_ACK_PENDING", max_handling_s=120)
 
 CONSUMERS: dict[str, ConsumerSpec] = {c.durable: c for c in (PARSER, CHUNKER, RETRIEVER, JUDGE, AGGREGATOR)}
+
+# Every stage service also reads the MaxDeliver advisories (one shared durable):
+# a message whose worker died on every delivery is dead-lettered and settled by
+# whichever service is alive. Unlimited deliveries: an advisory is never dropped.
+DEAD_LETTER_WATCH = ConsumerSpec("deadletters", STREAM_ADVISORIES, (f"{MAX_DELIVERIES_ADVISORY}.>",), ack_wait_s=30,
+                                 max_ack_pending=8, max_deliver=-1, max_handling_s=120)
 
 # The stage each chunk stage hands its chunk to; the aggregator is last.
 NEXT_STAGE: dict[Stage, Stage | None] = {Stage.RETRIEVE: Stage.JUDGE, Stage.JUDGE: Stage.AGGREGATE, Stage.AGGREGATE: None}

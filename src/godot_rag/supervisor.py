@@ -1,8 +1,11 @@
 """`godot-rag up`: the embedded stack as separate processes on loopback.
 
 PostgreSQL and nats-server under the data folder, then the six services, each
-its own process talking only over NATS and gRPC/Postgres. A service that dies
-is restarted; Ctrl-C or SIGTERM stops everything.
+its own process talking only over NATS and gRPC/Postgres. A service, the
+nats-server or PostgreSQL that dies is restarted, within a restart budget per
+time window; Ctrl-C or SIGTERM stops everything. Nothing outlives the
+supervisor: the services and nats-server get SIGTERM when it dies, and a
+watchdog process stops PostgreSQL (infra/embedded.py).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +26,14 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from godot_rag.infra.embedded import EmbeddedNats, EmbeddedPostgres, free_port
+from godot_rag.infra.embedded import (
+    EmbeddedError,
+    EmbeddedNats,
+    EmbeddedPostgres,
+    die_with_parent,
+    free_port,
+    start_watchdog,
+)
 from godot_rag.infra.embedder import embedder_from_settings
 from godot_rag.infra.store import migrate_sync
 from godot_rag.pipeline.kb import build_kb
@@ -34,6 +45,13 @@ SERVICES = ("parser", "chunker", "retriever", "judge", "aggregator", "gateway")
 # Stages that run Settings.stage_workers processes each; the gateway stays one
 # (it serves the web screen and the CLI on fixed addresses).
 CHUNK_STAGES = ("parser", "chunker", "retriever", "judge", "aggregator")
+
+
+# A process that dies more often than this within the window is crash-looping:
+# the stack stops instead of restarting it for ever. Deaths spread over a long
+# life (an outage now and then, a liveness kill) never add up to a stop.
+RESTART_BUDGET = 20
+RESTART_WINDOW_S = 600.0
 
 
 class SupervisorError(RuntimeError):
@@ -55,6 +73,22 @@ def write_runtime_file(path: Path, runtime: dict) -> None:
 
 
 @dataclass
+class RestartBudget:
+    """At most ``limit`` restarts within any ``window_s`` seconds."""
+
+    limit: int = RESTART_BUDGET
+    window_s: float = RESTART_WINDOW_S
+    times: deque = field(default_factory=deque)
+
+    def spend(self, now: float) -> bool:
+        """Count one restart at ``now``; False when the budget of the window is exhausted."""
+        while self.times and now - self.times[0] > self.window_s:
+            self.times.popleft()
+        self.times.append(now)
+        return len(self.times) <= self.limit
+
+
+@dataclass
 class Child:
     name: str  # the service ("retriever"); workers of one stage share it
     port: int
@@ -63,6 +97,7 @@ class Child:
     proc: subprocess.Popen | None = None
     restarts: int = 0
     log_path: Path = field(default_factory=Path)
+    budget: RestartBudget = field(default_factory=RestartBudget)
 
 
 def wait_healthy(addr: str, timeout_s: float) -> None:
@@ -89,6 +124,11 @@ class Supervisor:
         self.children: dict[str, Child] = {}
         self.stopping = False
         self._lock_fh: Any = None
+        self._watchdog: subprocess.Popen | None = None
+        self.server_restarts: dict[str, int] = {"nats-server": 0, "postgres": 0}
+        self._server_budgets = {"nats-server": RestartBudget(), "postgres": RestartBudget()}
+        self._retry_at: dict[str, float] = {}
+        self._start_failures: dict[str, int] = {}
 
     def _lock(self) -> None:
         self.settings.run_dir.mkdir(parents=True, exist_ok=True)
@@ -102,6 +142,9 @@ class Supervisor:
         self._lock()
         s = self.settings
         dsn = s.pg_dsn
+        if self.pg is not None or self.nats is not None:
+            # Started first: from here on, a supervisor killed at any point takes its servers with it.
+            self._watchdog = start_watchdog(s.data_dir, nats=self.nats is not None, pg=self.pg is not None)
         if self.pg is not None:
             self.echo(f"starting PostgreSQL (pgvector, pg_trgm) in {self.pg.pgdata}")
             dsn = self.pg.start()
@@ -163,19 +206,55 @@ class Supervisor:
         env = {**os.environ, **self.child_settings.with_overrides(**overrides).to_env(),
                "PYTHONUNBUFFERED": "1"}
         fh = open(child.log_path, "ab")
+        # SIGTERM to the service when the supervisor dies (even by kill -9): no orphan keeps consuming.
         child.proc = subprocess.Popen([sys.executable, "-m", f"services.{child.name}"], env=env, stdout=fh,
-                                      stderr=subprocess.STDOUT)
+                                      stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
         fh.close()
 
+    def _check_servers(self) -> None:
+        """Restart the embedded nats-server or PostgreSQL when it died; the services reconnect on their own."""
+        if self.nats is not None and not self.nats.alive():
+            self._restart_server("nats-server", self.nats.store_dir / "nats-server.log", self.nats.start)
+        if self.pg is not None and not self.pg.alive():
+            self._restart_server("postgres", self.pg.pgdata / "log", self._restart_pg)
+
+    def _restart_pg(self) -> None:
+        assert self.pg is not None
+        dsn = self.pg.restart()
+        if dsn != self.child_settings.pg_dsn:
+            raise SupervisorError(f"PostgreSQL came back on {dsn}, not {self.child_settings.pg_dsn}")
+
+    def _restart_server(self, name: str, log_path: Path, start) -> None:
+        now = time.monotonic()
+        if now < self._retry_at.get(name, 0.0):
+            return
+        self.server_restarts[name] += 1
+        self.echo(f"{name} is not running; restarting (#{self.server_restarts[name]}), see {log_path}")
+        if not self._server_budgets[name].spend(now):
+            raise SupervisorError(f"{name} keeps dying ({RESTART_BUDGET} restarts within {RESTART_WINDOW_S:g}s); see {log_path}")
+        try:
+            start()
+        except (EmbeddedError, subprocess.SubprocessError, OSError, AssertionError) as exc:
+            # The cause may pass (a full disk freed, a port released): try again later, less often each time.
+            failures = self._start_failures.get(name, 0) + 1
+            self._start_failures[name] = failures
+            self._retry_at[name] = now + min(30.0, 2.0 ** failures)
+            self.echo(f"{name} did not start ({type(exc).__name__}: {exc}); next try in {min(30.0, 2.0 ** failures):.0f}s")
+            return
+        self._start_failures[name] = 0
+
     def watch(self, stop_flag: list[bool]) -> None:
-        """Restart services that die until asked to stop."""
+        """Restart services and servers that die until asked to stop."""
         while not stop_flag[0]:
+            if not self.stopping:
+                self._check_servers()
             for child in self.children.values():
                 if child.proc is not None and child.proc.poll() is not None and not self.stopping:
                     child.restarts += 1
                     self.echo(f"{child.name} exited with {child.proc.returncode}; restarting (#{child.restarts}), see {child.log_path}")
-                    if child.restarts > 20:
-                        raise SupervisorError(f"{child.name} keeps dying; see {child.log_path}")
+                    if not child.budget.spend(time.monotonic()):
+                        raise SupervisorError(f"{child.name} keeps dying ({RESTART_BUDGET} restarts within "
+                                              f"{RESTART_WINDOW_S:g}s); see {child.log_path}")
                     self._spawn(child)
             time.sleep(0.3)
 
@@ -199,6 +278,9 @@ class Supervisor:
             self.nats.stop()
         if self.pg is not None:
             self.pg.stop()
+        if self._watchdog is not None and self._watchdog.poll() is None:
+            self._watchdog.kill()
+            self._watchdog.wait(5)
         if self._lock_fh is not None:
             self._lock_fh.close()
 

@@ -1,9 +1,14 @@
 """NATS JetStream: streams, publishing with dedupe ids, durable stage consumers.
 
 Ack only after the handler returned, i.e. after its result is committed.
-Error mapping at this edge: RetryableError -> nak(delay); PoisonError, or any
-failure on the last allowed delivery -> term() + dead-letter row; any other
-exception -> nak with backoff and the error recorded by the stage.
+Error mapping at this edge: OutageError (PostgreSQL or NATS unreachable) ->
+the message is held (progress acks) and the handler retried in place until the
+dependency is back, so an outage costs no delivery; RetryableError ->
+nak(delay); PoisonError, or any failure on the last allowed delivery -> term()
++ dead-letter row; any other exception (a handler past its overall cap too) ->
+nak with backoff and the error recorded by the stage. When the dead letter
+itself cannot be written the message is naked, not termed: it comes back, or
+JetStream reports it in a MaxDeliver advisory (pipeline/dead_letters.py).
 """
 
 from __future__ import annotations
@@ -20,10 +25,19 @@ from nats.js import api
 from nats.js.errors import NotFoundError as JsNotFound
 from opentelemetry import trace
 
-from godot_rag.errors import PoisonError, RetryableError
+from godot_rag.errors import BusError, GodotRagError, HandlingTimeout, OutageError, PoisonError, RetryableError
 from godot_rag.infra import metrics
 from godot_rag.infra.telemetry import extract_context, inject_headers
-from godot_rag.stages import CHUNK_PREFIX, FILE_PREFIX, STREAM_CHUNKS, STREAM_FILES, ConsumerSpec, parse_subject
+from godot_rag.stages import (
+    CHUNK_PREFIX,
+    FILE_PREFIX,
+    MAX_DELIVERIES_ADVISORY,
+    STREAM_ADVISORIES,
+    STREAM_CHUNKS,
+    STREAM_FILES,
+    ConsumerSpec,
+    parse_subject,
+)
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +62,7 @@ class Delivery:
 
     @property
     def last_attempt(self) -> bool:
-        return self.num_delivered >= self.max_deliver
+        return 0 < self.max_deliver <= self.num_delivered
 
     async def in_progress(self) -> None:
         """Tell JetStream the work goes on, so a long step is not redelivered."""
@@ -59,16 +73,37 @@ Handler = Callable[[Delivery], Awaitable[None]]
 DeadLetterSink = Callable[[Delivery, str], Awaitable[None]]
 
 
+@dataclass(frozen=True)
+class StoredMessage:
+    """A message read back from a stream by its sequence number."""
+
+    subject: str
+    data: bytes
+    headers: dict[str, str]
+
+
+async def _quietly(what: str, action: Awaitable[None]) -> None:
+    """An ack, nak or term that NATS did not take: the message is redelivered later, which every stage handles."""
+    try:
+        await action
+    except (TimeoutError, nats.errors.Error) as exc:
+        log.warning("%s not delivered to NATS (%s); the message will be redelivered", what, exc)
+
+
 class Bus:
-    def __init__(self, nc: nats.NATS, ack_wait_override_s: float = 0.0):
+    def __init__(self, nc: nats.NATS, ack_wait_override_s: float = 0.0, max_handling_override_s: float = 0.0,
+                 outage_patience_s: float = 900.0):
         self.nc = nc
         self.js = nc.jetstream()
         self.ack_wait_override_s = ack_wait_override_s
+        self.max_handling_override_s = max_handling_override_s
+        self.outage_patience_s = outage_patience_s
 
     @classmethod
-    async def connect(cls, url: str, name: str, ack_wait_override_s: float = 0.0) -> Bus:
+    async def connect(cls, url: str, name: str, ack_wait_override_s: float = 0.0, max_handling_override_s: float = 0.0,
+                      outage_patience_s: float = 900.0) -> Bus:
         nc = await nats.connect(url, name=name, max_reconnect_attempts=-1, reconnect_time_wait=0.5, connect_timeout=5)
-        return cls(nc, ack_wait_override_s)
+        return cls(nc, ack_wait_override_s, max_handling_override_s, outage_patience_s)
 
     async def close(self) -> None:
         # Every message handled has been acked already; drain() would wait on
@@ -84,11 +119,19 @@ class Bus:
                 # Direct get answers "the last message on this subject" from any replica (replay reads it).
                 allow_direct=True,
             )
-            try:
-                await self.js.stream_info(name)
-                await self.js.update_stream(config)
-            except JsNotFound:
-                await self.js.add_stream(config)
+            await self._put_stream(config)
+        # The MaxDeliver advisories of the two streams' consumers, kept until handled.
+        await self._put_stream(api.StreamConfig(
+            name=STREAM_ADVISORIES, subjects=[f"{MAX_DELIVERIES_ADVISORY}.{STREAM_FILES}.*", f"{MAX_DELIVERIES_ADVISORY}.{STREAM_CHUNKS}.*"],
+            storage=api.StorageType.FILE, retention=api.RetentionPolicy.LIMITS, max_age=RETENTION_S, num_replicas=replicas,
+        ))
+
+    async def _put_stream(self, config: api.StreamConfig) -> None:
+        try:
+            await self.js.stream_info(config.name or "")
+            await self.js.update_stream(config)
+        except JsNotFound:
+            await self.js.add_stream(config)
 
     async def last_message(self, stream: str, subject: str) -> bytes | None:
         """The last message kept on ``subject`` (a direct get by subject); None once it has aged out."""
@@ -106,7 +149,23 @@ class Bus:
 
     async def publish(self, subject: str, data: bytes, msg_id: str) -> None:
         headers = inject_headers({"Nats-Msg-Id": msg_id})
-        await self.js.publish(subject, data, headers=headers)
+        try:
+            await self.js.publish(subject, data, headers=headers)
+        except nats.errors.MaxPayloadError as exc:
+            raise PoisonError(f"message on {subject} is larger than NATS accepts: {exc}") from exc
+        except (TimeoutError, nats.errors.Error) as exc:
+            # Disconnected, reconnecting, or no JetStream answer in time: an outage, waited out by the consumer.
+            raise BusError(f"NATS did not take the publish on {subject}: {type(exc).__name__}: {exc}") from exc
+
+    async def message_by_sequence(self, stream: str, seq: int) -> StoredMessage | None:
+        """The message stored at ``seq`` in ``stream``; None when it is gone (deleted, aged out)."""
+        try:
+            raw = await self.js.get_msg(stream, seq=seq)
+        except JsNotFound:
+            return None
+        except (TimeoutError, nats.errors.Error) as exc:
+            raise BusError(f"NATS could not read {stream} message {seq}: {exc}") from exc
+        return StoredMessage(raw.subject or "", raw.data or b"", dict(raw.headers or {}))
 
     async def run_stage(self, spec: ConsumerSpec, handler: Handler, dead_letter: DeadLetterSink, stop: asyncio.Event,
                         max_ack_pending: int = 0) -> None:
@@ -128,6 +187,42 @@ class Bus:
         slots = asyncio.Semaphore(in_flight)
         pending: set[asyncio.Task] = set()
 
+        max_handling = self.max_handling_override_s or spec.max_handling_s
+
+        async def run_handler(delivery: Delivery, ctx, attributes: dict, step: str) -> None:
+            """The handler under the overall cap; an outage is waited out in place, the message held."""
+            outage_since = time.monotonic()
+            pause = 1.0
+            while True:
+                cap = asyncio.timeout(max_handling)
+                try:
+                    async with cap:
+                        with tracer.start_as_current_span(f"{spec.durable} {step}", context=ctx, kind=trace.SpanKind.CONSUMER,
+                                                          attributes=attributes):
+                            await handler(delivery)
+                    return
+                except TimeoutError as exc:
+                    if cap.expired():
+                        raise HandlingTimeout(f"{spec.durable} handler ran past its {max_handling:g}s cap") from exc
+                    raise
+                except OutageError as exc:
+                    if stop.is_set() or time.monotonic() - outage_since + pause > self.outage_patience_s:
+                        raise
+                    log.warning("%s waits for a dependency on %s: %s (retry in %.0fs)", spec.durable, delivery.subject, exc, pause)
+                    await asyncio.sleep(pause)
+                    pause = min(30.0, pause * 2)
+
+        async def give_up(delivery: Delivery, msg, reason: str) -> None:
+            try:
+                await dead_letter(delivery, reason)
+            except (GodotRagError, TimeoutError, nats.errors.Error) as exc:
+                # Never term what is not recorded: naked, it comes back, or (past
+                # MaxDeliver) JetStream reports it in an advisory that is handled later.
+                log.error("dead letter of %s not written (%s); the message is kept", delivery.subject, exc)
+                await _quietly("nak", msg.nak(delay=5.0))
+                return
+            await _quietly("term", msg.term())
+
         async def process(msg) -> None:
             md = msg.metadata
             delivery = Delivery(msg.subject, msg.data, dict(msg.headers or {}), md.num_delivered, spec.max_deliver, msg)
@@ -145,47 +240,69 @@ class Bus:
                     attributes["godot_rag.analysis_id"] = parsed.analysis_id
                 # While the handler runs, progress acks keep JetStream from
                 # redelivering work that is slow but alive (a model load, a long
-                # generation); only a dead worker's messages come back.
+                # generation); only a dead worker's messages come back. The
+                # handler's cap bounds how long they go on.
                 async with keep_alive(msg.in_progress, every_s=max(0.5, ack_wait / 3)):
-                    step = parsed.step if parsed is not None else "message"
-                    with tracer.start_as_current_span(f"{spec.durable} {step}", context=ctx, kind=trace.SpanKind.CONSUMER,
-                                                      attributes=attributes):
-                        await handler(delivery)
-                await msg.ack()
+                    await run_handler(delivery, ctx, attributes, parsed.step if parsed is not None else "message")
+                await _quietly("ack", msg.ack())
                 ok = True
             except PoisonError as exc:
-                await dead_letter(delivery, f"poison: {exc}")
-                await msg.term()
+                await give_up(delivery, msg, f"poison: {exc}")
             except RetryableError as exc:
                 if delivery.last_attempt:
-                    await dead_letter(delivery, f"gave up after {delivery.num_delivered} deliveries: {exc}")
-                    await msg.term()
+                    await give_up(delivery, msg, f"gave up after {delivery.num_delivered} deliveries: {exc}")
                 else:
-                    await msg.nak(delay=exc.delay_s * delivery.num_delivered)
+                    await _quietly("nak", msg.nak(delay=exc.delay_s * delivery.num_delivered))
             except Exception as exc:
                 log.exception("stage %s failed on %s (delivery %d)", spec.durable, msg.subject, delivery.num_delivered)
                 if delivery.last_attempt:
-                    await dead_letter(delivery, f"gave up after {delivery.num_delivered} deliveries: {type(exc).__name__}: {exc}")
-                    await msg.term()
+                    await give_up(delivery, msg, f"gave up after {delivery.num_delivered} deliveries: {type(exc).__name__}: {exc}")
                 else:
-                    await msg.nak(delay=min(30.0, 2.0 ** delivery.num_delivered))
+                    await _quietly("nak", msg.nak(delay=min(30.0, 2.0 ** delivery.num_delivered)))
             finally:
                 metrics.observe_handled(spec.durable, time.perf_counter() - started, ok)
                 slots.release()
 
+        # Isolation after a crash: a worker that died took every message it held
+        # with it, and each of them comes back one delivery closer to MaxDeliver.
+        # So a (re)started worker, and one that sees a redelivery, takes one
+        # message at a time for a while: a message that kills its worker on every
+        # delivery then dies alone, and the ones that were beside it are not
+        # dropped with it.
+        careful_until = time.monotonic() + ack_wait
         while not stop.is_set():
+            careful = time.monotonic() < careful_until
+            if careful and pending:
+                await asyncio.wait(set(pending))
             try:
-                msgs = await sub.fetch(max(1, min(in_flight, in_flight - len(pending))), timeout=1.0)
+                msgs = await sub.fetch(1 if careful else max(1, min(in_flight, in_flight - len(pending))), timeout=1.0)
             except (TimeoutError, nats.errors.TimeoutError):
                 # An empty fetch: nothing pending for this stage right now.
                 continue
             except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
                 break
+            except nats.errors.Error as exc:
+                # NATS restarting or reconnecting: the durable consumer keeps its
+                # place on the server; fetch again once the connection is back.
+                log.warning("%s: fetch failed (%s); retrying", spec.durable, exc)
+                await asyncio.sleep(1.0)
+                continue
+            redelivered = [m for m in msgs if m.metadata.num_delivered > 1]
+            if redelivered:
+                careful_until = time.monotonic() + 2 * ack_wait
             for msg in msgs:
+                if msg in redelivered:
+                    continue
                 await slots.acquire()
                 task = asyncio.create_task(process(msg))
                 pending.add(task)
                 task.add_done_callback(pending.discard)
+            for msg in redelivered:
+                # Alone: nothing else of this process runs while a redelivery is handled.
+                if pending:
+                    await asyncio.wait(set(pending))
+                await slots.acquire()
+                await process(msg)
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
 

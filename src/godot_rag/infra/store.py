@@ -6,19 +6,21 @@ message rewrites the same row instead of adding one.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from importlib import resources
 from typing import Any, cast
 
 import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from godot_rag.domain.judging.rules import declared_names_of
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 from godot_rag.domain.redact import redact_credentials
+from godot_rag.errors import StoreError
 from godot_rag.infra import kb_store
 from godot_rag.infra.metrics import observe_kb_search
 
@@ -60,11 +62,39 @@ def migrate_sync(dsn: str) -> list[str]:
     return applied_now
 
 
+# Lost or refused connections, a server restarting, a full disk, a cancelled
+# statement: the database cannot serve now but may later. Constraint and
+# syntax errors are not among them (they are bugs or poison, not outages).
+_OUTAGE_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout)
+
+
+class GuardedPool:
+    """The connection pool, with database outages raised as StoreError (retryable).
+
+    A stage that meets a StoreError waits for the database (infra/bus.py holds
+    its message and retries), instead of counting a failed delivery.
+    """
+
+    def __init__(self, pool: AsyncConnectionPool):
+        self.raw = pool
+
+    @contextlib.asynccontextmanager
+    async def connection(self, timeout: float | None = None) -> AsyncIterator[Any]:
+        try:
+            async with self.raw.connection(timeout=timeout) as conn:
+                yield conn
+        except _OUTAGE_ERRORS as exc:
+            raise StoreError(f"database unavailable: {type(exc).__name__}: {exc}".strip()) from exc
+
+    async def close(self) -> None:
+        await self.raw.close()
+
+
 class Store:
     """Async access for the services."""
 
     def __init__(self, pool: AsyncConnectionPool):
-        self.pool = pool
+        self.pool = GuardedPool(pool)
 
     @classmethod
     async def open(cls, dsn: str, *, min_size: int = 1, max_size: int = 4) -> Store:
@@ -159,11 +189,19 @@ class Store:
         return None if row is None else bytes(row["data"])
 
     async def fail_file(self, analysis_id: str, source_file: str, error: str) -> None:
+        """The file failed; so did any of its chunks not settled yet (committed, maybe never handed on)."""
         async with self.pool.connection() as conn:
-            await conn.execute(
-                f"update {SCHEMA}.files set status = 'failed', error = %s, updated_at = now() where analysis_id = %s and source_file = %s",
-                (redact_credentials(error), analysis_id, source_file),
-            )
+            async with conn.transaction():
+                await conn.execute(
+                    f"update {SCHEMA}.files set status = 'failed', error = %s, updated_at = now() where analysis_id = %s and source_file = %s",
+                    (redact_credentials(error), analysis_id, source_file),
+                )
+                await conn.execute(
+                    f"""update {SCHEMA}.chunk_stages s set status = 'failed', last_error = %s, updated_at = now()
+                    from {SCHEMA}.chunks c where c.analysis_id = s.analysis_id and c.chunk_id = s.chunk_id
+                      and s.analysis_id = %s and c.source_file = %s and s.status not in ('done', 'failed')""",
+                    (redact_credentials(error), analysis_id, source_file),
+                )
 
     # ------------------------------------------------------------ chunking
 

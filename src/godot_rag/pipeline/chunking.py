@@ -61,6 +61,26 @@ async def chunk_output_for(ctx: ServiceContext, req: pb.AnalysisRequest, data: b
     return output
 
 
+async def _committed_output(ctx: ServiceContext, req: pb.AnalysisRequest, file_row: dict, chunk_fn: ChunkFn,
+                            version: str | None) -> dict:
+    """The chunks a redelivered task republishes for a file already chunked (or failed).
+
+    The cache is keyed by content, not path: an entry written for identical
+    content at another path carries that path's chunk ids, so it only serves
+    this file when its source_file is this one; otherwise the chunks are cut
+    again (deterministic, so the same ids the first delivery committed).
+    """
+    if file_row["status"] != FileStatus.CHUNKED:
+        return {"chunks": [], "status": file_row["parse_status"]}
+    cached = await ctx.store.get_chunking_cache(req.source_sha256, req.source_kind, version or producer_version(req.source_kind))
+    if cached is not None and cached.get("source_file") == req.source_file:
+        return cached
+    blob = await ctx.store.get_blob(req.source_sha256)
+    if blob is None:
+        raise RetryableError(f"content {req.source_sha256} of {req.source_file} not in the store yet")
+    return await chunk_output_for(ctx, req, blob, chunk_fn, version)
+
+
 async def handle_file_task(ctx: ServiceContext, data: bytes, chunk_fn: ChunkFn = _chunk_file, version: str | None = None) -> None:
     task = pb.FileTask.FromString(data)
     req = task.request
@@ -77,8 +97,7 @@ async def handle_file_task(ctx: ServiceContext, data: bytes, chunk_fn: ChunkFn =
         await ctx.store.save_file_chunks(aid, req.source_file, output)
         log.info("%s: %s -> %d chunks (%s)", ctx.name, req.source_file, len(output.get("chunks", [])), output.get("status"))
     else:
-        cached = await ctx.store.get_chunking_cache(req.source_sha256, req.source_kind, version or producer_version(req.source_kind))
-        output = cached or {"chunks": [], "status": file_row["parse_status"]}
+        output = await _committed_output(ctx, req, file_row, chunk_fn, version)
     for c in output.get("chunks", []):
         chunk_id = c["chunk_id"]
         chunk_trace = pb.ChunkTrace(project_id=req.project_id, source_file=req.source_file, source_sha256=req.source_sha256,

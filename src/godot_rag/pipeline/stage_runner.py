@@ -22,6 +22,7 @@ waiting with the reason recorded, then reaches the bus (nak with delay).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 from collections.abc import Awaitable, Callable
@@ -37,8 +38,9 @@ from godot_rag.infra.logs import log_context
 from godot_rag.infra.metrics import poll_consumers
 from godot_rag.infra.service import ServiceContext
 from godot_rag.infra.telemetry import current_trace_id
-from godot_rag.pipeline.dead_letters import settle_dead_letter
-from godot_rag.stages import NEXT_STAGE, STAGE_VERSION, ConsumerSpec, Stage, Status, chunk_subject
+from godot_rag.pipeline.dead_letters import handle_max_deliveries, settle_dead_letter
+from godot_rag.settings import Settings
+from godot_rag.stages import DEAD_LETTER_WATCH, NEXT_STAGE, STAGE_VERSION, ConsumerSpec, Stage, Status, chunk_subject
 from godot_rag.v1 import messages_pb2 as pb
 
 
@@ -140,13 +142,43 @@ async def _settle(ctx: ServiceContext, stage: Stage, next_stage: Stage | None, a
     return outcome
 
 
+log = logging.getLogger(__name__)
+
+
+def with_fault_hook(settings: Settings, stage: str, handler: Handler) -> Handler:
+    """The handler, or (reliability tests only, fault_hooks=1) one that kills this process on chosen messages.
+
+    ``fault_crash_on`` = "<stage>:<text>": the process exits at once, without
+    cleanup, as a segfault or an OOM kill would, on every delivery of this
+    stage whose subject contains <text>.
+    """
+    target_stage, _, text = settings.fault_crash_on.partition(":")
+    if not settings.fault_hooks or target_stage != stage or not text:
+        return handler
+
+    async def crashing(delivery: Delivery) -> None:
+        if text in delivery.subject:
+            log.critical("fault hook: %s exits on %s (delivery %d)", stage, delivery.subject, delivery.num_delivered)
+            logging.shutdown()
+            os._exit(70)
+        await handler(delivery)
+
+    return crashing
+
+
 def consume(ctx: ServiceContext, spec: ConsumerSpec, handler: Handler) -> asyncio.Task:
     """Run ``handler`` on ``spec``'s subjects until the service stops; dead letters are settled, never dropped.
 
     The consumer's pending and ack-pending counts are read into /metrics alongside.
+    Each service also reads the MaxDeliver advisories (once per process): what
+    a dead worker never settled is dead-lettered by whichever service is alive.
     """
     in_flight = ctx.settings.max_ack_pending_for(spec.durable, spec.max_ack_pending)
     ctx.background.append(asyncio.create_task(
         poll_consumers(ctx.bus.js, [(spec.stream, spec.durable)], ctx.settings.metrics_poll_s, ctx.stop)))
-    return asyncio.create_task(ctx.bus.run_stage(spec, handler, partial(settle_dead_letter, ctx), ctx.stop,
-                                                 max_ack_pending=in_flight))
+    if not any(t.get_name() == DEAD_LETTER_WATCH.durable for t in ctx.background):
+        ctx.background.append(asyncio.create_task(
+            ctx.bus.run_stage(DEAD_LETTER_WATCH, partial(handle_max_deliveries, ctx), partial(settle_dead_letter, ctx), ctx.stop),
+            name=DEAD_LETTER_WATCH.durable))
+    return asyncio.create_task(ctx.bus.run_stage(spec, with_fault_hook(ctx.settings, spec.durable, handler),
+                                                 partial(settle_dead_letter, ctx), ctx.stop, max_ack_pending=in_flight))
