@@ -32,10 +32,21 @@ class EmbeddedError(RuntimeError):
     """An embedded server could not be started."""
 
 
+# Ports this process has handed out: the kernel may return a port again once
+# its probe socket is closed, and two children given one port fail to start.
+_HANDED_OUT: set[int] = set()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    """A port free on ``host`` now and not handed out before by this process."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
+    raise EmbeddedError(f"no unused free port on {host}")
 
 
 def wait_for_port(host: str, port: int, timeout_s: float) -> None:
