@@ -57,7 +57,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check src services
 	$(VENV)/bin/mypy
 
-test: $(STAMP) proto-check browser llm-install
+test: $(STAMP) proto-check lint browser llm-install
 	$(PY) -m pytest -q --strict-markers
 
 test-unit: $(STAMP)

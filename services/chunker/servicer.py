@@ -25,6 +25,7 @@ class ChunkerServicer(sgrpc.ChunkerServicer):
         if request.source_kind == GDSCRIPT:
             raise InvalidInputError("gdscript goes to Parser.Parse")
         check_source_file(request.source_file)
-        result = await asyncio.to_thread(chunk_file, request.source_file, request.source_kind, request.source_text,
-                                         expected_sha256=request.source_sha256 or None)
+        result = await asyncio.to_thread(
+            chunk_file, request.source_file, request.source_kind, request.source_text, expected_sha256=request.source_sha256 or None
+        )
         return convert.chunking_to_pb(result, request.project_id)

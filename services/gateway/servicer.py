@@ -21,27 +21,41 @@ def submit_input(request: spb.SubmitRequest, peer: str = "") -> SubmitInput:
     which = request.WhichOneof("input")
     client, local = client_of_peer(peer)
     return SubmitInput(
-        client=client, local_caller=local,
-        prompt=request.prompt, path=request.path if which == "path" else "",
+        client=client,
+        local_caller=local,
+        prompt=request.prompt,
+        path=request.path if which == "path" else "",
         expanded_text=request.expanded_text if which == "expanded_text" else "",
-        snippet=request.snippet if which == "snippet" else "", snippet_kind=request.snippet_kind,
-        git_url=request.git_url if which == "git_url" else "", git_ref=request.git_ref,
-        archive=request.archive if which == "archive" else b"", archive_name=request.archive_name,
+        snippet=request.snippet if which == "snippet" else "",
+        snippet_kind=request.snippet_kind,
+        git_url=request.git_url if which == "git_url" else "",
+        git_ref=request.git_ref,
+        archive=request.archive if which == "archive" else b"",
+        archive_name=request.archive_name,
         project_id=request.project_id,
     )
 
 
 def replay_options(request: spb.ReplayRequest) -> ReplayOptions:
     return ReplayOptions(
-        analysis_id=request.analysis_id, stage=request.stage or "judge", chunk_ids=tuple(request.chunk_ids),
-        source_files=tuple(request.source_files), judge=request.judge, prompt_version=request.prompt_version,
-        cascade=request.cascade, limit_per_table=request.limit_per_table,
+        analysis_id=request.analysis_id,
+        stage=request.stage or "judge",
+        chunk_ids=tuple(request.chunk_ids),
+        source_files=tuple(request.source_files),
+        judge=request.judge,
+        prompt_version=request.prompt_version,
+        cascade=request.cascade,
+        limit_per_table=request.limit_per_table,
     )
 
 
 def replay_response(r: ReplayStarted) -> spb.ReplayResponse:
     return spb.ReplayResponse(
-        replay_id=r.replay_id, analysis_id=r.analysis_id, stage=r.stage, run=r.run, status=r.status,
+        replay_id=r.replay_id,
+        analysis_id=r.analysis_id,
+        stage=r.stage,
+        run=r.run,
+        status=r.status,
         judgment_version=r.judgment_version,
         chunks=[spb.ReplayedChunk(chunk_id=c.chunk_id, source=c.source, published=c.published) for c in r.chunks],
     )
@@ -53,13 +67,21 @@ class AnalysisServicer(sgrpc.AnalysisServiceServicer):
 
     @grpc_errors
     async def Submit(self, request: spb.SubmitRequest, context: grpc.aio.ServicerContext) -> spb.SubmitResponse:
-        submission, submitted = await collect_and_submit(self.ctx.store, self.ctx.bus, self.ctx.settings, submit_input(request, context.peer()))
+        submission, submitted = await collect_and_submit(
+            self.ctx.store, self.ctx.bus, self.ctx.settings, submit_input(request, context.peer())
+        )
         response = spb.SubmitResponse(source_origin=submission.source_origin, input_ref=submission.input_ref)
         for s in submitted:
-            response.projects.append(spb.SubmittedProject(
-                analysis_id=s.analysis_id, project_id=s.project_id, project_root=s.root, files_included=s.files_included,
-                files_excluded=s.files_excluded, created=s.created,
-            ))
+            response.projects.append(
+                spb.SubmittedProject(
+                    analysis_id=s.analysis_id,
+                    project_id=s.project_id,
+                    project_root=s.root,
+                    files_included=s.files_included,
+                    files_excluded=s.files_excluded,
+                    created=s.created,
+                )
+            )
         if submitted:
             first = submitted[0]
             response.analysis_id, response.project_id = first.analysis_id, first.project_id

@@ -41,7 +41,7 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 # Everything the pages use is served from here: no inline script, nothing from elsewhere.
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                               "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "same-origin",
@@ -62,6 +62,7 @@ def _default(value):
 
 # ---------------------------------------------------------------- request checks (CSRF, DNS rebinding)
 
+
 def allowed_host_names(configured_host: str) -> frozenset[str]:
     """Loopback names and the host the gateway is configured to listen on (a
     wildcard address names no host)."""
@@ -81,7 +82,7 @@ def split_host(value: str) -> tuple[str, str] | None:
         end = value.find("]")
         if end < 0:
             return None
-        name, rest = value[1:end], value[end + 1:]
+        name, rest = value[1:end], value[end + 1 :]
         if rest and not rest.startswith(":"):
             return None
         return name, rest[1:]
@@ -159,13 +160,26 @@ def _is_json(request: web.Request) -> bool:
 
 # ---------------------------------------------------------------- app
 
+
 def build_app(ctx: ServiceContext) -> web.Application:
     routes = web.RouteTableDef()
     pkg = resources.files("services.gateway")
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(pkg.joinpath("templates"))), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(file_href=wv.file_href, file_meta_text=wv.file_meta, statuses=wv.STATUSES,
-                       status_words=wv.STATUS_WORDS, signals=wv.SIGNALS, legend=wv.SCORE_LEGEND, score_keys=wv.SCORE_KEYS)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(pkg.joinpath("templates"))),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals.update(
+        file_href=wv.file_href,
+        file_meta_text=wv.file_meta,
+        statuses=wv.STATUSES,
+        status_words=wv.STATUS_WORDS,
+        signals=wv.SIGNALS,
+        legend=wv.SCORE_LEGEND,
+        score_keys=wv.SCORE_KEYS,
+    )
     macros: Any = env.get_template("macros.html").module  # the template's macros, looked up by name
     allowed = allowed_host_names(ctx.settings.host)
     limit = ctx.settings.retrieval_limit_per_table
@@ -175,9 +189,13 @@ def build_app(ctx: ServiceContext) -> web.Application:
         return web.Response(text=env.get_template(name).render(**data), status=status, content_type="text/html")
 
     def not_found(exc: Exception) -> web.Response:
-        return web.Response(text=env.from_string(
-            '{% extends "base.html" %}{% block main %}<h1>Not found</h1><p>{{ msg }}</p>{% endblock %}').render(msg=str(exc)),
-            status=404, content_type="text/html")
+        return web.Response(
+            text=env.from_string(
+                '{% extends "base.html" %}{% block main %}<h1>Not found</h1><p>{{ msg }}</p>{% endblock %}'
+            ).render(msg=str(exc)),
+            status=404,
+            content_type="text/html",
+        )
 
     @web.middleware
     async def guard(request: web.Request, handler):
@@ -201,7 +219,8 @@ def build_app(ctx: ServiceContext) -> web.Application:
     login_form = env.from_string(
         '{% extends "base.html" %}{% block main %}<h1>Sign in</h1>{% if error %}<p class="error">{{ error }}</p>{% endif %}'
         '<form method="post" action="/login"><label>Token <input type="password" name="token" autocomplete="off">'
-        '</label> <button>Sign in</button></form>{% endblock %}')
+        "</label> <button>Sign in</button></form>{% endblock %}"
+    )
 
     @routes.get("/login")
     async def login_page(request: web.Request) -> web.Response:
@@ -237,8 +256,12 @@ def build_app(ctx: ServiceContext) -> web.Application:
         if isinstance(archive, web.FileField) and archive.filename:
             data, name = archive.file.read(), archive.filename
         text = form["text"]
-        body = {"prompt": form["prompt"], "path": form["path"].strip(), "git_url": form["git_url"].strip(),
-                "git_ref": form["git_ref"].strip()}
+        body = {
+            "prompt": form["prompt"],
+            "path": form["path"].strip(),
+            "git_url": form["git_url"].strip(),
+            "git_ref": form["git_ref"].strip(),
+        }
         if not (body["path"] or body["git_url"] or data) and text.strip():
             body["expanded_text" if text.lstrip().startswith("# ") else "snippet"] = text
         try:
@@ -255,10 +278,24 @@ def build_app(ctx: ServiceContext) -> web.Application:
             return value if isinstance(value, str) else ""
 
         client = request.remote or ""
-        _, submitted = await collect_and_submit(ctx.store, ctx.bus, ctx.settings, SubmitInput(
-            prompt=text("prompt").strip(), path=text("path"), expanded_text=text("expanded_text"), snippet=text("snippet"),
-            snippet_kind=text("snippet_kind"), git_url=text("git_url"), git_ref=text("git_ref"), archive=archive,
-            archive_name=archive_name, client=client, local_caller=_is_loopback_ip(client)))
+        _, submitted = await collect_and_submit(
+            ctx.store,
+            ctx.bus,
+            ctx.settings,
+            SubmitInput(
+                prompt=text("prompt").strip(),
+                path=text("path"),
+                expanded_text=text("expanded_text"),
+                snippet=text("snippet"),
+                snippet_kind=text("snippet_kind"),
+                git_url=text("git_url"),
+                git_ref=text("git_ref"),
+                archive=archive,
+                archive_name=archive_name,
+                client=client,
+                local_caller=_is_loopback_ip(client),
+            ),
+        )
         if not submitted:
             raise IngestError("no project found in the input")
         return submitted
@@ -270,7 +307,9 @@ def build_app(ctx: ServiceContext) -> web.Application:
             data = await web_data.analysis_page(ctx.store, request.match_info["aid"], flt)
         except NotFoundError as exc:
             return not_found(exc)
-        q = {k: v for k, v in (("status", flt.status), ("signal", flt.signal), ("file", flt.file), ("migration", flt.migration)) if v}
+        q = {
+            k: v for k, v in (("status", flt.status), ("signal", flt.signal), ("file", flt.file), ("migration", flt.migration)) if v
+        }
         return page("analysis.html", filter_query=("?" + urlencode(q)) if q else "", **data)
 
     @routes.get("/a/{aid}/part/verdict")
@@ -295,8 +334,14 @@ def build_app(ctx: ServiceContext) -> web.Application:
             batch = await feed.start(since)
         except NotFoundError as exc:
             return _json({"error": str(exc)}, 404)
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
-                                           "X-Accel-Buffering": "no", **SECURITY_HEADERS})
+        resp = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
+                **SECURITY_HEADERS,
+            }
+        )
         await resp.prepare(request)
         idle = 0.0
         try:
@@ -325,24 +370,41 @@ def build_app(ctx: ServiceContext) -> web.Application:
     async def _send_batch(resp: web.StreamResponse, aid: str, batch: dict) -> bool:
         wrote = False
         if batch["chunks"]:
-            await _event(resp, "chunks", [{"id": v["chunk_id"], "order": v["order_key"], "status": v["status"],
-                                           "html": str(macros.chunk_row(v, aid))} for v in batch["chunks"]], batch["cursor"])
+            await _event(
+                resp,
+                "chunks",
+                [
+                    {"id": v["chunk_id"], "order": v["order_key"], "status": v["status"], "html": str(macros.chunk_row(v, aid))}
+                    for v in batch["chunks"]
+                ],
+                batch["cursor"],
+            )
             wrote = True
         if batch["files"]:
-            await _event(resp, "files", [{"path": e["source_file"], "html": str(macros.file_meta(e))} for e in batch["files"]],
-                         batch["cursor"])
+            await _event(
+                resp,
+                "files",
+                [{"path": e["source_file"], "html": str(macros.file_meta(e))} for e in batch["files"]],
+                batch["cursor"],
+            )
             wrote = True
         if wrote or not batch["running"]:
-            await _event(resp, "progress", {"counts": batch["counts"], "status": batch["status"], **batch["progress"]},
-                         batch["cursor"])
+            await _event(
+                resp, "progress", {"counts": batch["counts"], "status": batch["status"], **batch["progress"]}, batch["cursor"]
+            )
         return wrote
 
     @routes.get("/a/{aid}/f/{path:.+}")
     async def file_page(request: web.Request) -> web.Response:
         try:
-            data = await web_data.file_page(ctx.store, request.match_info["aid"], request.match_info["path"],
-                                            why_chunk=request.query.get("chunk", ""), why=request.query.get("why", "")[:500],
-                                            limit_per_table=limit)
+            data = await web_data.file_page(
+                ctx.store,
+                request.match_info["aid"],
+                request.match_info["path"],
+                why_chunk=request.query.get("chunk", ""),
+                why=request.query.get("why", "")[:500],
+                limit_per_table=limit,
+            )
         except NotFoundError as exc:
             return not_found(exc)
         try:
@@ -373,10 +435,17 @@ def build_app(ctx: ServiceContext) -> web.Application:
 
     def _export(rows: list[dict], columns, fmt: str, name: str) -> web.Response:
         if fmt == "json":
-            return web.Response(text=json.dumps(rows, default=_default, ensure_ascii=False, indent=1), content_type="application/json",
-                                headers={"Content-Disposition": f'attachment; filename="{name}.json"'})
-        return web.Response(text=wv.to_csv(rows, columns), content_type="text/csv", charset="utf-8",
-                            headers={"Content-Disposition": f'attachment; filename="{name}.csv"'})
+            return web.Response(
+                text=json.dumps(rows, default=_default, ensure_ascii=False, indent=1),
+                content_type="application/json",
+                headers={"Content-Disposition": f'attachment; filename="{name}.json"'},
+            )
+        return web.Response(
+            text=wv.to_csv(rows, columns),
+            content_type="text/csv",
+            charset="utf-8",
+            headers={"Content-Disposition": f'attachment; filename="{name}.csv"'},
+        )
 
     @routes.get(r"/export/analyses.{fmt:json|csv}")
     async def export_analyses(request: web.Request) -> web.Response:
@@ -386,8 +455,9 @@ def build_app(ctx: ServiceContext) -> web.Application:
     async def export_list(request: web.Request) -> web.Response:
         aid, what = request.match_info["aid"], request.match_info["what"]
         try:
-            rows = await web_data.export_rows(ctx.store, aid, what, flt=wv.ChunkFilter.from_query(request.query),
-                                              chunk_id=request.query.get("chunk", ""))
+            rows = await web_data.export_rows(
+                ctx.store, aid, what, flt=wv.ChunkFilter.from_query(request.query), chunk_id=request.query.get("chunk", "")
+            )
         except NotFoundError as exc:
             return _json({"error": str(exc)}, 404)
         columns = wv.EXPORT_COLUMNS[what] + (("start_line", "end_line") if what == "chunks" else ())
@@ -428,8 +498,15 @@ def build_app(ctx: ServiceContext) -> web.Application:
         retrieval = await ctx.store.get_retrieval(aid, chunk_id)
         judgment = await ctx.store.get_judgment(aid, chunk_id)
         stages = await ctx.store.chunk_stages(aid, chunk_id)
-        return _json({"chunk": row["chunk"], "source_file": row["source_file"], "retrieval": retrieval, "judgment": judgment,
-                      "stages": stages})
+        return _json(
+            {
+                "chunk": row["chunk"],
+                "source_file": row["source_file"],
+                "retrieval": retrieval,
+                "judgment": judgment,
+                "stages": stages,
+            }
+        )
 
     @routes.get("/api/diff")
     async def diff_api(request: web.Request) -> web.Response:
@@ -452,11 +529,15 @@ def build_app(ctx: ServiceContext) -> web.Application:
             return _json({"error": "the body must be a JSON object"}, 400)
         try:
             opts = ReplayOptions(
-                analysis_id=request.match_info["analysis_id"], stage=str(body.get("stage") or "judge"),
+                analysis_id=request.match_info["analysis_id"],
+                stage=str(body.get("stage") or "judge"),
                 chunk_ids=tuple(str(c) for c in body.get("chunk_ids") or ()),
-                source_files=tuple(str(f) for f in body.get("source_files") or ()), judge=str(body.get("judge") or ""),
-                prompt_version=str(body.get("prompt_version") or ""), cascade=str(body.get("cascade") or ""),
-                limit_per_table=int(body.get("limit_per_table") or 0))
+                source_files=tuple(str(f) for f in body.get("source_files") or ()),
+                judge=str(body.get("judge") or ""),
+                prompt_version=str(body.get("prompt_version") or ""),
+                cascade=str(body.get("cascade") or ""),
+                limit_per_table=int(body.get("limit_per_table") or 0),
+            )
             started = await start_replay(ctx.store, ctx.bus, ctx.settings, opts)
         except (ValueError, InvalidInputError) as exc:
             return _json({"error": str(exc)}, 400)
@@ -474,9 +555,15 @@ def build_app(ctx: ServiceContext) -> web.Application:
             return _json({"error": str(exc)}, 404)
 
     def _replay_json(r) -> dict:
-        return {"replay_id": r.replay_id, "analysis_id": r.analysis_id, "stage": r.stage, "run": r.run, "status": r.status,
-                "judgment_version": r.judgment_version,
-                "chunks": [{"chunk_id": c.chunk_id, "source": c.source, "published": c.published} for c in r.chunks]}
+        return {
+            "replay_id": r.replay_id,
+            "analysis_id": r.analysis_id,
+            "stage": r.stage,
+            "run": r.run,
+            "status": r.status,
+            "judgment_version": r.judgment_version,
+            "chunks": [{"chunk_id": c.chunk_id, "source": c.source, "published": c.published} for c in r.chunks],
+        }
 
     @routes.post("/api/analyses")
     async def submit(request: web.Request) -> web.Response:
@@ -496,8 +583,13 @@ def build_app(ctx: ServiceContext) -> web.Application:
             submitted = await _submit(request, body, archive, str(body.get("archive_name") or ""))
         except (InvalidInputError, AccessDeniedError, OverloadedError) as exc:
             return _json({"error": str(exc)}, _http_status(exc))
-        return _json({"analysis_id": submitted[0].analysis_id, "project_id": submitted[0].project_id,
-                      "projects": [{"analysis_id": s.analysis_id, "project_id": s.project_id} for s in submitted]})
+        return _json(
+            {
+                "analysis_id": submitted[0].analysis_id,
+                "project_id": submitted[0].project_id,
+                "projects": [{"analysis_id": s.analysis_id, "project_id": s.project_id} for s in submitted],
+            }
+        )
 
     routes.static("/static", str(pkg.joinpath("static")), append_version=False)
     app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[guard])

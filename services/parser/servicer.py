@@ -25,6 +25,7 @@ class ParserServicer(sgrpc.ParserServicer):
         if not request.source_file:
             raise InvalidInputError("source_file is required")
         check_source_file(request.source_file)
-        result = await asyncio.to_thread(chunk_file, request.source_file, SOURCE_KIND, request.source_text,
-                                         expected_sha256=request.source_sha256 or None)
+        result = await asyncio.to_thread(
+            chunk_file, request.source_file, SOURCE_KIND, request.source_text, expected_sha256=request.source_sha256 or None
+        )
         return convert.chunking_to_pb(result, request.project_id)

@@ -35,6 +35,7 @@ class CliError(RuntimeError):
 
 # ---------------------------------------------------------------- stack discovery
 
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -62,8 +63,13 @@ def start_stack(settings: Settings, timeout_s: float = 600) -> subprocess.Popen:
     settings.run_dir.mkdir(parents=True, exist_ok=True)
     log_path = settings.run_dir / "up.log"
     fh = open(log_path, "ab")
-    proc = subprocess.Popen([sys.executable, "-m", "godot_rag.cli", "up"], stdout=fh, stderr=subprocess.STDOUT,
-                            env={**os.environ, **settings.to_env()}, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "godot_rag.cli", "up"],
+        stdout=fh,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **settings.to_env()},
+        start_new_session=True,
+    )
     fh.close()
     deadline = time.monotonic() + timeout_s
     with console.status("starting the embedded stack (PostgreSQL, NATS JetStream, six services)...") as status:
@@ -116,8 +122,14 @@ def _local_repo_archive(repo: Path, ref: str, settings: Settings) -> bytes:
     if ref.startswith("-"):
         raise CliError(f"refused git ref {ref!r}")
     try:
-        done = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", "archive", "--format=tar", ref or "HEAD"],
-                              cwd=repo, env=git_env(), capture_output=True, timeout=settings.git_timeout_s, check=False)
+        done = subprocess.run(
+            ["git", "-c", "core.hooksPath=/dev/null", "archive", "--format=tar", ref or "HEAD"],
+            cwd=repo,
+            env=git_env(),
+            capture_output=True,
+            timeout=settings.git_timeout_s,
+            check=False,
+        )
     except (FileNotFoundError, subprocess.TimeoutExpired) as exc:
         raise CliError(f"{repo}: git archive failed ({exc})") from exc
     if done.returncode != 0:
@@ -125,8 +137,16 @@ def _local_repo_archive(repo: Path, ref: str, settings: Settings) -> bytes:
     return done.stdout
 
 
-def submit_request(target: str, prompt: str, *, kind: str = "", git: bool = False, ref: str = "", project_id: str = "",
-                   settings: Settings | None = None):
+def submit_request(
+    target: str,
+    prompt: str,
+    *,
+    kind: str = "",
+    git: bool = False,
+    ref: str = "",
+    project_id: str = "",
+    settings: Settings | None = None,
+):
     """The SubmitRequest for one command-line target ('-' = a snippet on stdin).
 
     Local inputs travel as content (an archive built in memory, the expanded
@@ -144,7 +164,7 @@ def submit_request(target: str, prompt: str, *, kind: str = "", git: bool = Fals
     if target == "-":
         return spb.SubmitRequest(prompt=prompt, snippet=sys.stdin.read(), snippet_kind=kind, project_id=project_id)
     if target.startswith("file://"):
-        target, git = target[len("file://"):], True
+        target, git = target[len("file://") :], True
     if looks_like_git_url(target):
         return spb.SubmitRequest(prompt=prompt, git_url=target, git_ref=ref, project_id=project_id)
     path = Path(target).expanduser().resolve()
@@ -152,33 +172,49 @@ def submit_request(target: str, prompt: str, *, kind: str = "", git: bool = Fals
         if not path.is_dir():
             raise CliError(f"{target}: not a local git repository folder")
         name = path.name[:-4] if path.name.endswith(".git") else path.name
-        return spb.SubmitRequest(prompt=prompt, archive=_local_repo_archive(path, ref, settings),
-                                 archive_name=f"{name}.tar", project_id=project_id or f"git:{name or 'repository'}")
+        return spb.SubmitRequest(
+            prompt=prompt,
+            archive=_local_repo_archive(path, ref, settings),
+            archive_name=f"{name}.tar",
+            project_id=project_id or f"git:{name or 'repository'}",
+        )
     if path.is_dir():
         try:
             data = pack_folder(path, walk_limits(settings), max_file_bytes=settings.max_file_bytes)
         except IngestError as exc:
             raise CliError(f"{target}: {exc}") from exc
-        return spb.SubmitRequest(prompt=prompt, archive=data, archive_name=f"{path.name}.tar.gz",
-                                 project_id=project_id or f"local:{path.name}")
+        return spb.SubmitRequest(
+            prompt=prompt, archive=data, archive_name=f"{path.name}.tar.gz", project_id=project_id or f"local:{path.name}"
+        )
     if path.is_file():
         data = path.read_bytes()
         from godot_rag.domain.ingest.archive import detect_format
 
         if looks_like_archive_name(path.name) or detect_format(data[:1024]):
-            return spb.SubmitRequest(prompt=prompt, archive=data, archive_name=path.name,
-                                     project_id=project_id or f"archive:{archive_stem(path.name)}")
+            return spb.SubmitRequest(
+                prompt=prompt, archive=data, archive_name=path.name, project_id=project_id or f"archive:{archive_stem(path.name)}"
+            )
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise CliError(f"{target} is neither a folder, an archive nor an expanded-text file (not UTF-8: {exc})") from exc
-        return spb.SubmitRequest(prompt=prompt, expanded_text=text,
-                                 project_id=project_id or f"expanded:{path.name.rsplit('.', 1)[0]}")
+        return spb.SubmitRequest(
+            prompt=prompt, expanded_text=text, project_id=project_id or f"expanded:{path.name.rsplit('.', 1)[0]}"
+        )
     raise CliError(f"no such file or folder: {target}")
 
 
-def analyze_one(stub, target: str, prompt: str, kind: str = "", *, git: bool = False, ref: str = "",
-                project_id: str = "", settings: Settings | None = None) -> list[dict]:
+def analyze_one(
+    stub,
+    target: str,
+    prompt: str,
+    kind: str = "",
+    *,
+    git: bool = False,
+    ref: str = "",
+    project_id: str = "",
+    settings: Settings | None = None,
+) -> list[dict]:
     """Submit one target and wait for each of its projects (one per project.godot root)."""
     from godot_rag.infra.auth import auth_metadata
     from godot_rag.v1 import services_pb2 as spb
@@ -190,14 +226,22 @@ def analyze_one(stub, target: str, prompt: str, kind: str = "", *, git: bool = F
         submitted = stub.Submit(request, timeout=300, metadata=metadata)
     except grpc.RpcError as exc:
         raise CliError(f"{target}: {exc.details()}") from exc
-    projects = list(submitted.projects) or [spb.SubmittedProject(analysis_id=submitted.analysis_id,
-                                                                 project_id=submitted.project_id)]
+    projects = list(submitted.projects) or [
+        spb.SubmittedProject(analysis_id=submitted.analysis_id, project_id=submitted.project_id)
+    ]
     if len(projects) > 1:
         console.print(f"{target}: {len(projects)} projects: " + ", ".join(p.project_root or "." for p in projects))
     docs = []
     for project in projects:
-        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("chunks"),
-                      TimeElapsedColumn(), console=console, transient=True) as bar:
+        with Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("chunks"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        ) as bar:
             task = bar.add_task(f"{project.project_id}", total=None)
             for p in stub.WatchProgress(spb.GetRequest(analysis_id=project.analysis_id), metadata=metadata):
                 total = p.chunks_total if p.files_chunked >= p.files_total else None
@@ -228,8 +272,16 @@ def print_summary(doc: dict) -> None:
     for f in doc["files"]:
         counts = per_file.get(f["source_file"], {"godot3": 0, "godot4": 0, "neutral": 0})
         note = f["excluded_reason"] or f["error"]
-        table.add_row(f["source_file"], f["source_kind"] or "-", f["status"], str(f["chunk_count"]), str(counts["godot3"]),
-                      str(counts["godot4"]), str(counts["neutral"]), note[:70])
+        table.add_row(
+            f["source_file"],
+            f["source_kind"] or "-",
+            f["status"],
+            str(f["chunk_count"]),
+            str(counts["godot3"]),
+            str(counts["godot4"]),
+            str(counts["neutral"]),
+            note[:70],
+        )
     out.print(table)
     print_migration_basis(out, doc)
     for line in v.get("basis", []):
@@ -238,8 +290,10 @@ def print_summary(doc: dict) -> None:
     if doc.get("status") == "completed_with_failures":
         failed_files = [f["source_file"] for f in doc["files"] if f["status"] == "failed"]
         failed_chunks = [c["chunk_id"] for c in doc["chunks"] if c["status"] == "failed"]
-        out.print(f"[red]completed with failures: {len(failed_files)} files, {len(failed_chunks)} chunks failed[/red] "
-                  "(the verdict rests on the rest)")
+        out.print(
+            f"[red]completed with failures: {len(failed_files)} files, {len(failed_chunks)} chunks failed[/red] "
+            "(the verdict rests on the rest)"
+        )
         for name in (failed_files + failed_chunks)[:20]:
             out.print(f"  failed: {name}", markup=False, highlight=False)
     print_judge_summary(out, doc)
@@ -265,13 +319,20 @@ def print_judge_summary(out: Console, doc: dict) -> None:
     """LLM calls made and saved, tokens, and every failed judgment with its raw output."""
     stats = doc.get("judge_stats") or {}
     if stats.get("llm_calls") or stats.get("llm_calls_saved") or stats.get("cascade"):
-        out.print(f"  judge: {stats.get('llm_calls', 0)} LLM calls, {stats.get('llm_calls_saved', 0)} saved by the "
-                  f"'{stats.get('cascade') or 'all'}' cascade, {stats.get('cached', 0)} reused from the cache; "
-                  f"{stats.get('prompt_tokens', 0)} prompt + {stats.get('completion_tokens', 0)} completion tokens")
+        out.print(
+            f"  judge: {stats.get('llm_calls', 0)} LLM calls, {stats.get('llm_calls_saved', 0)} saved by the "
+            f"'{stats.get('cascade') or 'all'}' cascade, {stats.get('cached', 0)} reused from the cache; "
+            f"{stats.get('prompt_tokens', 0)} prompt + {stats.get('completion_tokens', 0)} completion tokens"
+        )
     failed = [c for c in doc["chunks"] if (c.get("judge") or {}).get("status") == "failed"]
     for c in failed[:20]:
-        out.print(f"  judgment failed {c['chunk_id']} (lines {c['start_line']}-{c['end_line']}): "
-                  f"{(c.get('judgment_error') or c.get('last_error') or '')[:200]}", markup=False, highlight=False, style="red")
+        out.print(
+            f"  judgment failed {c['chunk_id']} (lines {c['start_line']}-{c['end_line']}): "
+            f"{(c.get('judgment_error') or c.get('last_error') or '')[:200]}",
+            markup=False,
+            highlight=False,
+            style="red",
+        )
         raw = (c.get("raw_output") or "").strip()
         if raw:
             out.print(f"    raw output: {raw[:300]!r}", markup=False, highlight=False)
@@ -292,8 +353,9 @@ def cmd_analyze(args, settings: Settings) -> int:
         with grpc.insecure_channel(addr, options=grpc_message_options(settings)) as channel:
             stub = sgrpc.AnalysisServiceStub(channel)
             for target in args.paths:
-                for doc in analyze_one(stub, target, args.prompt, args.kind, git=args.git, ref=args.ref,
-                                       project_id=args.project_id, settings=settings):
+                for doc in analyze_one(
+                    stub, target, args.prompt, args.kind, git=args.git, ref=args.ref, project_id=args.project_id, settings=settings
+                ):
                     print_summary(doc)
                     docs.append(doc)
     finally:
@@ -336,17 +398,27 @@ def _rpc(call, *args, **kwargs):
 def cmd_replay(args, settings: Settings) -> int:
     from godot_rag.v1 import services_pb2 as spb
 
-    request = spb.ReplayRequest(analysis_id=args.analysis_id, stage=args.stage, chunk_ids=args.chunk or [],
-                                source_files=args.file or [], judge=args.judge or "", prompt_version=args.prompt_version or "",
-                                cascade=args.cascade or "", limit_per_table=args.limit_per_table or 0)
+    request = spb.ReplayRequest(
+        analysis_id=args.analysis_id,
+        stage=args.stage,
+        chunk_ids=args.chunk or [],
+        source_files=args.file or [],
+        judge=args.judge or "",
+        prompt_version=args.prompt_version or "",
+        cascade=args.cascade or "",
+        limit_per_table=args.limit_per_table or 0,
+    )
     with gateway_stub(settings, args.keep_running) as stub:
         started = _rpc(stub.Replay, request, timeout=300)
         published = [c for c in started.chunks if c.published]
         from_stream = sum(1 for c in published if c.source == "stream")
-        console.print(f"replay {started.replay_id} of {started.analysis_id} from stage {started.stage} (run {started.run}): "
-                      f"{len(published)} chunk(s) published, {from_stream} taken from the stream, "
-                      f"{len(published) - from_stream} rebuilt from the store (aged out), "
-                      f"{len(started.chunks) - len(published)} already done by this replay", highlight=False)
+        console.print(
+            f"replay {started.replay_id} of {started.analysis_id} from stage {started.stage} (run {started.run}): "
+            f"{len(published)} chunk(s) published, {from_stream} taken from the stream, "
+            f"{len(published) - from_stream} rebuilt from the store (aged out), "
+            f"{len(started.chunks) - len(published)} already done by this replay",
+            highlight=False,
+        )
         if args.verbose:
             for c in started.chunks:
                 state = f"from the {c.source}" if c.published else "already done"
@@ -359,18 +431,31 @@ def cmd_replay(args, settings: Settings) -> int:
                     time.sleep(0.3)
                     replay = _rpc(stub.GetReplay, spb.GetReplayRequest(replay_id=started.replay_id), timeout=60)
             if replay.status == "running":
-                raise CliError(f"replay {started.replay_id} still running after {args.timeout}s; run the same command "
-                               "again to resume or wait")
-        doc = {"replay_id": replay.replay_id, "analysis_id": replay.analysis_id, "stage": replay.stage, "run": replay.run,
-               "status": replay.status, "judgment_version": replay.judgment_version,
-               "chunks": [{"chunk_id": c.chunk_id, "source": c.source, "published": c.published} for c in started.chunks]}
+                raise CliError(
+                    f"replay {started.replay_id} still running after {args.timeout}s; run the same command again to resume or wait"
+                )
+        doc = {
+            "replay_id": replay.replay_id,
+            "analysis_id": replay.analysis_id,
+            "stage": replay.stage,
+            "run": replay.run,
+            "status": replay.status,
+            "judgment_version": replay.judgment_version,
+            "chunks": [{"chunk_id": c.chunk_id, "source": c.source, "published": c.published} for c in started.chunks],
+        }
         if replay.judgment_version and replay.status != "running":
-            v = _rpc(stub.GetVerdict, spb.VerdictVersionRequest(analysis_id=replay.analysis_id,
-                                                                version_id=replay.judgment_version), timeout=60)
+            v = _rpc(
+                stub.GetVerdict,
+                spb.VerdictVersionRequest(analysis_id=replay.analysis_id, version_id=replay.judgment_version),
+                timeout=60,
+            )
             doc["verdict"] = {"label": v.verdict.label, "confidence": v.verdict.confidence, "current": v.current}
-            console.print(f"replay {replay.status}: judgment version {replay.judgment_version} "
-                          f"(current: {'yes' if v.current else 'no'}), verdict {v.verdict.label} "
-                          f"({v.verdict.confidence:.2f})", highlight=False)
+            console.print(
+                f"replay {replay.status}: judgment version {replay.judgment_version} "
+                f"(current: {'yes' if v.current else 'no'}), verdict {v.verdict.label} "
+                f"({v.verdict.confidence:.2f})",
+                highlight=False,
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(doc, indent=2))
         console.print(f"wrote {args.json}")
@@ -380,16 +465,33 @@ def cmd_replay(args, settings: Settings) -> int:
 def print_diff(doc: dict, changed_only: bool = True) -> None:
     out = Console(width=None if sys.stdout.isatty() else 150)
     a, b, v, s = doc["a"], doc["b"], doc["verdict"], doc["summary"]
-    out.print(f"A {a['analysis_id']} version {a['version_id'] or '-'}   B {b['analysis_id']} version {b['version_id'] or '-'}",
-              markup=False, highlight=False)
+    out.print(
+        f"A {a['analysis_id']} version {a['version_id'] or '-'}   B {b['analysis_id']} version {b['version_id'] or '-'}",
+        markup=False,
+        highlight=False,
+    )
     change = "changed" if v["changed"] else "unchanged"
-    out.print(f"verdict: {v['a'] or '-'} ({v['a_confidence']:.2f}) -> {v['b'] or '-'} ({v['b_confidence']:.2f}), {change}",
-              markup=False, highlight=False)
+    out.print(
+        f"verdict: {v['a'] or '-'} ({v['a_confidence']:.2f}) -> {v['b'] or '-'} ({v['b_confidence']:.2f}), {change}",
+        markup=False,
+        highlight=False,
+    )
     table = Table(show_header=True, header_style="bold", title="summary")
     table.add_column("what")
     table.add_column("count", justify="right")
-    for key in ("chunks_compared", "chunks_changed", "label_changes", "migration_changes", "candidates_added",
-                "candidates_removed", "candidates_moved", "notes_added", "notes_removed", "only_in_a", "only_in_b"):
+    for key in (
+        "chunks_compared",
+        "chunks_changed",
+        "label_changes",
+        "migration_changes",
+        "candidates_added",
+        "candidates_removed",
+        "candidates_moved",
+        "notes_added",
+        "notes_removed",
+        "only_in_a",
+        "only_in_b",
+    ):
         table.add_row(key.replace("_", " "), str(s[key]))
     for key, n in s["transitions"].items():
         table.add_row(f"label {key}", str(n))
@@ -397,21 +499,27 @@ def print_diff(doc: dict, changed_only: bool = True) -> None:
     for c in doc["chunks"]:
         if changed_only and not c["changed"]:
             continue
-        out.print(f"{c['source_file']} L{c['start_line']}-L{c['end_line']} {c['chunk_id']}"
-                  + ("" if c["presence"] == "both" else f"  ({c['presence'].replace('_', ' ')})"), markup=False,
-                  highlight=False, style="bold")
+        out.print(
+            f"{c['source_file']} L{c['start_line']}-L{c['end_line']} {c['chunk_id']}"
+            + ("" if c["presence"] == "both" else f"  ({c['presence'].replace('_', ' ')})"),
+            markup=False,
+            highlight=False,
+            style="bold",
+        )
         if c["label"]:
             out.print(f"  label: {c['label']['a'] or '-'} -> {c['label']['b'] or '-'}", markup=False, highlight=False)
         if c["needs_migration"]:
-            out.print(f"  needs migration: {c['needs_migration']['a']} -> {c['needs_migration']['b']}", markup=False,
-                      highlight=False)
+            out.print(
+                f"  needs migration: {c['needs_migration']['a']} -> {c['needs_migration']['b']}", markup=False, highlight=False
+            )
         for h in c["candidates"]["added"]:
             out.print(f"  + candidate {h['table']}/{h['record_id']} (rank {h['rank']})", markup=False, highlight=False)
         for h in c["candidates"]["removed"]:
             out.print(f"  - candidate {h['table']}/{h['record_id']} (rank {h['rank']})", markup=False, highlight=False)
         for h in c["candidates"]["moved"]:
-            out.print(f"  ~ candidate {h['table']}/{h['record_id']} rank {h['a_rank']} -> {h['b_rank']}", markup=False,
-                      highlight=False)
+            out.print(
+                f"  ~ candidate {h['table']}/{h['record_id']} rank {h['a_rank']} -> {h['b_rank']}", markup=False, highlight=False
+            )
         for n in c["notes"]["added"]:
             out.print(f"  + note L{n['line']} {n['old']} -> {n['new']}", markup=False, highlight=False)
         for n in c["notes"]["removed"]:
@@ -446,8 +554,10 @@ def cmd_export(args, settings: Settings) -> int:
             result = _rpc(stub.Get, spb.GetRequest(analysis_id=aid), timeout=300)
             if result.status == "running":
                 raise CliError(f"analysis {aid} is still running; export it once it has finished")
-            traces = [_rpc(stub.GetChunkTrace, spb.ChunkTraceRequest(analysis_id=aid, chunk_id=c.trace.chunk_id), timeout=60)
-                      for c in result.chunks]
+            traces = [
+                _rpc(stub.GetChunkTrace, spb.ChunkTraceRequest(analysis_id=aid, chunk_id=c.trace.chunk_id), timeout=60)
+                for c in result.chunks
+            ]
             bundles.append((result, traces))
     written = write_classified(bundles, Path(args.out))
     for path in written:
@@ -538,10 +648,14 @@ def cmd_patch(args, settings: Settings) -> int:
     elif ANALYSIS_ID_RE.match(args.target):
         response = _remote_patch(args.target, settings)
         diff, summary = response.diff, dict(response.summary)
-        todos = [{"file": f.source_file, "line": t.line, "rule": t.rule, "symbol": t.symbol, "note": t.note,
-                  "record_id": t.record_id} for f in response.files for t in f.todos]
-        kept = [{"file": f.source_file, "line": k.line, "symbol": k.symbol, "reason": k.reason}
-                for f in response.files for k in f.kept]
+        todos = [
+            {"file": f.source_file, "line": t.line, "rule": t.rule, "symbol": t.symbol, "note": t.note, "record_id": t.record_id}
+            for f in response.files
+            for t in f.todos
+        ]
+        kept = [
+            {"file": f.source_file, "line": k.line, "symbol": k.symbol, "reason": k.reason} for f in response.files for k in f.kept
+        ]
         if args.out != "-":
             from godot_rag.pipeline.patch import basis_path_for
 
@@ -565,19 +679,26 @@ def cmd_patch(args, settings: Settings) -> int:
     applied = 0
     if apply_to is not None:
         try:
-            done = apply_patch(apply_to, result, force=args.force) if changes is None else \
-                apply_changes(apply_to, changes, force=args.force)
+            done = (
+                apply_patch(apply_to, result, force=args.force)
+                if changes is None
+                else apply_changes(apply_to, changes, force=args.force)
+            )
         except InvalidInputError as exc:
             raise CliError(str(exc)) from exc
         applied = len(done.written)
         if done.git_dirty:
             out.print(f"[red]--force:[/red] applied over {len(done.git_dirty)} uncommitted change(s)")
     if args.json:
-        Path(args.json).write_text(json.dumps({"summary": {**summary, "applied": applied}, "todos": todos, "kept": kept},
-                                              indent=2, ensure_ascii=False))
-    out.print(f"files {summary['files']} (changed {summary['files_changed']}), hunks {summary['hunks']}, "
-              f"edits {summary['edits']}, applied {applied} file(s), left for a person {summary['todos']} TODO(s), "
-              f"engine names kept as the project's own {summary['kept']}", highlight=False)
+        Path(args.json).write_text(
+            json.dumps({"summary": {**summary, "applied": applied}, "todos": todos, "kept": kept}, indent=2, ensure_ascii=False)
+        )
+    out.print(
+        f"files {summary['files']} (changed {summary['files_changed']}), hunks {summary['hunks']}, "
+        f"edits {summary['edits']}, applied {applied} file(s), left for a person {summary['todos']} TODO(s), "
+        f"engine names kept as the project's own {summary['kept']}",
+        highlight=False,
+    )
     return 0
 
 
@@ -637,13 +758,19 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("up", help="start the embedded stack and keep it running")
     p = sub.add_parser("analyze", help="analyse folders, git repositories, archives or expanded-text files")
-    p.add_argument("paths", nargs="+", help="project folder, git URL, .zip/.tar.gz archive, expanded '# <path>' text "
-                                            "file, or - for a snippet on stdin")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        help="project folder, git URL, .zip/.tar.gz archive, expanded '# <path>' text file, or - for a snippet on stdin",
+    )
     p.add_argument("--prompt", default=DEFAULT_PROMPT)
     p.add_argument("--json", help="write the result as JSON to this file")
     p.add_argument("--kind", default="", help="source_kind of a snippet read from stdin (guessed when omitted)")
-    p.add_argument("--git", action="store_true",
-                   help="clone the targets with git (implied for URLs); a local repository is read at its last commit")
+    p.add_argument(
+        "--git",
+        action="store_true",
+        help="clone the targets with git (implied for URLs); a local repository is read at its last commit",
+    )
     p.add_argument("--ref", default="", help="branch or tag to clone (with --git or a URL)")
     p.add_argument("--project-id", default="", help="project id to use instead of the derived one")
     p.add_argument("--keep-running", action="store_true", help="leave the embedded stack running afterwards")
@@ -653,18 +780,34 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ref", default="", help="branch or tag to clone")
     p.add_argument("-o", "--output", help="write the text to this file instead of standard output")
     p = sub.add_parser("patch", help="the mechanical Godot 3 -> 4 changes as a unified diff, with the basis of every hunk")
-    p.add_argument("target", metavar="PATH|ANALYSIS_ID",
-                   help="project folder, an expanded-text file (diff only), or a stored analysis (from the gateway)")
-    p.add_argument("--out", default="-", help="write the diff here (and its basis beside it as <name>.basis.jsonl); "
-                                              "default: the diff on standard output")
-    p.add_argument("--apply", nargs="?", const="", default=None, metavar="PATH",
-                   help="also write the patched files into the project (PATH: the folder; needed with an ANALYSIS_ID)")
+    p.add_argument(
+        "target",
+        metavar="PATH|ANALYSIS_ID",
+        help="project folder, an expanded-text file (diff only), or a stored analysis (from the gateway)",
+    )
+    p.add_argument(
+        "--out",
+        default="-",
+        help="write the diff here (and its basis beside it as <name>.basis.jsonl); default: the diff on standard output",
+    )
+    p.add_argument(
+        "--apply",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="PATH",
+        help="also write the patched files into the project (PATH: the folder; needed with an ANALYSIS_ID)",
+    )
     p.add_argument("--force", action="store_true", help="with --apply: write even when the git tree is dirty or absent")
     p.add_argument("--json", help="write the summary and the TODOs as JSON to this file")
     p = sub.add_parser("replay", help="run a stage again for chunks of a finished analysis, as a new result version")
     p.add_argument("analysis_id")
-    p.add_argument("--stage", choices=("retrieve", "judge"), default="judge",
-                   help="the first stage run again (the stages after it follow); default judge")
+    p.add_argument(
+        "--stage",
+        choices=("retrieve", "judge"),
+        default="judge",
+        help="the first stage run again (the stages after it follow); default judge",
+    )
     p.add_argument("--chunk", action="append", metavar="CHUNK_ID", help="a chunk to replay (repeatable); default every chunk")
     p.add_argument("--file", action="append", metavar="PATH", help="every chunk of this file (repeatable)")
     p.add_argument("--judge", choices=("rules", "llm"), help="judge to use; default the stack's GODOT_RAG_JUDGE")

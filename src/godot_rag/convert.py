@@ -74,7 +74,10 @@ def chunking_to_pb(r: m.ChunkingResult, project_id: str = "") -> pb.ChunkingOutp
         source_sha256=r.source_sha256,
         status=r.status,
         chunks=[chunk_to_pb(c) for c in r.chunks],
-        errors=[pb.SourceError(line=e.line, column=e.column, end_line=e.end_line, end_column=e.end_column, message=e.message) for e in r.errors],
+        errors=[
+            pb.SourceError(line=e.line, column=e.column, end_line=e.end_line, end_column=e.end_column, message=e.message)
+            for e in r.errors
+        ],
         producer_version=r.producer_version,
     )
 
@@ -135,7 +138,9 @@ def judgment_to_pb(j: m.Judgment) -> pb.Judgment:
         needs_migration=j.needs_migration,
         confidence=j.confidence,
         evidence=[pb.EvidenceUse(table=e.table, record_id=e.record_id, relevant=e.relevant, why=e.why) for e in j.evidence],
-        migration_notes=[pb.MigrationNote(line=n.line, old=n.old, new=n.new, basis_record_id=n.basis_record_id) for n in j.migration_notes],
+        migration_notes=[
+            pb.MigrationNote(line=n.line, old=n.old, new=n.new, basis_record_id=n.basis_record_id) for n in j.migration_notes
+        ],
         explanation=j.explanation,
         judge_kind=j.judge_kind,
         model=j.model,
@@ -182,27 +187,66 @@ def judgment_from_pb(j: pb.Judgment) -> m.Judgment:
 def request_from_pb(r: pb.JudgmentRequest) -> m.JudgmentRequest:
     chunk = chunk_from_pb(r.chunk)
     if not chunk.code_text and r.chunk_text:
-        chunk = m.Chunk(chunk.chunk_id or r.chunk_id, chunk.chunk_order or r.chunk_order, chunk.chunk_kind or r.chunk_kind,
-                        chunk.node_kind, chunk.name, chunk.span, r.chunk_text, chunk.symbol_candidates, chunk.api_call_candidates,
-                        chunk.reference_candidates, chunk.code_mask, chunk.surrounding_context)
+        chunk = m.Chunk(
+            chunk.chunk_id or r.chunk_id,
+            chunk.chunk_order or r.chunk_order,
+            chunk.chunk_kind or r.chunk_kind,
+            chunk.node_kind,
+            chunk.name,
+            chunk.span,
+            r.chunk_text,
+            chunk.symbol_candidates,
+            chunk.api_call_candidates,
+            chunk.reference_candidates,
+            chunk.code_mask,
+            chunk.surrounding_context,
+        )
     if r.surrounding_context and not chunk.surrounding_context:
-        chunk = m.Chunk(chunk.chunk_id, chunk.chunk_order, chunk.chunk_kind, chunk.node_kind, chunk.name, chunk.span,
-                        chunk.code_text, chunk.symbol_candidates, chunk.api_call_candidates, chunk.reference_candidates,
-                        chunk.code_mask, r.surrounding_context)
+        chunk = m.Chunk(
+            chunk.chunk_id,
+            chunk.chunk_order,
+            chunk.chunk_kind,
+            chunk.node_kind,
+            chunk.name,
+            chunk.span,
+            chunk.code_text,
+            chunk.symbol_candidates,
+            chunk.api_call_candidates,
+            chunk.reference_candidates,
+            chunk.code_mask,
+            r.surrounding_context,
+        )
     return m.JudgmentRequest(
-        prompt=r.prompt, chunk=chunk, evidence=tuple(hit_from_pb(h) for h in r.retrieved_evidence), source_kind=r.source_kind,
-        intent=r.intent, declared_names=frozenset(r.declared_names), judgment_contract=r.judgment_contract,
-        project_id=r.project_id, source_file=r.source_file, project_symbols=r.project_symbols,
+        prompt=r.prompt,
+        chunk=chunk,
+        evidence=tuple(hit_from_pb(h) for h in r.retrieved_evidence),
+        source_kind=r.source_kind,
+        intent=r.intent,
+        declared_names=frozenset(r.declared_names),
+        judgment_contract=r.judgment_contract,
+        project_id=r.project_id,
+        source_file=r.source_file,
+        project_symbols=r.project_symbols,
     )
 
 
 def request_to_pb(r: m.JudgmentRequest) -> pb.JudgmentRequest:
     c = r.chunk
     return pb.JudgmentRequest(
-        prompt=r.prompt, project_id=r.project_id, source_file=r.source_file, chunk_id=c.chunk_id, chunk_order=c.chunk_order,
-        chunk_kind=c.chunk_kind, chunk_text=c.code_text, surrounding_context=c.surrounding_context,
-        retrieved_evidence=[hit_to_pb(h) for h in r.evidence], judgment_contract=r.judgment_contract, chunk=chunk_to_pb(c),
-        source_kind=r.source_kind, declared_names=sorted(r.declared_names), intent=r.intent,
+        prompt=r.prompt,
+        project_id=r.project_id,
+        source_file=r.source_file,
+        chunk_id=c.chunk_id,
+        chunk_order=c.chunk_order,
+        chunk_kind=c.chunk_kind,
+        chunk_text=c.code_text,
+        surrounding_context=c.surrounding_context,
+        retrieved_evidence=[hit_to_pb(h) for h in r.evidence],
+        judgment_contract=r.judgment_contract,
+        chunk=chunk_to_pb(c),
+        source_kind=r.source_kind,
+        declared_names=sorted(r.declared_names),
+        intent=r.intent,
         project_symbols=r.project_symbols,
     )
 
@@ -212,18 +256,40 @@ def patch_to_pb(analysis_id: str, doc: dict, basis_jsonl: str, sha256: dict[str,
     response = spb.PatchResponse(analysis_id=analysis_id, diff=doc["diff"], basis_jsonl=basis_jsonl)
     response.summary.update({k: int(v) for k, v in doc["summary"].items()})
     for f in doc["files"]:
-        pf = spb.PatchFile(source_file=f["file"], sha256=sha256.get(f["file"], ""), changed=f["changed"], edits=f["edits"],
-                           patched_text=f["patched"] if f["changed"] else "")
+        pf = spb.PatchFile(
+            source_file=f["file"],
+            sha256=sha256.get(f["file"], ""),
+            changed=f["changed"],
+            edits=f["edits"],
+            patched_text=f["patched"] if f["changed"] else "",
+        )
         for h in f["hunks"]:
-            pf.hunks.append(spb.PatchHunk(
-                hunk=h["hunk"], old_start=h["old_start"], old_len=h["old_len"], new_start=h["new_start"],
-                new_len=h["new_len"], text=h["text"], confidence=h["confidence"],
-                changes=[spb.PatchChange(rule=c["rule"], record_id=c["record_id"], confidence=c["confidence"],
-                                         receiver=c.get("receiver", ""), note=c.get("note", ""), line=c.get("line", 0))
-                         for c in h["changes"]],
-            ))
-        pf.todos.extend(spb.PatchTodo(line=t["line"], rule=t["rule"], symbol=t["symbol"], note=t["note"],
-                                      record_id=t.get("record_id", "")) for t in f["todos"])
+            pf.hunks.append(
+                spb.PatchHunk(
+                    hunk=h["hunk"],
+                    old_start=h["old_start"],
+                    old_len=h["old_len"],
+                    new_start=h["new_start"],
+                    new_len=h["new_len"],
+                    text=h["text"],
+                    confidence=h["confidence"],
+                    changes=[
+                        spb.PatchChange(
+                            rule=c["rule"],
+                            record_id=c["record_id"],
+                            confidence=c["confidence"],
+                            receiver=c.get("receiver", ""),
+                            note=c.get("note", ""),
+                            line=c.get("line", 0),
+                        )
+                        for c in h["changes"]
+                    ],
+                )
+            )
+        pf.todos.extend(
+            spb.PatchTodo(line=t["line"], rule=t["rule"], symbol=t["symbol"], note=t["note"], record_id=t.get("record_id", ""))
+            for t in f["todos"]
+        )
         pf.kept.extend(spb.PatchKept(line=k["line"], symbol=k["symbol"], reason=k["reason"]) for k in f["kept"])
         response.files.append(pf)
     return response

@@ -129,8 +129,10 @@ class Settings:
     def check_listen_security(self) -> None:
         """Refuse to serve beyond loopback without a token: SettingsError names the fix."""
         if not self.loopback_only and not self.auth_token:
-            raise SettingsError(f"{ENV_PREFIX}HOST={self.host} listens beyond loopback: set {ENV_PREFIX}AUTH_TOKEN "
-                                "(a long random value, e.g. openssl rand -hex 32); every client must send it")
+            raise SettingsError(
+                f"{ENV_PREFIX}HOST={self.host} listens beyond loopback: set {ENV_PREFIX}AUTH_TOKEN "
+                "(a long random value, e.g. openssl rand -hex 32); every client must send it"
+            )
 
     @property
     def run_dir(self) -> Path:
@@ -220,8 +222,15 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         raise SettingsError(f"{ENV_PREFIX}STAGE_WORKERS must be at least 1, not {settings.stage_workers}")
     if settings.embedder_backend not in ("torch", "onnx"):
         raise SettingsError(f"{ENV_PREFIX}EMBEDDER_BACKEND must be 'torch' or 'onnx', not {settings.embedder_backend!r}")
-    for name in ("max_prompt_bytes", "walk_max_entries", "walk_max_bytes", "max_submissions_per_client",
-                 "grpc_max_message_bytes", "retrieval_max_limit_per_table", "git_max_bytes"):
+    for name in (
+        "max_prompt_bytes",
+        "walk_max_entries",
+        "walk_max_bytes",
+        "max_submissions_per_client",
+        "grpc_max_message_bytes",
+        "retrieval_max_limit_per_table",
+        "git_max_bytes",
+    ):
         if getattr(settings, name) < 1:
             raise SettingsError(f"{ENV_PREFIX}{name.upper()} must be at least 1")
     if settings.embedder == "tei" and not settings.tei_url:

@@ -146,27 +146,66 @@ def parse_subject(subject: str) -> SubjectParts | None:
 
 # The consumers, by service. MaxAckPending is what one process really does at
 # once; the retriever holds many so its query embeddings batch together.
-PARSER = ConsumerSpec("parser", STREAM_FILES, (f"{FILE_PREFIX}.{FileRoute.AST}.>",), ack_wait_s=60, max_ack_pending=4,
-                      max_ack_pending_setting="PARSER_MAX_ACK_PENDING")
-CHUNKER = ConsumerSpec("chunker", STREAM_FILES, (f"{FILE_PREFIX}.{FileRoute.DIRECT}.>",), ack_wait_s=60, max_ack_pending=4,
-                       max_ack_pending_setting="CHUNKER_MAX_ACK_PENDING")
-RETRIEVER = ConsumerSpec("retriever", STREAM_CHUNKS, (f"{CHUNK_PREFIX}.{Stage.RETRIEVE}.>",), ack_wait_s=30, max_ack_pending=64,
-                         max_ack_pending_setting="RETRIEVER_MAX_ACK_PENDING", max_handling_s=120)
+PARSER = ConsumerSpec(
+    "parser",
+    STREAM_FILES,
+    (f"{FILE_PREFIX}.{FileRoute.AST}.>",),
+    ack_wait_s=60,
+    max_ack_pending=4,
+    max_ack_pending_setting="PARSER_MAX_ACK_PENDING",
+)
+CHUNKER = ConsumerSpec(
+    "chunker",
+    STREAM_FILES,
+    (f"{FILE_PREFIX}.{FileRoute.DIRECT}.>",),
+    ack_wait_s=60,
+    max_ack_pending=4,
+    max_ack_pending_setting="CHUNKER_MAX_ACK_PENDING",
+)
+RETRIEVER = ConsumerSpec(
+    "retriever",
+    STREAM_CHUNKS,
+    (f"{CHUNK_PREFIX}.{Stage.RETRIEVE}.>",),
+    ack_wait_s=30,
+    max_ack_pending=64,
+    max_ack_pending_setting="RETRIEVER_MAX_ACK_PENDING",
+    max_handling_s=120,
+)
 # The judge's bound follows the LLM server's useful concurrency when a model judges.
 # An LLM judgment may take llm_timeout_s per try, several tries and a repair attempt.
-JUDGE = ConsumerSpec("judge", STREAM_CHUNKS, (f"{CHUNK_PREFIX}.{Stage.JUDGE}.>",), ack_wait_s=60, max_ack_pending=32,
-                     max_ack_pending_setting="JUDGE_MAX_ACK_PENDING", max_handling_s=900)
-AGGREGATOR = ConsumerSpec("aggregator", STREAM_CHUNKS,
-                          (f"{CHUNK_PREFIX}.{Stage.AGGREGATE}.>", f"{CHUNK_PREFIX}.{FILE_DONE}.>"), ack_wait_s=30,
-                          max_ack_pending=64, max_ack_pending_setting="AGGREGATOR_MAX_ACK_PENDING", max_handling_s=120)
+JUDGE = ConsumerSpec(
+    "judge",
+    STREAM_CHUNKS,
+    (f"{CHUNK_PREFIX}.{Stage.JUDGE}.>",),
+    ack_wait_s=60,
+    max_ack_pending=32,
+    max_ack_pending_setting="JUDGE_MAX_ACK_PENDING",
+    max_handling_s=900,
+)
+AGGREGATOR = ConsumerSpec(
+    "aggregator",
+    STREAM_CHUNKS,
+    (f"{CHUNK_PREFIX}.{Stage.AGGREGATE}.>", f"{CHUNK_PREFIX}.{FILE_DONE}.>"),
+    ack_wait_s=30,
+    max_ack_pending=64,
+    max_ack_pending_setting="AGGREGATOR_MAX_ACK_PENDING",
+    max_handling_s=120,
+)
 
 CONSUMERS: dict[str, ConsumerSpec] = {c.durable: c for c in (PARSER, CHUNKER, RETRIEVER, JUDGE, AGGREGATOR)}
 
 # Every stage service also reads the MaxDeliver advisories (one shared durable):
 # a message whose worker died on every delivery is dead-lettered and settled by
 # whichever service is alive. Unlimited deliveries: an advisory is never dropped.
-DEAD_LETTER_WATCH = ConsumerSpec("deadletters", STREAM_ADVISORIES, (f"{MAX_DELIVERIES_ADVISORY}.>",), ack_wait_s=30,
-                                 max_ack_pending=8, max_deliver=-1, max_handling_s=120)
+DEAD_LETTER_WATCH = ConsumerSpec(
+    "deadletters",
+    STREAM_ADVISORIES,
+    (f"{MAX_DELIVERIES_ADVISORY}.>",),
+    ack_wait_s=30,
+    max_ack_pending=8,
+    max_deliver=-1,
+    max_handling_s=120,
+)
 
 # The stage each chunk stage hands its chunk to; the aggregator is last.
 NEXT_STAGE: dict[Stage, Stage | None] = {Stage.RETRIEVE: Stage.JUDGE, Stage.JUDGE: Stage.AGGREGATE, Stage.AGGREGATE: None}

@@ -107,7 +107,10 @@ def wait_healthy(addr: str, timeout_s: float) -> None:
         stub = health_pb2_grpc.HealthStub(channel)
         while time.monotonic() < deadline:
             try:
-                if stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1).status == health_pb2.HealthCheckResponse.SERVING:
+                if (
+                    stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=1).status
+                    == health_pb2.HealthCheckResponse.SERVING
+                ):
                     return
             except grpc.RpcError as exc:
                 last_error = exc.code().name
@@ -151,8 +154,11 @@ class Supervisor:
         applied = migrate_sync(dsn)
         if applied:
             self.echo(f"applied migrations: {', '.join(applied)}")
-        counts = build_kb(dsn, embedder=embedder_from_settings(s),
-                          progress=lambda phase, done, total: self.echo(f"knowledge base: {phase} ({done}/{total})"))
+        counts = build_kb(
+            dsn,
+            embedder=embedder_from_settings(s),
+            progress=lambda phase, done, total: self.echo(f"knowledge base: {phase} ({done}/{total})"),
+        )
         if counts:
             self.echo(f"knowledge base built: {counts}")
         nats_url = s.nats_url
@@ -162,8 +168,9 @@ class Supervisor:
             self.echo(f"nats-server (JetStream) listening on {nats_url}, store {self.nats.store_dir}")
         ports = {name: getattr(s, f"{name}_port") or free_port(s.host) for name in SERVICES}
         web_port = s.web_port or free_port(s.host)
-        self.child_settings = s.with_overrides(pg_dsn=dsn, nats_url=nats_url, web_port=web_port,
-                                               **{f"{n}_port": p for n, p in ports.items()})
+        self.child_settings = s.with_overrides(
+            pg_dsn=dsn, nats_url=nats_url, web_port=web_port, **{f"{n}_port": p for n, p in ports.items()}
+        )
         logs = s.run_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         for name in SERVICES:
@@ -203,12 +210,16 @@ class Supervisor:
     def _spawn(self, child: Child) -> None:
         # A restarted child keeps its ports, so runtime.json stays true.
         overrides = {f"{child.name}_port": child.port, "metrics_port": child.metrics_port}
-        env = {**os.environ, **self.child_settings.with_overrides(**overrides).to_env(),
-               "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, **self.child_settings.with_overrides(**overrides).to_env(), "PYTHONUNBUFFERED": "1"}
         fh = open(child.log_path, "ab")
         # SIGTERM to the service when the supervisor dies (even by kill -9): no orphan keeps consuming.
-        child.proc = subprocess.Popen([sys.executable, "-m", f"services.{child.name}"], env=env, stdout=fh,
-                                      stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+        child.proc = subprocess.Popen(
+            [sys.executable, "-m", f"services.{child.name}"],
+            env=env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            preexec_fn=die_with_parent,
+        )
         fh.close()
 
     def _check_servers(self) -> None:
@@ -238,8 +249,8 @@ class Supervisor:
             # The cause may pass (a full disk freed, a port released): try again later, less often each time.
             failures = self._start_failures.get(name, 0) + 1
             self._start_failures[name] = failures
-            self._retry_at[name] = now + min(30.0, 2.0 ** failures)
-            self.echo(f"{name} did not start ({type(exc).__name__}: {exc}); next try in {min(30.0, 2.0 ** failures):.0f}s")
+            self._retry_at[name] = now + min(30.0, 2.0**failures)
+            self.echo(f"{name} did not start ({type(exc).__name__}: {exc}); next try in {min(30.0, 2.0**failures):.0f}s")
             return
         self._start_failures[name] = 0
 
@@ -251,10 +262,14 @@ class Supervisor:
             for child in self.children.values():
                 if child.proc is not None and child.proc.poll() is not None and not self.stopping:
                     child.restarts += 1
-                    self.echo(f"{child.name} exited with {child.proc.returncode}; restarting (#{child.restarts}), see {child.log_path}")
+                    self.echo(
+                        f"{child.name} exited with {child.proc.returncode}; restarting (#{child.restarts}), see {child.log_path}"
+                    )
                     if not child.budget.spend(time.monotonic()):
-                        raise SupervisorError(f"{child.name} keeps dying ({RESTART_BUDGET} restarts within "
-                                              f"{RESTART_WINDOW_S:g}s); see {child.log_path}")
+                        raise SupervisorError(
+                            f"{child.name} keeps dying ({RESTART_BUDGET} restarts within "
+                            f"{RESTART_WINDOW_S:g}s); see {child.log_path}"
+                        )
                     self._spawn(child)
             time.sleep(0.3)
 

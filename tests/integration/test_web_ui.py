@@ -172,7 +172,8 @@ def test_chunk_deep_link_matches_the_api_trace(stack, repo, page):
     page.goto(f"{stack.runtime['web']}a/{aid}/f/player.gd#L12-L26")
     detail = page.wait_for_selector(".chunk-detail.current")
     assert page.get_attribute(".seg.current", "id") == "L12-L26"
-    field = lambda name: detail.query_selector(f"[data-field={name}]").inner_text()
+    def field(name):
+        return detail.query_selector(f"[data-field={name}]").inner_text()
     chunk, q, j = api["chunk"], api["retrieval"]["query"], api["judgment"]
     assert field("code_text") == chunk["code_text"]
     assert field("surrounding_context") == chunk["surrounding_context"]

@@ -58,7 +58,8 @@ def test_filters_combine():
     views = [wv.chunk_view(_row("a:1", source_file="a.gd", stages=DONE, signal="godot3", needs_migration=True), False),
              wv.chunk_view(_row("b:1", source_file="b.gd", stages=DONE, signal="neutral"), False),
              wv.chunk_view(_row("b:2", source_file="b.gd", stages={"retrieve": {"status": "waiting"}}), True)]
-    pick = lambda **q: [v["chunk_id"] for v in wv.filter_chunks(views, wv.ChunkFilter.from_query(q))]
+    def pick(**q):
+        return [v["chunk_id"] for v in wv.filter_chunks(views, wv.ChunkFilter.from_query(q))]
     assert pick() == ["a:1", "b:1", "b:2"]
     assert pick(status="done") == ["a:1", "b:1"]
     assert pick(signal="none") == ["b:2"]
@@ -165,8 +166,8 @@ def test_candidate_ranks_are_per_table_and_citations_marked():
 
 
 def test_legend_names_every_score_column():
-    assert [l["key"] for l in wv.SCORE_LEGEND] == list(wv.SCORE_KEYS) + ["fused"]
-    assert all(l["metric"] and l["direction"] and l["range"] for l in wv.SCORE_LEGEND)
+    assert [entry["key"] for entry in wv.SCORE_LEGEND] == list(wv.SCORE_KEYS) + ["fused"]
+    assert all(entry["metric"] and entry["direction"] and entry["range"] for entry in wv.SCORE_LEGEND)
 
 
 def test_csv_export_quotes_and_defuses_formulas():

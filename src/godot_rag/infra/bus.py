@@ -91,8 +91,13 @@ async def _quietly(what: str, action: Awaitable[None]) -> None:
 
 
 class Bus:
-    def __init__(self, nc: nats.NATS, ack_wait_override_s: float = 0.0, max_handling_override_s: float = 0.0,
-                 outage_patience_s: float = 900.0):
+    def __init__(
+        self,
+        nc: nats.NATS,
+        ack_wait_override_s: float = 0.0,
+        max_handling_override_s: float = 0.0,
+        outage_patience_s: float = 900.0,
+    ):
         self.nc = nc
         self.js = nc.jetstream()
         self.ack_wait_override_s = ack_wait_override_s
@@ -100,8 +105,14 @@ class Bus:
         self.outage_patience_s = outage_patience_s
 
     @classmethod
-    async def connect(cls, url: str, name: str, ack_wait_override_s: float = 0.0, max_handling_override_s: float = 0.0,
-                      outage_patience_s: float = 900.0) -> Bus:
+    async def connect(
+        cls,
+        url: str,
+        name: str,
+        ack_wait_override_s: float = 0.0,
+        max_handling_override_s: float = 0.0,
+        outage_patience_s: float = 900.0,
+    ) -> Bus:
         nc = await nats.connect(url, name=name, max_reconnect_attempts=-1, reconnect_time_wait=0.5, connect_timeout=5)
         return cls(nc, ack_wait_override_s, max_handling_override_s, outage_patience_s)
 
@@ -114,17 +125,28 @@ class Bus:
         """Create or update the streams; replicas > 1 needs a JetStream cluster of that size."""
         for name, subjects in ((STREAM_FILES, [f"{FILE_PREFIX}.>"]), (STREAM_CHUNKS, [f"{CHUNK_PREFIX}.>"])):
             config = api.StreamConfig(
-                name=name, subjects=subjects, storage=api.StorageType.FILE, retention=api.RetentionPolicy.LIMITS,
-                max_age=retention_s, duplicate_window=DEDUPE_WINDOW_S, num_replicas=replicas,
+                name=name,
+                subjects=subjects,
+                storage=api.StorageType.FILE,
+                retention=api.RetentionPolicy.LIMITS,
+                max_age=retention_s,
+                duplicate_window=DEDUPE_WINDOW_S,
+                num_replicas=replicas,
                 # Direct get answers "the last message on this subject" from any replica (replay reads it).
                 allow_direct=True,
             )
             await self._put_stream(config)
         # The MaxDeliver advisories of the two streams' consumers, kept until handled.
-        await self._put_stream(api.StreamConfig(
-            name=STREAM_ADVISORIES, subjects=[f"{MAX_DELIVERIES_ADVISORY}.{STREAM_FILES}.*", f"{MAX_DELIVERIES_ADVISORY}.{STREAM_CHUNKS}.*"],
-            storage=api.StorageType.FILE, retention=api.RetentionPolicy.LIMITS, max_age=RETENTION_S, num_replicas=replicas,
-        ))
+        await self._put_stream(
+            api.StreamConfig(
+                name=STREAM_ADVISORIES,
+                subjects=[f"{MAX_DELIVERIES_ADVISORY}.{STREAM_FILES}.*", f"{MAX_DELIVERIES_ADVISORY}.{STREAM_CHUNKS}.*"],
+                storage=api.StorageType.FILE,
+                retention=api.RetentionPolicy.LIMITS,
+                max_age=RETENTION_S,
+                num_replicas=replicas,
+            )
+        )
 
     async def _put_stream(self, config: api.StreamConfig) -> None:
         try:
@@ -167,13 +189,17 @@ class Bus:
             raise BusError(f"NATS could not read {stream} message {seq}: {exc}") from exc
         return StoredMessage(raw.subject or "", raw.data or b"", dict(raw.headers or {}))
 
-    async def run_stage(self, spec: ConsumerSpec, handler: Handler, dead_letter: DeadLetterSink, stop: asyncio.Event,
-                        max_ack_pending: int = 0) -> None:
+    async def run_stage(
+        self, spec: ConsumerSpec, handler: Handler, dead_letter: DeadLetterSink, stop: asyncio.Event, max_ack_pending: int = 0
+    ) -> None:
         """Consume ``spec``'s subjects until ``stop``: at most ``max_ack_pending`` handlers run at once."""
         in_flight = max_ack_pending or spec.max_ack_pending
         config = api.ConsumerConfig(
-            durable_name=spec.durable, ack_policy=api.AckPolicy.EXPLICIT, ack_wait=self.ack_wait_override_s or spec.ack_wait_s,
-            max_deliver=spec.max_deliver, max_ack_pending=in_flight,
+            durable_name=spec.durable,
+            ack_policy=api.AckPolicy.EXPLICIT,
+            ack_wait=self.ack_wait_override_s or spec.ack_wait_s,
+            max_deliver=spec.max_deliver,
+            max_ack_pending=in_flight,
             filter_subjects=list(spec.filter_subjects) if len(spec.filter_subjects) > 1 else None,
             filter_subject=spec.filter_subjects[0] if len(spec.filter_subjects) == 1 else None,
             deliver_policy=api.DeliverPolicy.ALL,
@@ -197,8 +223,9 @@ class Bus:
                 cap = asyncio.timeout(max_handling)
                 try:
                     async with cap:
-                        with tracer.start_as_current_span(f"{spec.durable} {step}", context=ctx, kind=trace.SpanKind.CONSUMER,
-                                                          attributes=attributes):
+                        with tracer.start_as_current_span(
+                            f"{spec.durable} {step}", context=ctx, kind=trace.SpanKind.CONSUMER, attributes=attributes
+                        ):
                             await handler(delivery)
                     return
                 except TimeoutError as exc:
@@ -233,9 +260,13 @@ class Bus:
             ok = False
             try:
                 parsed = parse_subject(msg.subject)
-                attributes = {"messaging.system": "nats", "messaging.destination.name": msg.subject,
-                              "messaging.operation.type": "process", "messaging.consumer.group.name": spec.durable,
-                              "messaging.message.delivery_count": delivery.num_delivered}
+                attributes = {
+                    "messaging.system": "nats",
+                    "messaging.destination.name": msg.subject,
+                    "messaging.operation.type": "process",
+                    "messaging.consumer.group.name": spec.durable,
+                    "messaging.message.delivery_count": delivery.num_delivered,
+                }
                 if parsed is not None:
                     attributes["godot_rag.analysis_id"] = parsed.analysis_id
                 # While the handler runs, progress acks keep JetStream from
@@ -258,7 +289,7 @@ class Bus:
                 if delivery.last_attempt:
                     await give_up(delivery, msg, f"gave up after {delivery.num_delivered} deliveries: {type(exc).__name__}: {exc}")
                 else:
-                    await _quietly("nak", msg.nak(delay=min(30.0, 2.0 ** delivery.num_delivered)))
+                    await _quietly("nak", msg.nak(delay=min(30.0, 2.0**delivery.num_delivered)))
             finally:
                 metrics.observe_handled(spec.durable, time.perf_counter() - started, ok)
                 slots.release()

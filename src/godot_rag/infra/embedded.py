@@ -156,9 +156,22 @@ class EmbeddedNats:
             stop_pid(orphan)
         log_file = open(self.store_dir / "nats-server.log", "ab")
         self.proc = subprocess.Popen(
-            [nats_server_binary(), "-js", "-sd", str(self.store_dir), "-a", self.host, "-p", str(self.port),
-             "-P", str(self.pid_file)],
-            stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent,
+            [
+                nats_server_binary(),
+                "-js",
+                "-sd",
+                str(self.store_dir),
+                "-a",
+                self.host,
+                "-p",
+                str(self.port),
+                "-P",
+                str(self.pid_file),
+            ],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
         )
         log_file.close()
         try:

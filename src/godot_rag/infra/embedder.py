@@ -82,8 +82,15 @@ class MiniLMEmbedder:
     name = MINILM_MODEL
     dim = MINILM_DIM
 
-    def __init__(self, *, batch_size: int = 64, threads: int | None = None, backend: str = DEFAULT_BACKEND,
-                 cache_dir: Path | None = None, token_budget: int = TOKEN_BUDGET):
+    def __init__(
+        self,
+        *,
+        batch_size: int = 64,
+        threads: int | None = None,
+        backend: str = DEFAULT_BACKEND,
+        cache_dir: Path | None = None,
+        token_budget: int = TOKEN_BUDGET,
+    ):
         if backend not in EMBEDDER_BACKENDS:
             raise ValueError(f"unknown embedder backend {backend!r} ({' or '.join(EMBEDDER_BACKENDS)})")
         self.batch_size = batch_size
@@ -200,8 +207,13 @@ class MiniLMEmbedder:
         lengths = [len(e.ids) for e in self._tokenizer_of().encode_batch(texts)]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for idx in length_groups(lengths, self.batch_size, self.token_budget):
-            out[idx] = model.encode([texts[i] for i in idx], batch_size=len(idx), normalize_embeddings=True,
-                                    convert_to_numpy=True, show_progress_bar=False)
+            out[idx] = model.encode(
+                [texts[i] for i in idx],
+                batch_size=len(idx),
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
         return out.tolist()
 
 
@@ -221,8 +233,11 @@ def length_groups(lengths: Sequence[int], batch_size: int, token_budget: int) ->
     current: list[int] = []
     for i in order:
         # Ascending order: the text being added is the group's longest, the first its shortest.
-        if current and (len(current) >= batch_size or (len(current) + 1) * lengths[i] > token_budget
-                        or lengths[i] > max(lengths[current[0]] * PAD_RATIO, lengths[current[0]] + PAD_SLACK)):
+        if current and (
+            len(current) >= batch_size
+            or (len(current) + 1) * lengths[i] > token_budget
+            or lengths[i] > max(lengths[current[0]] * PAD_RATIO, lengths[current[0]] + PAD_SLACK)
+        ):
             groups.append(current)
             current = []
         current.append(i)
@@ -282,10 +297,16 @@ def export_minilm_onnx(model_dir: Path, path: Path) -> Path:
     ids = torch.ones((2, 8), dtype=torch.long)
     axes = {0: "batch", 1: "tokens"}
     with torch.no_grad():
-        torch.onnx.export(_Encoder(model), (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(tmp),
-                          input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["last_hidden_state"],
-                          dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes, "last_hidden_state": axes},
-                          opset_version=17, dynamo=False)
+        torch.onnx.export(
+            _Encoder(model),
+            (ids, torch.ones_like(ids), torch.zeros_like(ids)),
+            str(tmp),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["last_hidden_state"],
+            dynamic_axes={"input_ids": axes, "attention_mask": axes, "token_type_ids": axes, "last_hidden_state": axes},
+            opset_version=17,
+            dynamo=False,
+        )
     tmp.replace(path)
     return path
 
@@ -329,7 +350,7 @@ class TEIEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
-            batch = list(texts[start:start + self.batch_size])
+            batch = list(texts[start : start + self.batch_size])
             try:
                 resp = self._client.post(f"{self.url}/embed", json={"inputs": batch, "normalize": True, "truncate": True})
                 resp.raise_for_status()
@@ -346,8 +367,9 @@ class TEIEmbedder:
         return out
 
 
-def make_embedder(kind: str, tei_url: str = "", *, backend: str = DEFAULT_BACKEND,
-                  cache_dir: Path | None = None) -> Embedder | None:
+def make_embedder(
+    kind: str, tei_url: str = "", *, backend: str = DEFAULT_BACKEND, cache_dir: Path | None = None
+) -> Embedder | None:
     """The embedder Settings.embedder names ('minilm' | 'tei' | 'none').
 
     ``backend`` (torch | onnx) and ``cache_dir`` (where the exported ONNX graph
@@ -364,8 +386,9 @@ def make_embedder(kind: str, tei_url: str = "", *, backend: str = DEFAULT_BACKEN
 
 def embedder_from_settings(settings) -> Embedder | None:
     """The embedder of a Settings object (embedder, tei_url, embedder_backend, data_dir/models)."""
-    return make_embedder(settings.embedder, settings.tei_url, backend=settings.embedder_backend,
-                         cache_dir=settings.data_dir / "models")
+    return make_embedder(
+        settings.embedder, settings.tei_url, backend=settings.embedder_backend, cache_dir=settings.data_dir / "models"
+    )
 
 
 def check_model(kb_model: str, query_model: str | None) -> None:

@@ -91,6 +91,7 @@ def working_folder(work_root: Path, prefix: str) -> Iterator[Path]:
 
 # ---------------------------------------------------------------- the writer
 
+
 class SafeTree:
     """Writes files below one root and nowhere else."""
 
@@ -181,6 +182,7 @@ def _blocks(stream: IO[bytes]) -> Iterator[bytes]:
 
 
 # ---------------------------------------------------------------- archives
+
 
 class _CountingReader(io.RawIOBase):
     """Counts the decompressed bytes a tar reader pulls through; the budget stops a bomb mid-stream."""
@@ -302,6 +304,7 @@ def _extract_tar(archive: Path, fmt: str, tree: SafeTree, stream_budget: Budget,
         stream = io.BufferedReader(_CountingReader(inner, budget), buffer_size=CHUNK)
         # Stream mode ("r|"): one pass, no seeking, so every decompressed byte passes the budget.
         with tarfile.open(fileobj=stream, mode="r|") as tf:
+
             def entries() -> Iterator[tuple[tarfile.TarInfo, ArchiveEntry]]:
                 for member in tf:
                     budget.add_entry(member.name)
@@ -349,6 +352,7 @@ def _extract_tar(archive: Path, fmt: str, tree: SafeTree, stream_budget: Budget,
 
 
 # ---------------------------------------------------------------- git
+
 
 @dataclass(frozen=True)
 class GitSource:
@@ -407,19 +411,35 @@ def parse_git_source(source: str) -> GitSource:
     if local.is_dir():
         resolved = local.resolve()
         # file:// makes git honour --depth for a local repository (a plain path ignores it).
-        return GitSource(resolved.as_uri(), f"git:{_strip_git(resolved.name) or 'repository'}", "git", str(resolved),
-                         local_path=str(resolved))
+        return GitSource(
+            resolved.as_uri(), f"git:{_strip_git(resolved.name) or 'repository'}", "git", str(resolved), local_path=str(resolved)
+        )
     raise FetchError(f"{source!r} is neither a git URL nor a local repository folder")
 
 
 # Passed through from the gateway's environment: how to reach the network and trust its certificates.
 # Nothing else: no SSH agent, no credential helpers, no askpass program, no user or system git config.
-_GIT_ENV_PASSED = ("PATH", "http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "no_proxy", "NO_PROXY",
-                   "all_proxy", "ALL_PROXY", "GIT_PROXY_COMMAND", "SSL_CERT_FILE", "SSL_CERT_DIR", "GIT_SSL_CAINFO",
-                   "TMPDIR")
-_SSH_ANONYMOUS = ("ssh -F /dev/null -o BatchMode=yes -o ConnectTimeout=20 -o IdentityAgent=none -o IdentitiesOnly=yes "
-                  "-o IdentityFile=none -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no "
-                  "-o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=accept-new -o ForwardAgent=no")
+_GIT_ENV_PASSED = (
+    "PATH",
+    "http_proxy",
+    "https_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "no_proxy",
+    "NO_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+    "GIT_PROXY_COMMAND",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "GIT_SSL_CAINFO",
+    "TMPDIR",
+)
+_SSH_ANONYMOUS = (
+    "ssh -F /dev/null -o BatchMode=yes -o ConnectTimeout=20 -o IdentityAgent=none -o IdentitiesOnly=yes "
+    "-o IdentityFile=none -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no "
+    "-o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=accept-new -o ForwardAgent=no"
+)
 
 
 def git_env(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -431,21 +451,23 @@ def git_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     source = os.environ if environ is None else environ
     env = {k: source[k] for k in _GIT_ENV_PASSED if k in source}
     env.setdefault("PATH", os.defpath)
-    env.update({
-        "HOME": "/nonexistent",  # no ~/.gitconfig, ~/.git-credentials, ~/.netrc
-        "XDG_CONFIG_HOME": "/nonexistent",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-        "GIT_CONFIG_SYSTEM": "/dev/null",
-        "GIT_TERMINAL_PROMPT": "0",  # a private or missing repository fails instead of waiting for a password
-        "GIT_ASKPASS": "/bin/false",
-        "SSH_ASKPASS": "/bin/false",
-        "GIT_LFS_SKIP_SMUDGE": "1",
-        "GIT_SSH_COMMAND": _SSH_ANONYMOUS,
-        "GIT_PROTOCOL_FROM_USER": "0",
-        "GCM_INTERACTIVE": "never",
-        "LC_ALL": "C",
-    })
+    env.update(
+        {
+            "HOME": "/nonexistent",  # no ~/.gitconfig, ~/.git-credentials, ~/.netrc
+            "XDG_CONFIG_HOME": "/nonexistent",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": "/dev/null",
+            "GIT_CONFIG_SYSTEM": "/dev/null",
+            "GIT_TERMINAL_PROMPT": "0",  # a private or missing repository fails instead of waiting for a password
+            "GIT_ASKPASS": "/bin/false",
+            "SSH_ASKPASS": "/bin/false",
+            "GIT_LFS_SKIP_SMUDGE": "1",
+            "GIT_SSH_COMMAND": _SSH_ANONYMOUS,
+            "GIT_PROTOCOL_FROM_USER": "0",
+            "GCM_INTERACTIVE": "never",
+            "LC_ALL": "C",
+        }
+    )
     return env
 
 
@@ -455,16 +477,26 @@ def _git_env() -> dict[str, str]:
 
 # -c options for every git call: no hooks, no fsmonitor, checked objects, no ext:: transport.
 _GIT_SAFE = [
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "core.fsmonitor=false",
-    "-c", "transfer.fsckObjects=true",
-    "-c", "protocol.ext.allow=never",
-    "-c", "credential.helper=",
-    "-c", "core.askPass=/bin/false",
-    "-c", "core.sshCommand=" + _SSH_ANONYMOUS,
-    "-c", "submodule.recurse=false",
-    "-c", "http.lowSpeedLimit=1000",
-    "-c", "http.lowSpeedTime=30",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "transfer.fsckObjects=true",
+    "-c",
+    "protocol.ext.allow=never",
+    "-c",
+    "credential.helper=",
+    "-c",
+    "core.askPass=/bin/false",
+    "-c",
+    "core.sshCommand=" + _SSH_ANONYMOUS,
+    "-c",
+    "submodule.recurse=false",
+    "-c",
+    "http.lowSpeedLimit=1000",
+    "-c",
+    "http.lowSpeedTime=30",
 ]
 
 
@@ -491,8 +523,17 @@ def _folder_bytes(path: Path) -> int:
 SIZE_POLL_S = 0.25
 
 
-def _run_git(args: list[str], *, deadline: float, what: str, display: str, cwd: Path | None = None,
-             allow_file: bool = False, watch: Path | None = None, max_bytes: int = 0) -> bytes:
+def _run_git(
+    args: list[str],
+    *,
+    deadline: float,
+    what: str,
+    display: str,
+    cwd: Path | None = None,
+    allow_file: bool = False,
+    watch: Path | None = None,
+    max_bytes: int = 0,
+) -> bytes:
     """Run git under the deadline; with ``watch``, kill it once that folder holds more than ``max_bytes``."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
@@ -500,9 +541,15 @@ def _run_git(args: list[str], *, deadline: float, what: str, display: str, cwd: 
     try:
         # Its own process group: on timeout the ssh or proxy helpers git started die with it,
         # instead of holding the pipes open past the deadline.
-        proc = subprocess.Popen(["git", *_GIT_SAFE, *_protocols(allow_file), *args], cwd=cwd, env=_git_env(),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            ["git", *_GIT_SAFE, *_protocols(allow_file), *args],
+            cwd=cwd,
+            env=_git_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
     except FileNotFoundError as exc:
         raise FetchError("the git program is not installed (needed for git inputs)") from exc
     while True:
@@ -516,13 +563,16 @@ def _run_git(args: list[str], *, deadline: float, what: str, display: str, cwd: 
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.communicate()
                 if over:
-                    raise FetchError(f"git {what} of {display}: the repository passes the size limit of {max_bytes} "
-                                     "bytes (GODOT_RAG_GIT_MAX_BYTES)") from exc
+                    raise FetchError(
+                        f"git {what} of {display}: the repository passes the size limit of {max_bytes} "
+                        "bytes (GODOT_RAG_GIT_MAX_BYTES)"
+                    ) from exc
                 raise FetchError(f"git {what} of {display}: no answer within the time limit ({remaining:.0f} s)") from exc
     if watch is not None and _folder_bytes(watch) > max_bytes:
         # Finished between two looks: the cap holds all the same.
-        raise FetchError(f"git {what} of {display}: the repository passes the size limit of {max_bytes} "
-                         "bytes (GODOT_RAG_GIT_MAX_BYTES)")
+        raise FetchError(
+            f"git {what} of {display}: the repository passes the size limit of {max_bytes} bytes (GODOT_RAG_GIT_MAX_BYTES)"
+        )
     if proc.returncode != 0:
         lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
         # git's first fatal line names the cause; the lines after it are generic advice.
@@ -537,8 +587,14 @@ def _read_blobs(repo: Path, shas: list[str], *, deadline: float, display: str) -
     """(sha, content) for each sha in order, from one `git cat-file --batch`."""
     if not shas:
         return
-    proc = subprocess.Popen(["git", *_GIT_SAFE, "cat-file", "--batch"], cwd=repo, env=_git_env(),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        ["git", *_GIT_SAFE, "cat-file", "--batch"],
+        cwd=repo,
+        env=_git_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     assert proc.stdin is not None and proc.stdout is not None
 
     def feed() -> None:
@@ -579,8 +635,16 @@ class GitTree:
     extra: list[TreeEntry]  # entries not written: links, submodules, oversized files
 
 
-def clone_git(source: GitSource, ref: str, dest: Path, limits: ArchiveLimits, *, max_file_bytes: int,
-              timeout_s: float, max_repo_bytes: int = 256 * 1024 * 1024) -> GitTree:
+def clone_git(
+    source: GitSource,
+    ref: str,
+    dest: Path,
+    limits: ArchiveLimits,
+    *,
+    max_file_bytes: int,
+    timeout_s: float,
+    max_repo_bytes: int = 256 * 1024 * 1024,
+) -> GitTree:
     """Shallow-clone without checkout into dest/.repo, then write the tree's files into dest/tree.
 
     file:// (and a local folder) is only spoken when ``source.local_path`` is
@@ -588,21 +652,51 @@ def clone_git(source: GitSource, ref: str, dest: Path, limits: ArchiveLimits, *,
     """
     deadline = time.monotonic() + timeout_s
     repo = dest / ".repo"
-    clone = ["clone", "--quiet", "--no-checkout", "--depth", "1", "--no-tags", "--single-branch",
-             "--no-recurse-submodules", "--template="]
+    clone = [
+        "clone",
+        "--quiet",
+        "--no-checkout",
+        "--depth",
+        "1",
+        "--no-tags",
+        "--single-branch",
+        "--no-recurse-submodules",
+        "--template=",
+    ]
     if ref:
         if ref.startswith("-"):
             raise FetchError(f"refused git ref {ref!r}")
         clone += ["--branch", ref]
-    _run_git([*clone, "--", source.clone_url, str(repo)], deadline=deadline, what="clone", display=source.display,
-             allow_file=bool(source.local_path), watch=dest, max_bytes=max_repo_bytes)
+    _run_git(
+        [*clone, "--", source.clone_url, str(repo)],
+        deadline=deadline,
+        what="clone",
+        display=source.display,
+        allow_file=bool(source.local_path),
+        watch=dest,
+        max_bytes=max_repo_bytes,
+    )
     try:
-        commit = _run_git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], deadline=deadline, what="rev-parse",
-                          display=source.display, cwd=repo).decode().strip()
+        commit = (
+            _run_git(
+                ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
+                deadline=deadline,
+                what="rev-parse",
+                display=source.display,
+                cwd=repo,
+            )
+            .decode()
+            .strip()
+        )
     except FetchError as exc:
         raise FetchError(f"git repository {source.display} has no commit to analyse (empty repository?)") from exc
-    listing = _run_git(["ls-tree", "-r", "-z", "--full-tree", "--long", commit], deadline=deadline, what="ls-tree",
-                       display=source.display, cwd=repo)
+    listing = _run_git(
+        ["ls-tree", "-r", "-z", "--full-tree", "--long", commit],
+        deadline=deadline,
+        what="ls-tree",
+        display=source.display,
+        cwd=repo,
+    )
     out = dest / "tree"
     out.mkdir()
     budget = Budget(limits, None)
@@ -624,8 +718,7 @@ def clone_git(source: GitSource, ref: str, dest: Path, limits: ArchiveLimits, *,
             extra.append(_oversized_entry(path, int(size_field)))
         else:
             to_write.append((path, sha))
-    blobs = {sha: data for sha, data in _read_blobs(repo, sorted({s for _, s in links}), deadline=deadline,
-                                                   display=source.display)}
+    blobs = {sha: data for sha, data in _read_blobs(repo, sorted({s for _, s in links}), deadline=deadline, display=source.display)}
     for path, sha in links:
         extra.append(TreeEntry(path, ENTRY_SYMLINK, link_target=blobs[sha][:MAX_LINK_TARGET].decode("utf-8", "replace")))
     with SafeTree(out, budget) as tree:
@@ -638,8 +731,8 @@ def clone_git(source: GitSource, ref: str, dest: Path, limits: ArchiveLimits, *,
     return GitTree(commit, extra)
 
 
-
 # ---------------------------------------------------------------- packing a folder (the CLI's side)
+
 
 def pack_folder(root: Path, limits: WalkLimits, *, max_file_bytes: int) -> bytes:
     """A folder as tar.gz bytes in memory, for a gateway that reads content, never the caller's paths.

@@ -54,6 +54,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def grpc_errors(method: F) -> F:
     """Decorate a servicer method (unary or server-streaming) so typed errors become status codes."""
     if inspect.isasyncgenfunction(method):
+
         @functools.wraps(method)
         async def stream(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             try:
@@ -61,6 +62,7 @@ def grpc_errors(method: F) -> F:
                     yield item
             except GodotRagError as exc:
                 await context.abort(status_for(exc), str(exc))
+
         return stream  # type: ignore[return-value]
 
     @functools.wraps(method)
@@ -70,4 +72,5 @@ def grpc_errors(method: F) -> F:
         except GodotRagError as exc:
             await context.abort(status_for(exc), str(exc))
             raise  # abort raises; this line only tells the type checker the call does not return
+
     return unary  # type: ignore[return-value]

@@ -40,7 +40,6 @@ SCHEMA = "godot_rag"
 TABLES = ("docs_chunks", "api_mapping", "label_prototypes")
 
 
-
 def _lex_quote(lex: str) -> str:
     return "'" + lex.replace("\\", "\\\\").replace("'", "''") + "'"
 
@@ -78,9 +77,11 @@ def record_code_keys(r: KnowledgeRecord) -> str:
 
 # ---------------------------------------------------------------- embedding cache (sync: build time)
 
+
 def cached_shas_sync(conn: psycopg.Connection, model: str, shas: Sequence[str]) -> set[str]:
-    rows = conn.execute(f"select text_sha256 from {SCHEMA}.embedding_cache where model = %s and text_sha256 = any(%s)",
-                        (model, list(shas))).fetchall()
+    rows = conn.execute(
+        f"select text_sha256 from {SCHEMA}.embedding_cache where model = %s and text_sha256 = any(%s)", (model, list(shas))
+    ).fetchall()
     return {r[0] for r in rows}
 
 
@@ -93,8 +94,11 @@ def put_embeddings_sync(conn: psycopg.Connection, model: str, items: Iterable[tu
             for sha, vec in items:
                 copy.write_row((sha, vec))
                 n += 1
-        cur.execute(f"""insert into {SCHEMA}.embedding_cache (model, text_sha256, embedding)
-                        select %s, text_sha256, embedding::vector from emb_stage on conflict do nothing""", (model,))
+        cur.execute(
+            f"""insert into {SCHEMA}.embedding_cache (model, text_sha256, embedding)
+                        select %s, text_sha256, embedding::vector from emb_stage on conflict do nothing""",
+            (model,),
+        )
         cur.execute("drop table emb_stage")
     conn.commit()
     return n
@@ -102,9 +106,17 @@ def put_embeddings_sync(conn: psycopg.Connection, model: str, items: Iterable[tu
 
 # ---------------------------------------------------------------- knowledge (sync: build time)
 
-def load_knowledge_sync(dsn: str, records: Sequence[KnowledgeRecord], *, data_version: str, embedding_model: str,
-                        embedding_dim: int, embed_shas: dict[str, str] | None = None,
-                        progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
+
+def load_knowledge_sync(
+    dsn: str,
+    records: Sequence[KnowledgeRecord],
+    *,
+    data_version: str,
+    embedding_model: str,
+    embedding_dim: int,
+    embed_shas: dict[str, str] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, int]:
     """Upsert knowledge records and record the KB version, in one transaction. Idempotent.
 
     ``embed_shas`` maps record id -> sha256 of its embed text; the vector is
@@ -120,12 +132,25 @@ def load_knowledge_sync(dsn: str, records: Sequence[KnowledgeRecord], *, data_ve
                 rows = [r for r in records if r.table == table]
                 counts[table] = len(rows)
                 report(f"loading {table}", n, len(TABLES))
-                cur.execute("create temp table kb_stage (id text, source_file text, payload jsonb, search_text text, "
-                            "keys text, code_keys text, embed_sha text) on commit drop")
-                with cur.copy("copy kb_stage (id, source_file, payload, search_text, keys, code_keys, embed_sha) from stdin") as copy:
+                cur.execute(
+                    "create temp table kb_stage (id text, source_file text, payload jsonb, search_text text, "
+                    "keys text, code_keys text, embed_sha text) on commit drop"
+                )
+                with cur.copy(
+                    "copy kb_stage (id, source_file, payload, search_text, keys, code_keys, embed_sha) from stdin"
+                ) as copy:
                     for r in rows:
-                        copy.write_row((r.id, r.source_file, json.dumps(r.payload, ensure_ascii=False), r.search_text,
-                                        record_keys(r), record_code_keys(r), shas.get(r.id)))
+                        copy.write_row(
+                            (
+                                r.id,
+                                r.source_file,
+                                json.dumps(r.payload, ensure_ascii=False),
+                                r.search_text,
+                                record_keys(r),
+                                record_code_keys(r),
+                                shas.get(r.id),
+                            )
+                        )
                 cur.execute(
                     f"""insert into {SCHEMA}.{table} (id, source_file, payload, embedding, search_text, search_tsv, symbol_tsv)
                     select s.id, s.source_file, s.payload, c.embedding, s.search_text,
@@ -145,8 +170,11 @@ def load_knowledge_sync(dsn: str, records: Sequence[KnowledgeRecord], *, data_ve
                 cur.execute(f"delete from {SCHEMA}.{table} t where not exists (select 1 from kb_stage s where s.id = t.id)")
                 cur.execute("drop table kb_stage")
                 cur.execute(f"delete from {SCHEMA}.kb_lexeme_stats where table_name = %s", (table,))
-                cur.execute(f"""insert into {SCHEMA}.kb_lexeme_stats (table_name, lexeme, ndoc)
-                    select %s, word, ndoc from ts_stat('select symbol_tsv from {SCHEMA}.{table}')""", (table,))
+                cur.execute(
+                    f"""insert into {SCHEMA}.kb_lexeme_stats (table_name, lexeme, ndoc)
+                    select %s, word, ndoc from ts_stat('select symbol_tsv from {SCHEMA}.{table}')""",
+                    (table,),
+                )
             cur.execute(
                 f"""insert into {SCHEMA}.kb_versions (name, data_version, embedding_model, embedding_dim, record_counts, built_at)
                 values ('current', %s, %s, %s, %s, now())
@@ -169,9 +197,11 @@ def kb_version_sync(dsn: str) -> dict | None:
 
 # ---------------------------------------------------------------- embedding cache (async: query time)
 
+
 async def get_cached_embedding(conn, model: str, sha: str) -> str | None:
-    cur = await conn.execute(f"select embedding::text as v from {SCHEMA}.embedding_cache where model = %s and text_sha256 = %s",
-                             (model, sha))
+    cur = await conn.execute(
+        f"select embedding::text as v from {SCHEMA}.embedding_cache where model = %s and text_sha256 = %s", (model, sha)
+    )
     row = await cur.fetchone()
     if row is None:
         return None
@@ -179,8 +209,10 @@ async def get_cached_embedding(conn, model: str, sha: str) -> str | None:
 
 
 async def put_cached_embedding(conn, model: str, sha: str, vector: str) -> None:
-    await conn.execute(f"insert into {SCHEMA}.embedding_cache (model, text_sha256, embedding) values (%s, %s, %s::vector) "
-                       "on conflict do nothing", (model, sha, vector))
+    await conn.execute(
+        f"insert into {SCHEMA}.embedding_cache (model, text_sha256, embedding) values (%s, %s, %s::vector) on conflict do nothing",
+        (model, sha, vector),
+    )
 
 
 # ---------------------------------------------------------------- search (async: query time)
@@ -205,7 +237,9 @@ def _candidate_sql(tables: Sequence[str], *, lexical: bool, vector: bool) -> str
     for n, table in enumerate(tables):
         assert table in TABLES  # identifiers from the fixed list only, never from input
         q, c = f"q{n}", f"c{n}"
-        key_score = f"coalesce((select sum({q}.idf * {KEY_WEIGHT_SQL}) from unnest(v.symbol_tsv) u join {q} on {q}.lexeme = u.lexeme), 0)"
+        key_score = (
+            f"coalesce((select sum({q}.idf * {KEY_WEIGHT_SQL}) from unnest(v.symbol_tsv) u join {q} on {q}.lexeme = u.lexeme), 0)"
+        )
         parts = []
         if lexical:
             # Set-wise: one hash join of every match's keys with the query lexemes,
@@ -221,7 +255,7 @@ def _candidate_sql(tables: Sequence[str], *, lexical: bool, vector: bool) -> str
                 from {SCHEMA}.kb_lexeme_stats s,
                      (select coalesce((record_counts->>'{table}')::float8, 1) as n from {SCHEMA}.kb_versions where name = 'current') k
                 where s.table_name = '{table}' and s.lexeme = any(%(lex)s::text[])),
-            {c} as materialized ({' union '.join(parts)})""")
+            {c} as materialized ({" union ".join(parts)})""")
         selects.append(f"""(select '{table}' as table_name, v.id, v.title, {key_score} as key_score,
                 case when %(tsq)s = '' then 0 else ts_rank(v.search_tsv, %(tsq)s::tsquery) end as text_score,
                 case when v.embedding is null or %(vec)s::vector is null then null
@@ -231,8 +265,15 @@ def _candidate_sql(tables: Sequence[str], *, lexical: bool, vector: bool) -> str
     return "with " + ",\n".join(ctes) + "\n" + "\nunion all\n".join(selects)
 
 
-async def search(conn, query: RetrieverQuery, *, tables: Sequence[str], limit_per_table: int,
-                 query_embedding: list[float] | None = None, config: SearchConfig = DEFAULT_CONFIG) -> list[RetrievalHit]:
+async def search(
+    conn,
+    query: RetrieverQuery,
+    *,
+    tables: Sequence[str],
+    limit_per_table: int,
+    query_embedding: list[float] | None = None,
+    config: SearchConfig = DEFAULT_CONFIG,
+) -> list[RetrievalHit]:
     """Hybrid search over dynamic_retrieval_view with the query alone.
 
     Returns up to ``limit_per_table`` hits per table, grouped by table in the
@@ -251,8 +292,13 @@ async def search(conn, query: RetrieverQuery, *, tables: Sequence[str], limit_pe
     if not (use_vector or use_lexical) or not tables:
         return []
     vec = None if query_embedding is None else "[" + ",".join(f"{x:.6g}" for x in query_embedding) + "]"
-    params = {"tsq": tsq, "lex": lexemes, "vec": vec, "terms": trigram_terms(query),
-              "cand": max(config.candidates_per_index, limit_per_table)}
+    params = {
+        "tsq": tsq,
+        "lex": lexemes,
+        "vec": vec,
+        "terms": trigram_terms(query),
+        "cand": max(config.candidates_per_index, limit_per_table),
+    }
     # The planner prices a 50-lexeme OR tsquery and a 384-d distance as cheap and
     # picks sequential scans on the smaller tables (api_mapping: 14 ms against
     # 1 ms through the GIN/HNSW indexes, measured): keep it on the indexes.
@@ -261,8 +307,10 @@ async def search(conn, query: RetrieverQuery, *, tables: Sequence[str], limit_pe
     by_table: dict[str, list[dict]] = {}
     for row in await cur.fetchall():
         by_table.setdefault(row["table_name"], []).append(row)
-    kept = {t: fuse(by_table.get(t, []), limit_per_table, with_vector=use_vector, with_lexical=use_lexical, config=config)
-            for t in tables}
+    kept = {
+        t: fuse(by_table.get(t, []), limit_per_table, with_vector=use_vector, with_lexical=use_lexical, config=config)
+        for t in tables
+    }
     wanted = [(t, row["id"]) for t in tables for _, row, _ in kept[t]]
     if not wanted:
         return []
@@ -276,12 +324,22 @@ async def search(conn, query: RetrieverQuery, *, tables: Sequence[str], limit_pe
     for table in tables:
         for score, row, comp in kept[table]:
             d = details.get((table, row["id"]), {})
-            hits.append(RetrievalHit(table_name=table, record_id=row["id"], score=round(score, 6), title=row["title"] or "",
-                                     content=d.get("content") or "", metadata=d.get("metadata") or {}, component_scores=comp))
+            hits.append(
+                RetrievalHit(
+                    table_name=table,
+                    record_id=row["id"],
+                    score=round(score, 6),
+                    title=row["title"] or "",
+                    content=d.get("content") or "",
+                    metadata=d.get("metadata") or {},
+                    component_scores=comp,
+                )
+            )
     return hits
 
 
 # ---------------------------------------------------------------- one record against one query ("why not retrieved?")
+
 
 async def find_records(conn, text: str, *, limit: int = 10) -> list[dict]:
     """Records whose id is ``text``, else whose title contains it (case-insensitive), exact titles first."""
@@ -302,10 +360,19 @@ async def find_records(conn, text: str, *, limit: int = 10) -> list[dict]:
     return [dict(r) for r in await cur.fetchall()]
 
 
-async def rank_record(conn, query: RetrieverQuery, *, table: str, record_id: str, tables_searched: Sequence[str],
-                      limit_per_table: int, query_embedding: list[float] | None = None,
-                      stored_hit_ids: Sequence[str] = (), kb_changed: bool = False,
-                      config: SearchConfig = DEFAULT_CONFIG) -> RankFacts | None:
+async def rank_record(
+    conn,
+    query: RetrieverQuery,
+    *,
+    table: str,
+    record_id: str,
+    tables_searched: Sequence[str],
+    limit_per_table: int,
+    query_embedding: list[float] | None = None,
+    stored_hit_ids: Sequence[str] = (),
+    kb_changed: bool = False,
+    config: SearchConfig = DEFAULT_CONFIG,
+) -> RankFacts | None:
     """Where one record stands for a query: its rank in each search over its
     whole table, whether candidate selection kept it, and its fused rank among
     the candidates (the record added when it was not one). None: no such record.
@@ -324,8 +391,9 @@ async def rank_record(conn, query: RetrieverQuery, *, table: str, record_id: str
     cand = max(config.candidates_per_index, limit_per_table)
     params = {"tsq": tsq, "lex": lexemes, "vec": vec, "terms": trigram_terms(query), "cand": cand, "rid": record_id}
 
-    cur = await conn.execute(f"select id, title, embedding is not null as has_vector from {view} "
-                             f"where table_name = '{table}' and id = %(rid)s", params)
+    cur = await conn.execute(
+        f"select id, title, embedding is not null as has_vector from {view} where table_name = '{table}' and id = %(rid)s", params
+    )
     record = await cur.fetchone()
     if record is None:
         return None
@@ -375,8 +443,9 @@ async def rank_record(conn, query: RetrieverQuery, *, table: str, record_id: str
     def rank(name: str, used: bool) -> SearchRank:
         score = m[f"{name}_score"]
         seen = used and score is not None and (name != "trigram" or float(score) > 0)
-        return SearchRank(name, None if score is None else float(score), int(m[f"{name}_rank"]) if seen else None,
-                          int(m[f"{name}_n"]), used)
+        return SearchRank(
+            name, None if score is None else float(score), int(m[f"{name}_rank"]) if seen else None, int(m[f"{name}_n"]), used
+        )
 
     ranks = (rank("keys", use_lexical), rank("vector", use_vector), rank("text", use_lexical), rank("trigram", use_lexical))
     by_keys = ranks[0].rank is not None and ranks[0].rank <= cand
@@ -411,13 +480,22 @@ async def rank_record(conn, query: RetrieverQuery, *, table: str, record_id: str
     last_kept = real[min(limit_per_table, len(real)) - 1] if real else None
     stored = list(stored_hit_ids)
     return RankFacts(
-        table=table, record_id=record_id, title=record["title"] or "", searched=table in tables_searched,
-        tables_searched=tuple(tables_searched), ranks=ranks, candidates_per_index=cand,
+        table=table,
+        record_id=record_id,
+        title=record["title"] or "",
+        searched=table in tables_searched,
+        tables_searched=tuple(tables_searched),
+        ranks=ranks,
+        candidates_per_index=cand,
         # The exact ranks say which index let it in; the HNSW index is approximate,
         # so a candidate neither exact rank explains came through the vector index.
         key_candidate=record_id in ids and by_keys,
         vector_candidate=record_id in ids and (by_vector or not by_keys),
-        candidate_count=len(rows), fused_score=None if fused_score is None else round(fused_score, 6), fused_rank=fused_rank,
-        limit_per_table=limit_per_table, last_kept_score=None if last_kept is None else round(last_kept, 6),
-        stored_rank=stored.index(record_id) + 1 if record_id in stored else None, kb_changed=kb_changed,
+        candidate_count=len(rows),
+        fused_score=None if fused_score is None else round(fused_score, 6),
+        fused_rank=fused_rank,
+        limit_per_table=limit_per_table,
+        last_kept_score=None if last_kept is None else round(last_kept, 6),
+        stored_rank=stored.index(record_id) + 1 if record_id in stored else None,
+        kb_changed=kb_changed,
     )

@@ -99,8 +99,12 @@ class LLMClient:
     @classmethod
     def from_settings(cls, settings, **overrides) -> LLMClient:
         kwargs = dict(
-            api_key=settings.llm_api_key, flavor=settings.llm_flavor, timeout_s=settings.llm_timeout_s,
-            max_concurrency=settings.llm_max_concurrency, retries=settings.llm_retries, max_tokens=settings.llm_max_tokens,
+            api_key=settings.llm_api_key,
+            flavor=settings.llm_flavor,
+            timeout_s=settings.llm_timeout_s,
+            max_concurrency=settings.llm_max_concurrency,
+            retries=settings.llm_retries,
+            max_tokens=settings.llm_max_tokens,
         )
         kwargs.update(overrides)
         return cls(settings.llm_url, settings.llm_model, **kwargs)
@@ -119,7 +123,10 @@ class LLMClient:
         if self.flavor == "llamacpp":
             body["response_format"] = {"type": "json_object", "schema": grammar_safe(schema)}
         else:
-            body["response_format"] = {"type": "json_schema", "json_schema": {"name": schema_name, "schema": schema, "strict": True}}
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema_name, "schema": schema, "strict": True},
+            }
         if self.flavor == "vllm":
             body["chat_template_kwargs"] = {"enable_thinking": False}
         return body
@@ -145,8 +152,13 @@ class LLMClient:
                     except LLMRequestError:
                         observe_llm(self.model, time.perf_counter() - sent, ok=False)
                         raise
-                    observe_llm(self.model, time.perf_counter() - sent, ok=True, prompt_tokens=reply.prompt_tokens,
-                                completion_tokens=reply.completion_tokens)
+                    observe_llm(
+                        self.model,
+                        time.perf_counter() - sent,
+                        ok=True,
+                        prompt_tokens=reply.prompt_tokens,
+                        completion_tokens=reply.completion_tokens,
+                    )
                     return reply
                 observe_llm(self.model, time.perf_counter() - sent, ok=False)
                 detail = response.text[:500]
@@ -201,8 +213,16 @@ class LocalLlamaServer:
     points GODOT_RAG_LLM_URL at vLLM instead.
     """
 
-    def __init__(self, model_path: str = "", *, alias: str = LOCAL_MODEL_ALIAS, n_ctx: int = 8192, threads: int = 0,
-                 log_path: str = "", ready_timeout_s: float = 180.0):
+    def __init__(
+        self,
+        model_path: str = "",
+        *,
+        alias: str = LOCAL_MODEL_ALIAS,
+        n_ctx: int = 8192,
+        threads: int = 0,
+        log_path: str = "",
+        ready_timeout_s: float = 180.0,
+    ):
         self.model_path = model_path or smollm2_gguf()
         self.alias = alias
         self.n_ctx = n_ctx
@@ -236,9 +256,25 @@ class LocalLlamaServer:
         self.log_path = self.log_path or tempfile.mkstemp(prefix="llama-server-", suffix=".log")[1]
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "llama_cpp.server", "--model", self.model_path, "--model_alias", self.alias,
-                 "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(self.n_ctx), "--n_threads", str(self.threads)],
-                stdout=log, stderr=subprocess.STDOUT,
+                [
+                    sys.executable,
+                    "-m",
+                    "llama_cpp.server",
+                    "--model",
+                    self.model_path,
+                    "--model_alias",
+                    self.alias,
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--n_ctx",
+                    str(self.n_ctx),
+                    "--n_threads",
+                    str(self.threads),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
         self.url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + self.ready_timeout_s
@@ -297,8 +333,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"starting llama.cpp server with {server.model_path} ({server.threads} threads)...", file=sys.stderr)
     with server:
         print(f"LLM judge: {server.alias} on {server.url} (log {server.log_path})", file=sys.stderr)
-        env = {**os.environ, "GODOT_RAG_JUDGE": "llm", "GODOT_RAG_LLM_URL": server.url, "GODOT_RAG_LLM_MODEL": server.alias,
-               "GODOT_RAG_LLM_FLAVOR": "llamacpp"}
+        env = {
+            **os.environ,
+            "GODOT_RAG_JUDGE": "llm",
+            "GODOT_RAG_LLM_URL": server.url,
+            "GODOT_RAG_LLM_MODEL": server.alias,
+            "GODOT_RAG_LLM_FLAVOR": "llamacpp",
+        }
         return subprocess.call(args, env=env)
 
 

@@ -99,8 +99,7 @@ class TextFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
-        ids = [f"{key}={getattr(record, key)}" for key in ("analysis_id", "chunk_id", "trace_id")
-               if getattr(record, key, "")]
+        ids = [f"{key}={getattr(record, key)}" for key in ("analysis_id", "chunk_id", "trace_id") if getattr(record, key, "")]
         if not ids:
             return line
         head, sep, rest = line.partition("\n")  # keep a traceback below the ids

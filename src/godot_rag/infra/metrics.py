@@ -50,36 +50,59 @@ class Metrics:
             # CPU, memory, open files, GC and Python version of this process (process_*, python_*).
             for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
                 r.register(collector)
-        self.processed = Counter(f"{PREFIX}_stage_messages_processed", "Bus messages a stage handled and acknowledged",
-                                 ["stage"], registry=r)
-        self.failed = Counter(f"{PREFIX}_stage_messages_failed",
-                              "Bus messages whose handler raised (retried or dead-lettered)", ["stage"], registry=r)
-        self.handler_seconds = Histogram(f"{PREFIX}_stage_handler_seconds", "Time a stage handler ran on one message",
-                                         ["stage", "outcome"], buckets=HANDLER_BUCKETS, registry=r)
-        self.redeliveries = Counter(f"{PREFIX}_stage_redeliveries",
-                                    "Messages received again (JetStream delivery count above 1)", ["stage"], registry=r)
-        self.dead_letters = Counter(f"{PREFIX}_stage_dead_letters", "Messages terminated and recorded as dead letters",
-                                    ["stage"], registry=r)
-        self.consumer_pending = Gauge(f"{PREFIX}_consumer_pending_messages",
-                                      "Messages of the stream not yet delivered to the durable consumer",
-                                      ["stream", "durable"], registry=r)
-        self.consumer_ack_pending = Gauge(f"{PREFIX}_consumer_ack_pending_messages",
-                                          "Messages delivered to the durable consumer and not yet acknowledged",
-                                          ["stream", "durable"], registry=r)
-        self.consumer_redelivered = Gauge(f"{PREFIX}_consumer_redelivered_messages",
-                                          "Messages of the durable consumer delivered more than once and not yet acknowledged",
-                                          ["stream", "durable"], registry=r)
-        self.consumer_poll_errors = Counter(f"{PREFIX}_consumer_info_errors",
-                                            "Failed reads of a JetStream consumer's info", ["stream", "durable"], registry=r)
-        self.llm_requests = Counter(f"{PREFIX}_llm_requests", "Requests to the LLM server by outcome",
-                                    ["model", "outcome"], registry=r)
-        self.llm_tokens = Counter(f"{PREFIX}_llm_tokens", "Tokens reported by the LLM server",
-                                  ["model", "kind"], registry=r)
-        self.llm_seconds = Histogram(f"{PREFIX}_llm_request_seconds", "Time of one LLM request, retries excluded",
-                                     ["model"], buckets=LLM_BUCKETS, registry=r)
-        self.kb_search_seconds = Histogram(f"{PREFIX}_kb_search_seconds",
-                                           "Time of one knowledge-base search (the hybrid search's SQL round trips)",
-                                           buckets=SEARCH_BUCKETS, registry=r)
+        self.processed = Counter(
+            f"{PREFIX}_stage_messages_processed", "Bus messages a stage handled and acknowledged", ["stage"], registry=r
+        )
+        self.failed = Counter(
+            f"{PREFIX}_stage_messages_failed", "Bus messages whose handler raised (retried or dead-lettered)", ["stage"], registry=r
+        )
+        self.handler_seconds = Histogram(
+            f"{PREFIX}_stage_handler_seconds",
+            "Time a stage handler ran on one message",
+            ["stage", "outcome"],
+            buckets=HANDLER_BUCKETS,
+            registry=r,
+        )
+        self.redeliveries = Counter(
+            f"{PREFIX}_stage_redeliveries", "Messages received again (JetStream delivery count above 1)", ["stage"], registry=r
+        )
+        self.dead_letters = Counter(
+            f"{PREFIX}_stage_dead_letters", "Messages terminated and recorded as dead letters", ["stage"], registry=r
+        )
+        self.consumer_pending = Gauge(
+            f"{PREFIX}_consumer_pending_messages",
+            "Messages of the stream not yet delivered to the durable consumer",
+            ["stream", "durable"],
+            registry=r,
+        )
+        self.consumer_ack_pending = Gauge(
+            f"{PREFIX}_consumer_ack_pending_messages",
+            "Messages delivered to the durable consumer and not yet acknowledged",
+            ["stream", "durable"],
+            registry=r,
+        )
+        self.consumer_redelivered = Gauge(
+            f"{PREFIX}_consumer_redelivered_messages",
+            "Messages of the durable consumer delivered more than once and not yet acknowledged",
+            ["stream", "durable"],
+            registry=r,
+        )
+        self.consumer_poll_errors = Counter(
+            f"{PREFIX}_consumer_info_errors", "Failed reads of a JetStream consumer's info", ["stream", "durable"], registry=r
+        )
+        self.llm_requests = Counter(
+            f"{PREFIX}_llm_requests", "Requests to the LLM server by outcome", ["model", "outcome"], registry=r
+        )
+        self.llm_tokens = Counter(f"{PREFIX}_llm_tokens", "Tokens reported by the LLM server", ["model", "kind"], registry=r)
+        self.llm_seconds = Histogram(
+            f"{PREFIX}_llm_request_seconds", "Time of one LLM request, retries excluded", ["model"], buckets=LLM_BUCKETS, registry=r
+        )
+        self.kb_search_seconds = Histogram(
+            f"{PREFIX}_kb_search_seconds",
+            "Time of one knowledge-base search (the hybrid search's SQL round trips)",
+            buckets=SEARCH_BUCKETS,
+            registry=r,
+        )
         self.analyses = Gauge(f"{PREFIX}_analyses", "Analyses in the store by status", ["status"], registry=r)
         self._statuses_seen: set[str] = set()
 
@@ -98,8 +121,7 @@ class Metrics:
 
     # ---------------------------------------------------------------- LLM, knowledge base, gateway
 
-    def observe_llm(self, model: str, seconds: float, *, ok: bool, prompt_tokens: int = 0,
-                    completion_tokens: int = 0) -> None:
+    def observe_llm(self, model: str, seconds: float, *, ok: bool, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
         self.llm_requests.labels(model, "ok" if ok else "error").inc()
         self.llm_seconds.labels(model).observe(seconds)
         if prompt_tokens:
@@ -180,8 +202,9 @@ async def read_consumers(js, consumers: Iterable[tuple[str, str]], metrics: Metr
     return read
 
 
-async def poll_consumers(js, consumers: Iterable[tuple[str, str]], every_s: float, stop: asyncio.Event,
-                         metrics: Metrics = METRICS) -> None:
+async def poll_consumers(
+    js, consumers: Iterable[tuple[str, str]], every_s: float, stop: asyncio.Event, metrics: Metrics = METRICS
+) -> None:
     """Read the consumers' backlog every ``every_s`` seconds until ``stop`` is set."""
     consumers = list(consumers)
     while not stop.is_set():

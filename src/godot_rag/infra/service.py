@@ -25,8 +25,10 @@ log = logging.getLogger(__name__)
 
 def grpc_message_options(settings: Settings) -> list[tuple[str, int]]:
     """Uploaded archives and large analysis results travel in one message, up to the configured size."""
-    return [("grpc.max_receive_message_length", settings.grpc_max_message_bytes),
-            ("grpc.max_send_message_length", settings.grpc_max_message_bytes)]
+    return [
+        ("grpc.max_receive_message_length", settings.grpc_max_message_bytes),
+        ("grpc.max_send_message_length", settings.grpc_max_message_bytes),
+    ]
 
 
 @dataclass
@@ -55,8 +57,13 @@ async def run_service(
     if not settings.pg_dsn or not settings.nats_url:
         raise SystemExit(f"{name}: GODOT_RAG_PG_DSN and GODOT_RAG_NATS_URL must be set (godot-rag up sets them)")
     store = await Store.open(settings.pg_dsn, max_size=settings.pg_pool_size)
-    bus = await Bus.connect(settings.nats_url, name=f"godot-rag-{name}", ack_wait_override_s=settings.ack_wait_s,
-                            max_handling_override_s=settings.max_handling_s, outage_patience_s=settings.outage_patience_s)
+    bus = await Bus.connect(
+        settings.nats_url,
+        name=f"godot-rag-{name}",
+        ack_wait_override_s=settings.ack_wait_s,
+        max_handling_override_s=settings.max_handling_s,
+        outage_patience_s=settings.outage_patience_s,
+    )
     await bus.ensure_streams(settings.nats_stream_replicas, settings.stream_retention_days * 24 * 3600)
     stop = asyncio.Event()
     ctx = ServiceContext(name, settings, store, bus, stop)

@@ -98,8 +98,9 @@ class Store:
 
     @classmethod
     async def open(cls, dsn: str, *, min_size: int = 1, max_size: int = 4) -> Store:
-        pool = AsyncConnectionPool(dsn, min_size=min_size, max_size=max_size, open=False,
-                                   kwargs={"row_factory": dict_row, "autocommit": False})
+        pool = AsyncConnectionPool(
+            dsn, min_size=min_size, max_size=max_size, open=False, kwargs={"row_factory": dict_row, "autocommit": False}
+        )
         await pool.open(wait=True, timeout=30)
         return cls(pool)
 
@@ -118,9 +119,20 @@ class Store:
 
     # ------------------------------------------------------------ analyses & files
 
-    async def create_analysis(self, *, analysis_id: str, project_id: str, prompt: str, source_origin: str, input_ref: str,
-                              pipeline_version: str, files: list[dict], project_symbols: str = "",
-                              symbols_version: str = "", symbol_scopes: dict[str, str] | None = None) -> bool:
+    async def create_analysis(
+        self,
+        *,
+        analysis_id: str,
+        project_id: str,
+        prompt: str,
+        source_origin: str,
+        input_ref: str,
+        pipeline_version: str,
+        files: list[dict],
+        project_symbols: str = "",
+        symbols_version: str = "",
+        symbol_scopes: dict[str, str] | None = None,
+    ) -> bool:
         """Insert the analysis and its file list; False when it already existed (a resubmission).
 
         ``project_symbols`` is the project index (JSON) and ``symbol_scopes`` each
@@ -133,8 +145,16 @@ class Store:
                     f"""insert into {SCHEMA}.analyses (analysis_id, project_id, prompt, source_origin, input_ref, pipeline_version,
                         files_total, files_included)
                     values (%s, %s, %s, %s, %s, %s, %s, %s) on conflict (analysis_id) do nothing returning analysis_id""",
-                    (analysis_id, project_id, prompt, source_origin, input_ref, pipeline_version, len(files),
-                     sum(1 for f in files if f["included"])),
+                    (
+                        analysis_id,
+                        project_id,
+                        prompt,
+                        source_origin,
+                        input_ref,
+                        pipeline_version,
+                        len(files),
+                        sum(1 for f in files if f["included"]),
+                    ),
                 )
                 created = await cur.fetchone() is not None
                 if not created:
@@ -151,8 +171,18 @@ class Store:
                             sha256, size, status, symbol_scope)
                         values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) on conflict do nothing""",
                         [
-                            (analysis_id, f["source_file"], i + 1, f["source_kind"], f["included"], f["excluded_reason"],
-                             f["sha256"], f["size"], "queued" if f["included"] else "excluded", scopes.get(f["source_file"], ""))
+                            (
+                                analysis_id,
+                                f["source_file"],
+                                i + 1,
+                                f["source_kind"],
+                                f["included"],
+                                f["excluded_reason"],
+                                f["sha256"],
+                                f["size"],
+                                "queued" if f["included"] else "excluded",
+                                scopes.get(f["source_file"], ""),
+                            )
                             for i, f in enumerate(files)
                         ],
                     )
@@ -175,13 +205,15 @@ class Store:
         return await self._fetchall(f"select * from {SCHEMA}.files where analysis_id = %s order by file_order", (analysis_id,))
 
     async def get_file(self, analysis_id: str, source_file: str) -> dict | None:
-        return await self._fetchone(f"select * from {SCHEMA}.files where analysis_id = %s and source_file = %s",
-                                    (analysis_id, source_file))
+        return await self._fetchone(
+            f"select * from {SCHEMA}.files where analysis_id = %s and source_file = %s", (analysis_id, source_file)
+        )
 
     async def get_project_symbols(self, analysis_id: str) -> str:
         """The project index stored with an analysis (JSON text; "" when none was stored)."""
-        row = await self._fetchone(f"select symbols::text as symbols from {SCHEMA}.project_symbols where analysis_id = %s",
-                                   (analysis_id,))
+        row = await self._fetchone(
+            f"select symbols::text as symbols from {SCHEMA}.project_symbols where analysis_id = %s", (analysis_id,)
+        )
         return "" if row is None else str(row["symbols"])
 
     async def get_blob(self, sha256: str) -> bytes | None:
@@ -232,8 +264,16 @@ class Store:
                         on conflict (analysis_id, chunk_id) do update set chunk = excluded.chunk, chunk_order = excluded.chunk_order,
                           start_line = excluded.start_line, end_line = excluded.end_line""",
                         [
-                            (analysis_id, c["chunk_id"], source_file, c["chunk_order"], c["chunk_kind"],
-                             c["span"]["start_line"], c["span"]["end_line"], Jsonb(c))
+                            (
+                                analysis_id,
+                                c["chunk_id"],
+                                source_file,
+                                c["chunk_order"],
+                                c["chunk_kind"],
+                                c["span"]["start_line"],
+                                c["span"]["end_line"],
+                                Jsonb(c),
+                            )
                             for c in chunks
                         ],
                     )
@@ -248,24 +288,33 @@ class Store:
                     await cur.execute(
                         f"""update {SCHEMA}.files set status = %s, parse_status = %s, chunk_count = %s, errors = %s, error = %s,
                             chunks_reused = %s, updated_at = now() where analysis_id = %s and source_file = %s""",
-                        (status, output.get("status", ""), len(chunks), Jsonb(output.get("errors", [])),
-                         "; ".join(e.get("message", "") for e in output.get("errors", []))[:2000] if status == "failed" else "",
-                         bool(output.get("reused")), analysis_id, source_file),
+                        (
+                            status,
+                            output.get("status", ""),
+                            len(chunks),
+                            Jsonb(output.get("errors", [])),
+                            "; ".join(e.get("message", "") for e in output.get("errors", []))[:2000] if status == "failed" else "",
+                            bool(output.get("reused")),
+                            analysis_id,
+                            source_file,
+                        ),
                     )
 
     async def get_chunk(self, analysis_id: str, chunk_id: str) -> dict | None:
-        return await self._fetchone(f"select * from {SCHEMA}.chunks where analysis_id = %s and chunk_id = %s", (analysis_id, chunk_id))
+        return await self._fetchone(
+            f"select * from {SCHEMA}.chunks where analysis_id = %s and chunk_id = %s", (analysis_id, chunk_id)
+        )
 
     async def file_symbol_scope(self, analysis_id: str, source_file: str) -> str:
         """The file's slice of the project index (JSON; "" when none was computed)."""
-        row = await self._fetchone(f"select symbol_scope from {SCHEMA}.files where analysis_id = %s and source_file = %s",
-                                   (analysis_id, source_file))
+        row = await self._fetchone(
+            f"select symbol_scope from {SCHEMA}.files where analysis_id = %s and source_file = %s", (analysis_id, source_file)
+        )
         return row["symbol_scope"] if row else ""
 
     async def project_symbols(self, analysis_id: str) -> dict | None:
         """The analysis's project index: {version, symbols} (None when none was stored)."""
-        return await self._fetchone(f"select version, symbols from {SCHEMA}.project_symbols where analysis_id = %s",
-                                    (analysis_id,))
+        return await self._fetchone(f"select version, symbols from {SCHEMA}.project_symbols where analysis_id = %s", (analysis_id,))
 
     async def get_chunk_with_file(self, analysis_id: str, chunk_id: str) -> tuple[dict | None, dict | None]:
         """A chunk row and its file row in one round trip."""
@@ -310,8 +359,18 @@ class Store:
         )
         return None if row is None else row["status"]
 
-    async def mark_stage(self, analysis_id: str, chunk_id: str, stage: str, status: str, *, error: str = "", worker: str = "",
-                         trace_id: str = "", count_attempt: bool = False) -> None:
+    async def mark_stage(
+        self,
+        analysis_id: str,
+        chunk_id: str,
+        stage: str,
+        status: str,
+        *,
+        error: str = "",
+        worker: str = "",
+        trace_id: str = "",
+        count_attempt: bool = False,
+    ) -> None:
         async with self.pool.connection() as conn:
             await conn.execute(
                 f"""insert into {SCHEMA}.chunk_stages (analysis_id, chunk_id, stage, status, attempts, last_error, worker, trace_id, started_at)
@@ -323,8 +382,16 @@ class Store:
                   worker = %(w)s, trace_id = case when %(t)s <> '' then %(t)s else {SCHEMA}.chunk_stages.trace_id end,
                   started_at = case when %(st)s = 'in_progress' then now() else {SCHEMA}.chunk_stages.started_at end,
                   updated_at = now()""",
-                {"a": analysis_id, "c": chunk_id, "s": stage, "st": status, "e": redact_credentials(error), "w": worker, "t": trace_id,
-                 "inc": 1 if count_attempt else 0},
+                {
+                    "a": analysis_id,
+                    "c": chunk_id,
+                    "s": stage,
+                    "st": status,
+                    "e": redact_credentials(error),
+                    "w": worker,
+                    "t": trace_id,
+                    "inc": 1 if count_attempt else 0,
+                },
             )
 
     async def stage_statuses(self, analysis_id: str, chunk_id: str, stages: Sequence[str]) -> dict[str, str]:
@@ -353,8 +420,17 @@ class Store:
         )
         return row is not None
 
-    async def finish_stage(self, analysis_id: str, chunk_id: str, stage: str, status: str, *, error: str = "", worker: str = "",
-                           next_stage: str | None = None) -> None:
+    async def finish_stage(
+        self,
+        analysis_id: str,
+        chunk_id: str,
+        stage: str,
+        status: str,
+        *,
+        error: str = "",
+        worker: str = "",
+        next_stage: str | None = None,
+    ) -> None:
         """Settle the stage (done or failed) and, in the same statement, mark the next stage waiting."""
         await self._execute_returning(
             f"""with settled as (
@@ -366,8 +442,15 @@ class Store:
             insert into {SCHEMA}.chunk_stages (analysis_id, chunk_id, stage, status)
             select %(a)s, %(c)s, %(n)s, 'waiting' where %(n)s <> '' and exists (select 1 from settled)
             on conflict do nothing returning 1""",
-            {"a": analysis_id, "c": chunk_id, "s": stage, "st": status, "e": redact_credentials(error), "w": worker,
-             "n": next_stage or ""},
+            {
+                "a": analysis_id,
+                "c": chunk_id,
+                "s": stage,
+                "st": status,
+                "e": redact_credentials(error),
+                "w": worker,
+                "n": next_stage or "",
+            },
         )
 
     async def _execute_returning(self, sql: str, params: Sequence[Any] | dict = ()) -> dict | None:
@@ -392,18 +475,32 @@ class Store:
     async def kb_version(self) -> dict | None:
         return await self._fetchone(f"select * from {SCHEMA}.kb_versions where name = 'current'")
 
-    async def search(self, query: RetrieverQuery, *, tables: Sequence[str], limit_per_table: int,
-                     query_embedding: list[float] | None = None) -> list[RetrievalHit]:
+    async def search(
+        self, query: RetrieverQuery, *, tables: Sequence[str], limit_per_table: int, query_embedding: list[float] | None = None
+    ) -> list[RetrievalHit]:
         started = time.perf_counter()
         async with self.pool.connection() as conn:
-            hits = await kb_store.search(conn, query, tables=tables, limit_per_table=limit_per_table, query_embedding=query_embedding)
+            hits = await kb_store.search(
+                conn, query, tables=tables, limit_per_table=limit_per_table, query_embedding=query_embedding
+            )
             await conn.rollback()
         observe_kb_search(time.perf_counter() - started)
         return hits
 
-    async def save_retrieval(self, analysis_id: str, chunk_id: str, *, retrieval_key: str, kb_version: str, query: dict,
-                             hits: list[dict], version_id: str = "", config: dict | None = None, make_current: bool = True,
-                             replay_id: str = "") -> None:
+    async def save_retrieval(
+        self,
+        analysis_id: str,
+        chunk_id: str,
+        *,
+        retrieval_key: str,
+        kb_version: str,
+        query: dict,
+        hits: list[dict],
+        version_id: str = "",
+        config: dict | None = None,
+        make_current: bool = True,
+        replay_id: str = "",
+    ) -> None:
         """The retrieval as its version (kept beside the earlier ones) and, when ``make_current``, as the chunk's
         current retrieval; one transaction."""
         async with self.pool.connection() as conn:
@@ -445,7 +542,9 @@ class Store:
         )
 
     async def get_retrieval(self, analysis_id: str, chunk_id: str) -> dict | None:
-        return await self._fetchone(f"select * from {SCHEMA}.retrievals where analysis_id = %s and chunk_id = %s", (analysis_id, chunk_id))
+        return await self._fetchone(
+            f"select * from {SCHEMA}.retrievals where analysis_id = %s and chunk_id = %s", (analysis_id, chunk_id)
+        )
 
     async def api_mapping_payloads(self) -> list[tuple[str, dict]]:
         rows = await self._fetchall(f"select id, payload from {SCHEMA}.api_mapping")
@@ -524,8 +623,9 @@ class Store:
                 return verdict
 
     async def _has_failed_files(self, conn, analysis_id: str) -> bool:
-        cur = await conn.execute(f"select exists (select 1 from {SCHEMA}.files where analysis_id = %s and status = 'failed') as f",
-                                 (analysis_id,))
+        cur = await conn.execute(
+            f"select exists (select 1 from {SCHEMA}.files where analysis_id = %s and status = 'failed') as f", (analysis_id,)
+        )
         row = cast("dict", await cur.fetchone())
         return bool(row["f"])
 
@@ -585,7 +685,9 @@ class Store:
         )
         return row or {}
 
-    async def record_dead_letter(self, *, analysis_id: str, stage: str, subject: str, key: str, error: str, deliveries: int) -> None:
+    async def record_dead_letter(
+        self, *, analysis_id: str, stage: str, subject: str, key: str, error: str, deliveries: int
+    ) -> None:
         async with self.pool.connection() as conn:
             await conn.execute(
                 f"""insert into {SCHEMA}.dead_letters (analysis_id, stage, subject, key, error, deliveries) values (%s, %s, %s, %s, %s, %s)
@@ -598,10 +700,22 @@ class Store:
 
     # ------------------------------------------------------------ judgments with accounting (judge service)
 
-    async def save_judgment_record(self, analysis_id: str, chunk_id: str, *, judgment_key: str, judgment: dict,
-                                   latency_ms: float, cache: bool, version_id: str = "", retrieval_version: str = "",
-                                   config: dict | None = None, make_current: bool = True, replay_id: str = "",
-                                   base_version: str = "") -> None:
+    async def save_judgment_record(
+        self,
+        analysis_id: str,
+        chunk_id: str,
+        *,
+        judgment_key: str,
+        judgment: dict,
+        latency_ms: float,
+        cache: bool,
+        version_id: str = "",
+        retrieval_version: str = "",
+        config: dict | None = None,
+        make_current: bool = True,
+        replay_id: str = "",
+        base_version: str = "",
+    ) -> None:
         """One judgment: as its version (kept beside the earlier ones) and, when ``make_current``, as the chunk's
         current judgment with its accounting columns (migration 0003); into the reuse cache only when ``cache``.
 
@@ -627,10 +741,22 @@ class Store:
                           needs_migration = excluded.needs_migration, confidence = excluded.confidence,
                           judge_kind = excluded.judge_kind, model = excluded.model, prompt_version = excluded.prompt_version,
                           status = excluded.status, latency_ms = excluded.latency_ms, judgment = excluded.judgment""",
-                        (analysis_id, chunk_id, version_id, retrieval_version, judgment_key, judgment.get("signal", ""),
-                         bool(judgment.get("needs_migration")), float(judgment.get("confidence", 0.0)),
-                         judgment.get("judge_kind", ""), judgment.get("model", ""), judgment.get("prompt_version", ""),
-                         judgment.get("status") or "ok", latency_ms, Jsonb(judgment)),
+                        (
+                            analysis_id,
+                            chunk_id,
+                            version_id,
+                            retrieval_version,
+                            judgment_key,
+                            judgment.get("signal", ""),
+                            bool(judgment.get("needs_migration")),
+                            float(judgment.get("confidence", 0.0)),
+                            judgment.get("judge_kind", ""),
+                            judgment.get("model", ""),
+                            judgment.get("prompt_version", ""),
+                            judgment.get("status") or "ok",
+                            latency_ms,
+                            Jsonb(judgment),
+                        ),
                     )
                 if make_current:
                     await conn.execute(
@@ -645,12 +771,29 @@ class Store:
                           prompt_tokens = excluded.prompt_tokens, completion_tokens = excluded.completion_tokens,
                           llm_calls = excluded.llm_calls, route = excluded.route, cached = excluded.cached,
                           evidence_ids = excluded.evidence_ids, version_id = excluded.version_id""",
-                        (analysis_id, chunk_id, judgment_key, judgment.get("signal", ""), bool(judgment.get("needs_migration")),
-                         float(judgment.get("confidence", 0.0)), judgment.get("judge_kind", ""), judgment.get("model", ""),
-                         judgment.get("prompt_version", ""), latency_ms, Jsonb(judgment), judgment.get("status") or "ok",
-                         judgment.get("error", ""), judgment.get("raw_output", ""), int(judgment.get("prompt_tokens", 0)),
-                         int(judgment.get("completion_tokens", 0)), int(judgment.get("llm_calls", 0)), judgment.get("route", ""),
-                         bool(judgment.get("cached", False)), evidence_ids, version_id),
+                        (
+                            analysis_id,
+                            chunk_id,
+                            judgment_key,
+                            judgment.get("signal", ""),
+                            bool(judgment.get("needs_migration")),
+                            float(judgment.get("confidence", 0.0)),
+                            judgment.get("judge_kind", ""),
+                            judgment.get("model", ""),
+                            judgment.get("prompt_version", ""),
+                            latency_ms,
+                            Jsonb(judgment),
+                            judgment.get("status") or "ok",
+                            judgment.get("error", ""),
+                            judgment.get("raw_output", ""),
+                            int(judgment.get("prompt_tokens", 0)),
+                            int(judgment.get("completion_tokens", 0)),
+                            int(judgment.get("llm_calls", 0)),
+                            judgment.get("route", ""),
+                            bool(judgment.get("cached", False)),
+                            evidence_ids,
+                            version_id,
+                        ),
                     )
                     if version_id and not replay_id:
                         await conn.execute(
@@ -674,8 +817,14 @@ class Store:
                 values (%s, %s, %s, %s, %s, %s)
                 on conflict (analysis_id, version_id) do update set label = excluded.label, confidence = excluded.confidence,
                   counts = excluded.counts, basis = excluded.basis, computed_at = now()""",
-                (analysis_id, version_id, verdict["label"], verdict["confidence"], Jsonb(verdict["counts"]),
-                 Jsonb(verdict["basis"])),
+                (
+                    analysis_id,
+                    version_id,
+                    verdict["label"],
+                    verdict["confidence"],
+                    Jsonb(verdict["counts"]),
+                    Jsonb(verdict["basis"]),
+                ),
             )
 
     async def result_versions(self, analysis_id: str) -> list[dict]:
@@ -687,8 +836,9 @@ class Store:
         )
 
     async def verdict_version(self, analysis_id: str, version_id: str) -> dict | None:
-        return await self._fetchone(f"select * from {SCHEMA}.verdict_versions where analysis_id = %s and version_id = %s",
-                                    (analysis_id, version_id))
+        return await self._fetchone(
+            f"select * from {SCHEMA}.verdict_versions where analysis_id = %s and version_id = %s", (analysis_id, version_id)
+        )
 
     async def judgment_version_rows(self, analysis_id: str, chunk_id: str = "") -> list[dict]:
         """Every judgment version of the analysis's chunks (or one chunk's), each with the hits of the retrieval it judged."""
@@ -733,8 +883,17 @@ class Store:
             {"a": analysis_id, "c": list(chunk_ids), "f": list(source_files)},
         )
 
-    async def start_replay(self, *, replay_id: str, analysis_id: str, from_stage: str, config: dict, base_version: str,
-                           chunk_ids: Sequence[str], stages: Sequence[str]) -> dict:
+    async def start_replay(
+        self,
+        *,
+        replay_id: str,
+        analysis_id: str,
+        from_stage: str,
+        config: dict,
+        base_version: str,
+        chunk_ids: Sequence[str],
+        stages: Sequence[str],
+    ) -> dict:
         """Record the replay (or find it again: one more run) and a waiting row per chunk and stage not yet settled.
 
         Returns the replay row; ``settled`` lists the chunks this replay already finished.
@@ -775,15 +934,18 @@ class Store:
 
     async def set_replay_source(self, replay_id: str, chunk_id: str, source: str) -> None:
         async with self.pool.connection() as conn:
-            await conn.execute(f"update {SCHEMA}.replay_chunks set source = %s where replay_id = %s and chunk_id = %s",
-                               (source, replay_id, chunk_id))
+            await conn.execute(
+                f"update {SCHEMA}.replay_chunks set source = %s where replay_id = %s and chunk_id = %s",
+                (source, replay_id, chunk_id),
+            )
 
     async def get_replay(self, replay_id: str) -> dict | None:
         return await self._fetchone(f"select * from {SCHEMA}.replays where replay_id = %s", (replay_id,))
 
     async def replay_chunk_rows(self, replay_id: str) -> list[dict]:
-        return await self._fetchall(f"select * from {SCHEMA}.replay_chunks where replay_id = %s order by chunk_id, stage",
-                                    (replay_id,))
+        return await self._fetchall(
+            f"select * from {SCHEMA}.replay_chunks where replay_id = %s order by chunk_id, stage", (replay_id,)
+        )
 
     async def claim_replay_stage(self, replay_id: str, chunk_id: str, stage: str, *, worker: str, trace_id: str = "") -> bool:
         """The replay's claim of one chunk stage: like claim_stage, on the replay's own rows."""
@@ -796,8 +958,9 @@ class Store:
         )
         return row is not None
 
-    async def finish_replay_stage(self, replay_id: str, chunk_id: str, stage: str, status: str, *, error: str = "",
-                                  worker: str = "", result_version: str = "") -> None:
+    async def finish_replay_stage(
+        self, replay_id: str, chunk_id: str, stage: str, status: str, *, error: str = "", worker: str = "", result_version: str = ""
+    ) -> None:
         await self._execute_returning(
             f"""update {SCHEMA}.replay_chunks set status = case when status = 'done' then 'done' else %(st)s end,
               last_error = case when %(e)s <> '' then %(e)s else last_error end,
@@ -823,8 +986,10 @@ class Store:
 
     async def set_replay_judgment_version(self, replay_id: str, version_id: str) -> None:
         async with self.pool.connection() as conn:
-            await conn.execute(f"update {SCHEMA}.replays set judgment_version = %s where replay_id = %s and judgment_version = ''",
-                               (version_id, replay_id))
+            await conn.execute(
+                f"update {SCHEMA}.replays set judgment_version = %s where replay_id = %s and judgment_version = ''",
+                (version_id, replay_id),
+            )
 
     async def replay_unfinished(self, replay_id: str) -> bool:
         row = await self._fetchone(
@@ -858,8 +1023,9 @@ class Store:
                 )
                 return cast("dict", await cur.fetchone())
 
-    async def set_current_versions(self, analysis_id: str, *, judgment_version: str = "", retrieval_version: str = "",
-                                   verdict: dict | None = None) -> None:
+    async def set_current_versions(
+        self, analysis_id: str, *, judgment_version: str = "", retrieval_version: str = "", verdict: dict | None = None
+    ) -> None:
         """Point the analysis at these versions and make ``verdict`` its current one."""
         async with self.pool.connection() as conn:
             async with conn.transaction():
@@ -917,14 +1083,17 @@ class Store:
 
     async def web_timing(self, analysis_id: str, window_s: float = 30.0) -> dict:
         """Chunks finished (aggregate done) in total and within the last ``window_s``, with the clock of the database."""
-        return await self._fetchone(
-            f"""select count(*) as done, count(*) filter (where s.updated_at > now() - make_interval(secs => %(w)s)) as recent,
+        return (
+            await self._fetchone(
+                f"""select count(*) as done, count(*) filter (where s.updated_at > now() - make_interval(secs => %(w)s)) as recent,
                   min(s.updated_at) as first_done, max(s.updated_at) as last_done, now() as now,
                   (select created_at from {SCHEMA}.analyses where analysis_id = %(a)s) as created_at,
                   (select max(updated_at) from {SCHEMA}.chunk_stages where analysis_id = %(a)s) as cursor
                 from {SCHEMA}.chunk_stages s where s.analysis_id = %(a)s and s.stage = 'aggregate' and s.status = 'done'""",
-            {"a": analysis_id, "w": window_s},
-        ) or {}
+                {"a": analysis_id, "w": window_s},
+            )
+            or {}
+        )
 
     async def web_file_chunks(self, analysis_id: str, source_file: str) -> list[dict]:
         """Every chunk of one file with its retrieval, judgment (and accounting) and stage rows."""

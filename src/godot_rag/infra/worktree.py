@@ -15,14 +15,26 @@ def git_status(root: Path) -> list[str] | None:
     """``git status --porcelain`` lines for ``root``; None when root is not inside a git work tree."""
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
     try:
-        inside = subprocess.run(["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"], capture_output=True,
-                                text=True, timeout=GIT_TIMEOUT_S, env=env, check=False)
+        inside = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            env=env,
+            check=False,
+        )
     except FileNotFoundError:
         return None  # no git on this machine: the folder cannot be a checked work tree for us
     if inside.returncode != 0 or inside.stdout.strip() != "true":
         return None
-    status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=normal", "--", "."],
-                            capture_output=True, text=True, timeout=GIT_TIMEOUT_S, env=env, check=True)
+    status = subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=normal", "--", "."],
+        capture_output=True,
+        text=True,
+        timeout=GIT_TIMEOUT_S,
+        env=env,
+        check=True,
+    )
     return [line for line in status.stdout.splitlines() if line.strip()]
 
 

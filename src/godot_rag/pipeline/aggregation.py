@@ -19,8 +19,10 @@ class AggregateStage:
 
     async def __call__(self, item: ChunkWork) -> Outcome:
         if item.replay is not None:
-            rows = [await self.ctx.store.replay_stage_row(item.replay.replay_id, item.chunk_id, s)
-                    for s in (Stage.RETRIEVE, Stage.JUDGE)]
+            rows = [
+                await self.ctx.store.replay_stage_row(item.replay.replay_id, item.chunk_id, s)
+                for s in (Stage.RETRIEVE, Stage.JUDGE)
+            ]
             earlier = {r["stage"]: r["status"] for r in rows if r is not None}
         else:
             earlier = await self.ctx.store.stage_statuses(item.analysis_id, item.chunk_id, (Stage.RETRIEVE, Stage.JUDGE))

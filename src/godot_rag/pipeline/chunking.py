@@ -34,8 +34,9 @@ def _chunk_file(source_file: str, source_kind: str, data: bytes, expected_sha256
     return chunk_file(source_file, source_kind, data, expected_sha256=expected_sha256)
 
 
-async def chunk_output_for(ctx: ServiceContext, req: pb.AnalysisRequest, data: bytes, chunk_fn: ChunkFn = _chunk_file,
-                           version: str | None = None) -> dict:
+async def chunk_output_for(
+    ctx: ServiceContext, req: pb.AnalysisRequest, data: bytes, chunk_fn: ChunkFn = _chunk_file, version: str | None = None
+) -> dict:
     """The chunking output as a dict, from the reuse cache (sha256, kind, version) or computed now."""
     version = version or producer_version(req.source_kind)
     cached = await ctx.store.get_chunking_cache(req.source_sha256, req.source_kind, version)
@@ -49,8 +50,13 @@ async def chunk_output_for(ctx: ServiceContext, req: pb.AnalysisRequest, data: b
         output = convert.to_dict(convert.chunking_to_pb(result, req.project_id))
         output["status"] = PARSE_FAILED
         output["chunks"] = []
-        output["errors"] = [*output.get("errors", []), *({"line": 0, "column": 0, "end_line": 0, "end_column": 0,
-                                                          "message": f"validation {p.rule}: {p.message}"} for p in problems)]
+        output["errors"] = [
+            *output.get("errors", []),
+            *(
+                {"line": 0, "column": 0, "end_line": 0, "end_column": 0, "message": f"validation {p.rule}: {p.message}"}
+                for p in problems
+            ),
+        ]
         return output
     output = convert.to_dict(convert.chunking_to_pb(result, req.project_id))
     # Chunk ids start with the file path, so the cache only serves the same path.
@@ -61,8 +67,9 @@ async def chunk_output_for(ctx: ServiceContext, req: pb.AnalysisRequest, data: b
     return output
 
 
-async def _committed_output(ctx: ServiceContext, req: pb.AnalysisRequest, file_row: dict, chunk_fn: ChunkFn,
-                            version: str | None) -> dict:
+async def _committed_output(
+    ctx: ServiceContext, req: pb.AnalysisRequest, file_row: dict, chunk_fn: ChunkFn, version: str | None
+) -> dict:
     """The chunks a redelivered task republishes for a file already chunked (or failed).
 
     The cache is keyed by content, not path: an entry written for identical
@@ -100,12 +107,25 @@ async def handle_file_task(ctx: ServiceContext, data: bytes, chunk_fn: ChunkFn =
         output = await _committed_output(ctx, req, file_row, chunk_fn, version)
     for c in output.get("chunks", []):
         chunk_id = c["chunk_id"]
-        chunk_trace = pb.ChunkTrace(project_id=req.project_id, source_file=req.source_file, source_sha256=req.source_sha256,
-                              chunk_id=chunk_id, chunk_order=c["chunk_order"], chunk_kind=c["chunk_kind"])
+        chunk_trace = pb.ChunkTrace(
+            project_id=req.project_id,
+            source_file=req.source_file,
+            source_sha256=req.source_sha256,
+            chunk_id=chunk_id,
+            chunk_order=c["chunk_order"],
+            chunk_kind=c["chunk_kind"],
+        )
         key = subject_token(chunk_id)
-        await ctx.bus.publish(chunk_subject(Stage.RETRIEVE, aid, key), pb.ChunkTask(analysis_id=aid, trace=chunk_trace).SerializeToString(),
-                              message_id(aid, chunk_id, Stage.RETRIEVE, STAGE_VERSION))
-    done = pb.FileDone(analysis_id=aid, source_file=req.source_file, status=output.get("status", ""),
-                       chunk_count=len(output.get("chunks", [])))
-    await ctx.bus.publish(chunk_subject(FILE_DONE, aid, subject_token(req.source_file)), done.SerializeToString(),
-                          message_id(aid, req.source_file, FILE_DONE, STAGE_VERSION))
+        await ctx.bus.publish(
+            chunk_subject(Stage.RETRIEVE, aid, key),
+            pb.ChunkTask(analysis_id=aid, trace=chunk_trace).SerializeToString(),
+            message_id(aid, chunk_id, Stage.RETRIEVE, STAGE_VERSION),
+        )
+    done = pb.FileDone(
+        analysis_id=aid, source_file=req.source_file, status=output.get("status", ""), chunk_count=len(output.get("chunks", []))
+    )
+    await ctx.bus.publish(
+        chunk_subject(FILE_DONE, aid, subject_token(req.source_file)),
+        done.SerializeToString(),
+        message_id(aid, req.source_file, FILE_DONE, STAGE_VERSION),
+    )

@@ -53,8 +53,12 @@ async def settle_dead_letter(ctx: ServiceContext, delivery: Delivery, error: str
     metrics.count_dead_letter(stage)
     log.error("%s dead-lettered %s after %d deliveries: %s", stage, delivery.subject, delivery.num_delivered, error)
     await ctx.store.record_dead_letter(
-        analysis_id=parsed.analysis_id if parsed else "", stage=stage, subject=delivery.subject,
-        key=parsed.key if parsed else delivery.subject, error=error, deliveries=delivery.num_delivered,
+        analysis_id=parsed.analysis_id if parsed else "",
+        stage=stage,
+        subject=delivery.subject,
+        key=parsed.key if parsed else delivery.subject,
+        error=error,
+        deliveries=delivery.num_delivered,
     )
     if parsed is None:
         return
@@ -85,9 +89,14 @@ async def handle_max_deliveries(ctx: ServiceContext, advisory: Delivery) -> None
     stored = await ctx.bus.message_by_sequence(stream, seq)
     if stored is None:
         # The message is gone from the stream (deleted or aged out): the record is all that can be kept.
-        await ctx.store.record_dead_letter(analysis_id="", stage=consumer, subject=f"{stream}#{seq}", key=f"{stream}#{seq}",
-                                           error="worker died on every delivery; the message is no longer in the stream",
-                                           deliveries=deliveries)
+        await ctx.store.record_dead_letter(
+            analysis_id="",
+            stage=consumer,
+            subject=f"{stream}#{seq}",
+            key=f"{stream}#{seq}",
+            error="worker died on every delivery; the message is no longer in the stream",
+            deliveries=deliveries,
+        )
         return
     spec = CONSUMERS.get(consumer)
     dead = Delivery(stored.subject, stored.data, stored.headers, deliveries, spec.max_deliver if spec else deliveries)
@@ -100,8 +109,11 @@ async def _settle_file(ctx: ServiceContext, stage: str, data: bytes, error: str)
     # Chunks committed before the worker died may never have been handed on: settle them as failed too.
     await ctx.store.fail_file(task.analysis_id, source_file, f"{stage}: {error}"[:2000])
     done = pb.FileDone(analysis_id=task.analysis_id, source_file=source_file, status=FileStatus.FAILED)
-    await ctx.bus.publish(chunk_subject(FILE_DONE, task.analysis_id, subject_token(source_file)), done.SerializeToString(),
-                          message_id(task.analysis_id, source_file, FILE_DONE, STAGE_VERSION))
+    await ctx.bus.publish(
+        chunk_subject(FILE_DONE, task.analysis_id, subject_token(source_file)),
+        done.SerializeToString(),
+        message_id(task.analysis_id, source_file, FILE_DONE, STAGE_VERSION),
+    )
 
 
 async def _settle_chunk(ctx: ServiceContext, worker: str, stage: Stage, data: bytes, error: str) -> None:
@@ -117,8 +129,11 @@ async def _settle_chunk(ctx: ServiceContext, worker: str, stage: Stage, data: by
         await finalize_analysis(ctx.store, task.analysis_id)
     else:
         # Straight to the aggregator: a chunk that failed one stage is not worked on by the next.
-        await ctx.bus.publish(chunk_subject(Stage.AGGREGATE, task.analysis_id, subject_token(chunk_id)), data,
-                              message_id(task.analysis_id, chunk_id, Stage.AGGREGATE, STAGE_VERSION))
+        await ctx.bus.publish(
+            chunk_subject(Stage.AGGREGATE, task.analysis_id, subject_token(chunk_id)),
+            data,
+            message_id(task.analysis_id, chunk_id, Stage.AGGREGATE, STAGE_VERSION),
+        )
 
 
 async def _settle_replayed_chunk(ctx: ServiceContext, stage: Stage, task: pb.ChunkTask, data: bytes, error: str) -> None:
@@ -128,6 +143,8 @@ async def _settle_replayed_chunk(ctx: ServiceContext, stage: Stage, task: pb.Chu
     if NEXT_STAGE[stage] is None:
         await finalize_replay(ctx.store, replay_id)
     else:
-        await ctx.bus.publish(chunk_subject(Stage.AGGREGATE, task.analysis_id, subject_token(chunk_id)), data,
-                              message_id(task.analysis_id, chunk_id, Stage.AGGREGATE,
-                                         replay_message_version(replay_id, task.replay.run)))
+        await ctx.bus.publish(
+            chunk_subject(Stage.AGGREGATE, task.analysis_id, subject_token(chunk_id)),
+            data,
+            message_id(task.analysis_id, chunk_id, Stage.AGGREGATE, replay_message_version(replay_id, task.replay.run)),
+        )

@@ -64,14 +64,21 @@ class JudgeBackends:
         if self.index is None:
             raise PoisonError("this judge has no rename index to build a replay's judge from")
         try:
-            return build_backend(self.settings, self.index, spec.judge, prompt_version=spec.prompt_version,
-                                 cascade=spec.cascade, threshold=spec.cascade_threshold)
+            return build_backend(
+                self.settings,
+                self.index,
+                spec.judge,
+                prompt_version=spec.prompt_version,
+                cascade=spec.cascade,
+                threshold=spec.cascade_threshold,
+            )
         except InvalidInputError as exc:
             raise PoisonError(f"replay {spec.replay_id}: {exc}") from exc
 
 
-def build_backend(settings: Settings, index: RenameIndex, judge: str, *, prompt_version: str = "", cascade: str = "",
-                  threshold: float = 0.0) -> JudgeBackend:
+def build_backend(
+    settings: Settings, index: RenameIndex, judge: str, *, prompt_version: str = "", cascade: str = "", threshold: float = 0.0
+) -> JudgeBackend:
     """The judge backend of a configuration (the stack's own, or a replay's); unset parts come from ``settings``."""
     cascade = cascade or settings.judge_cascade
     check_judge_config(settings, judge, prompt_version, cascade)
@@ -106,8 +113,9 @@ class DeclaredNamesCache:
         return names
 
 
-async def build_request(store: Store, aid: str, chunk_id: str, declared_cache: DeclaredNamesCache,
-                        inputs: dict | None = None) -> JudgmentRequest:
+async def build_request(
+    store: Store, aid: str, chunk_id: str, declared_cache: DeclaredNamesCache, inputs: dict | None = None
+) -> JudgmentRequest:
     """The judgment request of a committed chunk, from its stored chunk, retrieval and analysis."""
     if inputs is None:
         inputs = await store.judge_inputs(aid, chunk_id)
@@ -118,11 +126,15 @@ async def build_request(store: Store, aid: str, chunk_id: str, declared_cache: D
     chunk = convert.chunk_from_pb(convert.from_dict(inputs["chunk"], pb.Chunk))
     hits = tuple(convert.hit_from_pb(convert.from_dict(h, pb.RetrievalHit)) for h in inputs["hits"])
     return JudgmentRequest(
-        prompt=inputs["prompt"], chunk=chunk, evidence=hits, source_kind=inputs["source_kind"] or "",
+        prompt=inputs["prompt"],
+        chunk=chunk,
+        evidence=hits,
+        source_kind=inputs["source_kind"] or "",
         intent=(inputs["query"] or {}).get("intent") or primary_intent(inputs["prompt"]),
         declared_names=await declared_cache.get(aid, inputs["source_file"]),
         project_symbols=inputs.get("symbol_scope") or "",
-        project_id=inputs["project_id"], source_file=inputs["source_file"],
+        project_id=inputs["project_id"],
+        source_file=inputs["source_file"],
     )
 
 
@@ -144,10 +156,12 @@ class JudgeStage:
         # A judge replay is one version whatever each chunk's retrieval: it is named by the
         # retrieval version of the version it replays over (the chunk's own is kept per row).
         label = item.replay.retrieval_version if item.replay is not None and item.replay.retrieval_version else retrieval_version
-        version = judgment_version_id(judge_kind=backend.kind, model=backend.model, prompt_version=backend.prompt_version,
-                                      retrieval_version=label)
-        config = judgment_config(judge_kind=backend.kind, model=backend.model, prompt_version=backend.prompt_version,
-                                 retrieval_version=label)
+        version = judgment_version_id(
+            judge_kind=backend.kind, model=backend.model, prompt_version=backend.prompt_version, retrieval_version=label
+        )
+        config = judgment_config(
+            judge_kind=backend.kind, model=backend.model, prompt_version=backend.prompt_version, retrieval_version=label
+        )
         replay_id, base_version = "", ""
         if item.replay is not None:
             replay_id = item.replay.replay_id
@@ -162,14 +176,22 @@ class JudgeStage:
             judgment = replace(convert.judgment_from_pb(convert.from_dict(cached, pb.Judgment)), cached=True)
         else:
             # The bus sends progress acks while this runs (a long generation is not redelivered).
-            judgment = await judge_once(backend, request, last_attempt=item.delivery.last_attempt,
-                                        deliveries=item.delivery.num_delivered)
+            judgment = await judge_once(
+                backend, request, last_attempt=item.delivery.last_attempt, deliveries=item.delivery.num_delivered
+            )
         latency_ms = (time.perf_counter() - started) * 1000
         failed = judgment.status == JUDGMENT_FAILED
         await store.save_judgment_record(
-            item.analysis_id, item.chunk_id, judgment_key=key, judgment=convert.to_dict(convert.judgment_to_pb(judgment)),
-            latency_ms=latency_ms, cache=not failed and not judgment.cached, version_id=version,
-            retrieval_version=retrieval_version, config=config, replay_id=replay_id,
+            item.analysis_id,
+            item.chunk_id,
+            judgment_key=key,
+            judgment=convert.to_dict(convert.judgment_to_pb(judgment)),
+            latency_ms=latency_ms,
+            cache=not failed and not judgment.cached,
+            version_id=version,
+            retrieval_version=retrieval_version,
+            config=config,
+            replay_id=replay_id,
             base_version=base_version if base_version != version else "",
         )
         if failed:

@@ -51,8 +51,12 @@ log = logging.getLogger(__name__)
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 DATA_FILES = (
-    "godot3_class_reference.jsonl.gz", "godot4_class_reference.jsonl.gz", "godot_renames_3to4.jsonl.gz",
-    "godot_converter_examples_3to4.jsonl.gz", "api_mapping_extra.jsonl", "label_prototypes.jsonl",
+    "godot3_class_reference.jsonl.gz",
+    "godot4_class_reference.jsonl.gz",
+    "godot_renames_3to4.jsonl.gz",
+    "godot_converter_examples_3to4.jsonl.gz",
+    "api_mapping_extra.jsonl",
+    "label_prototypes.jsonl",
 )
 SHIPPED_VECTORS = "vectors_all-MiniLM-L6-v2.f16.gz"
 EMBED_BATCH = 64
@@ -106,6 +110,7 @@ def kb_is_current(dsn: str, embedder: Embedder | None) -> bool:
 
 # ---------------------------------------------------------------- shipped vectors
 
+
 def read_shipped_vectors(embedder: Embedder) -> dict[str, str]:
     """sha256(text) -> pgvector literal from the packaged file, or {} when it does not fit the embedder."""
     node = resources.files("godot_rag.kb_data").joinpath(SHIPPED_VECTORS)
@@ -128,7 +133,7 @@ def read_shipped_vectors(embedder: Embedder) -> dict[str, str]:
     out: dict[str, str] = {}
     for i in range(count):
         off = i * size
-        out[body[off:off + 32].hex()] = vector_literal(unpack(body, off + 32))
+        out[body[off : off + 32].hex()] = vector_literal(unpack(body, off + 32))
     return out
 
 
@@ -137,9 +142,15 @@ def write_shipped_vectors(path: Path, embedder: Embedder, vectors: dict[str, lis
     dim = embedder.dim
     pack = struct.Struct(f"<{dim}e").pack
     body = b"".join(bytes.fromhex(sha) + pack(*vec) for sha, vec in sorted(vectors.items()))
-    header = {"model": embedder.name, "model_sha256": embedder.checksum(), "dim": dim, "dtype": "float16",
-              "count": len(vectors), "body_sha256": hashlib.sha256(body).hexdigest(),
-              "note": "vectors of the embed texts of godot_rag.domain.retrieval.knowledge records, keyed by sha256(text)"}
+    header = {
+        "model": embedder.name,
+        "model_sha256": embedder.checksum(),
+        "dim": dim,
+        "dtype": "float16",
+        "count": len(vectors),
+        "body_sha256": hashlib.sha256(body).hexdigest(),
+        "note": "vectors of the embed texts of godot_rag.domain.retrieval.knowledge records, keyed by sha256(text)",
+    }
     # mtime=0: the same vectors give the same bytes (no spurious diffs).
     with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as fh:
         fh.write(json.dumps(header).encode() + b"\n")
@@ -149,7 +160,7 @@ def write_shipped_vectors(path: Path, embedder: Embedder, vectors: dict[str, lis
 
 def _batches(items: list[str], size: int) -> Iterator[list[str]]:
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]
 
 
 def ensure_embeddings(dsn: str, embedder: Embedder, texts: dict[str, str], progress: Progress | None = None) -> dict[str, int]:
@@ -179,8 +190,9 @@ def ensure_embeddings(dsn: str, embedder: Embedder, texts: dict[str, str], progr
     return stats
 
 
-def build_kb(dsn: str, *, embedder: Embedder | None = None, force: bool = False,
-             progress: Progress | None = None) -> dict[str, float] | None:
+def build_kb(
+    dsn: str, *, embedder: Embedder | None = None, force: bool = False, progress: Progress | None = None
+) -> dict[str, float] | None:
     """Load the KB idempotently; returns record counts (and timings), or None when it was already current."""
     if not force and kb_is_current(dsn, embedder):
         return None
@@ -197,9 +209,15 @@ def build_kb(dsn: str, *, embedder: Embedder | None = None, force: bool = False,
                 embed_shas[r.id] = sha
                 texts[sha] = r.embed_text
         stats = ensure_embeddings(dsn, embedder, texts, progress)
-    counts = load_knowledge_sync(dsn, records, data_version=version, embedding_model=model_name(embedder),
-                                 embedding_dim=0 if embedder is None else embedder.dim, embed_shas=embed_shas,
-                                 progress=progress)
+    counts = load_knowledge_sync(
+        dsn,
+        records,
+        data_version=version,
+        embedding_model=model_name(embedder),
+        embedding_dim=0 if embedder is None else embedder.dim,
+        embed_shas=embed_shas,
+        progress=progress,
+    )
     elapsed = time.monotonic() - started
     log.info("knowledge base %s (%s) loaded in %.1fs: %s; vectors %s", version, model_name(embedder), elapsed, counts, stats)
     return {**counts, **{f"vectors_{k}": v for k, v in stats.items()}, "seconds": round(elapsed, 1)}
@@ -216,8 +234,10 @@ def export_vectors(path: Path, embedder: Embedder, progress: Progress | None = N
     vectors: dict[str, list[float]] = {}
     if dsn:
         with psycopg.connect(dsn) as conn:
-            rows = conn.execute("select text_sha256, embedding::text from godot_rag.embedding_cache "
-                                "where model = %s and text_sha256 = any(%s)", (embedder.name, list(texts))).fetchall()
+            rows = conn.execute(
+                "select text_sha256, embedding::text from godot_rag.embedding_cache where model = %s and text_sha256 = any(%s)",
+                (embedder.name, list(texts)),
+            ).fetchall()
         vectors = {sha: [float(x) for x in vec.strip("[]").split(",")] for sha, vec in rows}
     missing = sorted(sha for sha in texts if sha not in vectors)
     for n, batch in enumerate(_batches(missing, EMBED_BATCH)):
@@ -226,4 +246,3 @@ def export_vectors(path: Path, embedder: Embedder, progress: Progress | None = N
             vectors[sha] = vec
     report("embedding knowledge records", len(missing), len(missing))
     return write_shipped_vectors(path, embedder, vectors)
-

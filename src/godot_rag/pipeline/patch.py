@@ -175,15 +175,17 @@ def patch_result_json(result: PatchResult) -> dict:
     files = []
     for f in result.files:
         hunks = [dict(row, text=hunk_text[(f.path, row["old_start"], row["new_start"])]) for row in by_file.get(f.path, [])]
-        files.append({
-            "file": f.path,
-            "changed": f.changed,
-            "edits": len(f.edits),
-            "hunks": hunks,
-            "todos": [t.as_dict() for t in f.todos],
-            "kept": [{"line": k.line, "symbol": k.symbol, "reason": k.reason} for k in f.kept],
-            "patched": f.patched if f.changed else "",
-        })
+        files.append(
+            {
+                "file": f.path,
+                "changed": f.changed,
+                "edits": len(f.edits),
+                "hunks": hunks,
+                "todos": [t.as_dict() for t in f.todos],
+                "kept": [{"line": k.line, "symbol": k.symbol, "reason": k.reason} for k in f.kept],
+                "patched": f.patched if f.changed else "",
+            }
+        )
     return {"summary": result.summary(), "files": files, "diff": result.diff}
 
 
@@ -205,8 +207,11 @@ class Applied:
 
 def apply_patch(root: Path, result: PatchResult, *, force: bool = False) -> Applied:
     """Write the patched files into ``root`` (see the module docstring for the checks)."""
-    changes = [FileChange(fp.path, hashlib.sha256(fp.original.encode("utf-8")).hexdigest(), fp.patched.encode("utf-8"))
-               for fp in result.files if fp.changed]
+    changes = [
+        FileChange(fp.path, hashlib.sha256(fp.original.encode("utf-8")).hexdigest(), fp.patched.encode("utf-8"))
+        for fp in result.files
+        if fp.changed
+    ]
     return apply_changes(root, changes, force=force)
 
 
@@ -221,8 +226,10 @@ def apply_changes(root: Path, changes: Sequence[FileChange], *, force: bool = Fa
         raise PatchRefused(f"{root} is not a folder: --apply writes into a project folder only")
     status = git_status(root)
     if status is None and not force:
-        raise PatchRefused(f"{root} is not inside a git work tree: nothing to go back to if the patch is wrong "
-                           "(commit the project first, or use --force)")
+        raise PatchRefused(
+            f"{root} is not inside a git work tree: nothing to go back to if the patch is wrong "
+            "(commit the project first, or use --force)"
+        )
     if status and not force:
         shown = "\n  ".join(status[:10])
         raise PatchRefused(f"{root} has uncommitted changes; commit or stash them first, or use --force:\n  {shown}")
@@ -232,8 +239,10 @@ def apply_changes(root: Path, changes: Sequence[FileChange], *, force: bool = Fa
         if target is None:
             raise PatchRefused(f"{change.path}: not a regular file inside {root.resolve()} (a link, or outside the project)")
         if hashlib.sha256(target.read_bytes()).hexdigest() != change.expected_sha256:
-            raise PatchRefused(f"{change.path} is not the content the patch was made for (it changed since it was "
-                               "read or analysed); run the patch again")
+            raise PatchRefused(
+                f"{change.path} is not the content the patch was made for (it changed since it was "
+                "read or analysed); run the patch again"
+            )
         targets.append((target, change.data, change.path))
     for target, data, _ in targets:
         write_atomic(target, data)

@@ -79,7 +79,9 @@ def replay_config(settings: Settings, opts: ReplayOptions) -> dict:
     if opts.limit_per_table and opts.stage != Stage.RETRIEVE:
         raise InvalidInputError("a per-table limit applies to a retrieve replay (--stage retrieve)")
     return {
-        "judge": judge, "prompt_version": prompt_version, "cascade": cascade,
+        "judge": judge,
+        "prompt_version": prompt_version,
+        "cascade": cascade,
         "cascade_threshold": settings.judge_cascade_threshold if cascade == "ambiguous" else 0.0,
         "limit_per_table": (opts.limit_per_table or settings.retrieval_limit_per_table) if opts.stage == Stage.RETRIEVE else 0,
     }
@@ -96,9 +98,17 @@ def stages_from(stage: Stage) -> list[Stage]:
 
 def task_from_row(analysis_id: str, row: dict) -> pb.ChunkTask:
     """The chunk's message as the chunking stage published it, rebuilt from the stored chunk."""
-    return pb.ChunkTask(analysis_id=analysis_id, trace=pb.ChunkTrace(
-        project_id=row["project_id"], source_file=row["source_file"], source_sha256=row["sha256"],
-        chunk_id=row["chunk_id"], chunk_order=row["chunk_order"], chunk_kind=row["chunk_kind"]))
+    return pb.ChunkTask(
+        analysis_id=analysis_id,
+        trace=pb.ChunkTrace(
+            project_id=row["project_id"],
+            source_file=row["source_file"],
+            source_sha256=row["sha256"],
+            chunk_id=row["chunk_id"],
+            chunk_order=row["chunk_order"],
+            chunk_kind=row["chunk_kind"],
+        ),
+    )
 
 
 async def start_replay(store: Store, bus: Bus, settings: Settings, opts: ReplayOptions) -> ReplayStarted:
@@ -127,17 +137,35 @@ async def start_replay(store: Store, bus: Bus, settings: Settings, opts: ReplayO
         raise InvalidInputError(f"analysis {opts.analysis_id} has no chunks to replay")
     replay_id = replay_id_of(opts.analysis_id, stage, config)
     replay = await store.start_replay(
-        replay_id=replay_id, analysis_id=opts.analysis_id, from_stage=stage, config=config,
-        base_version=base_version, chunk_ids=[r["chunk_id"] for r in rows],
-        stages=stages_from(stage))
+        replay_id=replay_id,
+        analysis_id=opts.analysis_id,
+        from_stage=stage,
+        config=config,
+        base_version=base_version,
+        chunk_ids=[r["chunk_id"] for r in rows],
+        stages=stages_from(stage),
+    )
     run = int(replay["run"])
-    spec = pb.ReplaySpec(replay_id=replay_id, from_stage=stage, judge=config["judge"],
-                         prompt_version=config["prompt_version"], cascade=config["cascade"],
-                         cascade_threshold=config["cascade_threshold"], limit_per_table=config["limit_per_table"], run=run,
-                         retrieval_version=config.get("retrieval_version", ""))
+    spec = pb.ReplaySpec(
+        replay_id=replay_id,
+        from_stage=stage,
+        judge=config["judge"],
+        prompt_version=config["prompt_version"],
+        cascade=config["cascade"],
+        cascade_threshold=config["cascade_threshold"],
+        limit_per_table=config["limit_per_table"],
+        run=run,
+        retrieval_version=config.get("retrieval_version", ""),
+    )
     settled = set(replay["settled"])
-    started = ReplayStarted(replay_id=replay_id, analysis_id=opts.analysis_id, stage=stage, run=run,
-                            status=replay["status"], judgment_version=replay["judgment_version"])
+    started = ReplayStarted(
+        replay_id=replay_id,
+        analysis_id=opts.analysis_id,
+        stage=stage,
+        run=run,
+        status=replay["status"],
+        judgment_version=replay["judgment_version"],
+    )
     for row in rows:
         chunk_id = row["chunk_id"]
         if chunk_id in settled:
@@ -148,8 +176,9 @@ async def start_replay(store: Store, bus: Bus, settings: Settings, opts: ReplayO
         task.replay.CopyFrom(spec)
         task.replay.source = source
         await store.set_replay_source(replay_id, chunk_id, source)
-        await bus.publish(subject, task.SerializeToString(),
-                          message_id(opts.analysis_id, chunk_id, stage, replay_message_version(replay_id, run)))
+        await bus.publish(
+            subject, task.SerializeToString(), message_id(opts.analysis_id, chunk_id, stage, replay_message_version(replay_id, run))
+        )
         started.chunks.append(ReplayedChunk(chunk_id, source, True))
     if not any(c.published for c in started.chunks):
         done = await store.get_replay(replay_id)
@@ -177,6 +206,12 @@ async def replay_status(store: Store, replay_id: str) -> ReplayStarted:
     for r in await store.replay_chunk_rows(replay_id):
         if r["stage"] == replay["from_stage"]:
             chunks[r["chunk_id"]] = ReplayedChunk(r["chunk_id"], r["source"], True)
-    return ReplayStarted(replay_id=replay_id, analysis_id=replay["analysis_id"], stage=replay["from_stage"],
-                         run=int(replay["run"]), status=replay["status"], judgment_version=replay["judgment_version"],
-                         chunks=list(chunks.values()))
+    return ReplayStarted(
+        replay_id=replay_id,
+        analysis_id=replay["analysis_id"],
+        stage=replay["from_stage"],
+        run=int(replay["run"]),
+        status=replay["status"],
+        judgment_version=replay["judgment_version"],
+        chunks=list(chunks.values()),
+    )

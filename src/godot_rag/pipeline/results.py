@@ -16,6 +16,7 @@ from godot_rag.v1 import services_pb2 as spb
 
 log = logging.getLogger(__name__)
 
+
 def chunk_status(stages: dict | None, analysis_running: bool) -> tuple[str, str, str]:
     """(status, stage, last_error) of a chunk from its per-stage rows.
 
@@ -58,8 +59,12 @@ async def watch_progress(store: Store, analysis_id: str, stop: asyncio.Event, ev
             raise NotFoundError(f"no analysis {analysis_id}")
         p = await store.progress(analysis_id)
         progress = spb.Progress(
-            analysis_id=analysis_id, status=analysis["status"], files_total=p["files_total"],
-            files_chunked=p["files_chunked"], chunks_total=p["chunks_total"], chunks_done=p["chunks_done"],
+            analysis_id=analysis_id,
+            status=analysis["status"],
+            files_total=p["files_total"],
+            files_chunked=p["files_chunked"],
+            chunks_total=p["chunks_total"],
+            chunks_done=p["chunks_done"],
             chunks_failed=p["chunks_failed"],
         )
         finished = not is_running(analysis)
@@ -89,19 +94,27 @@ async def list_chunks(store: Store, analysis_id: str, source_file: str = "") -> 
     if analysis is None:
         raise NotFoundError(f"no analysis {analysis_id}")
     results = await chunk_results(store, analysis_id, source_file, is_running(analysis))
-    return spb.ListChunksResponse(chunks=[
-        spb.ChunkStatus(trace=r.trace, span=r.span, status=r.status, judgment=r.judgment, last_error=r.last_error)
-        for r in results
-    ])
+    return spb.ListChunksResponse(
+        chunks=[
+            spb.ChunkStatus(trace=r.trace, span=r.span, status=r.status, judgment=r.judgment, last_error=r.last_error)
+            for r in results
+        ]
+    )
 
 
 def outcome_rows_to_verdict(rows: list[dict]) -> dict:
     # A chunk whose judgment failed (no signal, raw output kept) reaches the
     # aggregator like any other and is counted as failed, never as a signal.
     outcomes = [
-        ChunkOutcome(r["source_file"], r["source_kind"], r["chunk_kind"],
-                     "done" if r["agg_status"] == "done" and r["signal"] else "failed",
-                     r["signal"] or "", float(r["confidence"] or 0), tuple(r.get("evidence_kinds") or ()))
+        ChunkOutcome(
+            r["source_file"],
+            r["source_kind"],
+            r["chunk_kind"],
+            "done" if r["agg_status"] == "done" and r["signal"] else "failed",
+            r["signal"] or "",
+            float(r["confidence"] or 0),
+            tuple(r.get("evidence_kinds") or ()),
+        )
         for r in rows
     ]
     v = compute_verdict(outcomes)
@@ -123,8 +136,9 @@ async def finalize_analysis(store: Store, analysis_id: str) -> dict | None:
 def verdict_pb(row: dict | None) -> pb.Verdict | None:
     if row is None:
         return None
-    return pb.Verdict(label=row["label"], confidence=row["confidence"], counts={k: int(v) for k, v in row["counts"].items()},
-                      basis=row["basis"])
+    return pb.Verdict(
+        label=row["label"], confidence=row["confidence"], counts={k: int(v) for k, v in row["counts"].items()}, basis=row["basis"]
+    )
 
 
 async def chunk_results(store: Store, analysis_id: str, source_file: str = "", running: bool = True) -> list[spb.ChunkResult]:
@@ -133,9 +147,17 @@ async def chunk_results(store: Store, analysis_id: str, source_file: str = "", r
         chunk = convert.from_dict(r["chunk"], pb.Chunk)
         status, stage, last_error = chunk_status(r["stages"], running)
         cr = spb.ChunkResult(
-            trace=pb.ChunkTrace(project_id=r["project_id"], source_file=r["source_file"], source_sha256=r["sha256"],
-                                chunk_id=r["chunk_id"], chunk_order=r["chunk_order"], chunk_kind=r["chunk_kind"]),
-            span=chunk.span, status=status, last_error=last_error,
+            trace=pb.ChunkTrace(
+                project_id=r["project_id"],
+                source_file=r["source_file"],
+                source_sha256=r["sha256"],
+                chunk_id=r["chunk_id"],
+                chunk_order=r["chunk_order"],
+                chunk_kind=r["chunk_kind"],
+            ),
+            span=chunk.span,
+            status=status,
+            last_error=last_error,
         )
         if r["query"]:
             cr.retriever_query.CopyFrom(convert.from_dict(r["query"], pb.RetrieverQuery))
@@ -152,22 +174,31 @@ async def analysis_result(store: Store, analysis_id: str) -> spb.AnalysisResult:
     if analysis is None:
         raise NotFoundError(f"no analysis {analysis_id}")
     running = is_running(analysis)
-    result = spb.AnalysisResult(analysis_id=analysis_id, project_id=analysis["project_id"], prompt=analysis["prompt"],
-                                status=analysis["status"])
+    result = spb.AnalysisResult(
+        analysis_id=analysis_id, project_id=analysis["project_id"], prompt=analysis["prompt"], status=analysis["status"]
+    )
     v = verdict_pb(await store.get_verdict(analysis_id))
     if v is not None:
         result.verdict.CopyFrom(v)
     for f in await store.list_files(analysis_id):
-        result.files.append(spb.FileResult(
-            source_file=f["source_file"], source_kind=f["source_kind"], status=f["status"], excluded_reason=f["excluded_reason"],
-            source_sha256=f["sha256"], chunk_count=f["chunk_count"], error=f["error"],
-            errors=[convert.from_dict(e, pb.SourceError) for e in f["errors"]],
-        ))
+        result.files.append(
+            spb.FileResult(
+                source_file=f["source_file"],
+                source_kind=f["source_kind"],
+                status=f["status"],
+                excluded_reason=f["excluded_reason"],
+                source_sha256=f["sha256"],
+                chunk_count=f["chunk_count"],
+                error=f["error"],
+                errors=[convert.from_dict(e, pb.SourceError) for e in f["errors"]],
+            )
+        )
     result.chunks.extend(await chunk_results(store, analysis_id, running=running))
     result.judge_stats.CopyFrom(judge_stats(result.chunks))
     for d in await store.dead_letters(analysis_id):
-        result.dead_letters.append(spb.DeadLetter(stage=d["stage"], subject=d["subject"], key=d["key"], error=d["error"],
-                                                  deliveries=d["deliveries"]))
+        result.dead_letters.append(
+            spb.DeadLetter(stage=d["stage"], subject=d["subject"], key=d["key"], error=d["error"], deliveries=d["deliveries"])
+        )
     return result
 
 

@@ -107,7 +107,7 @@ class QueryEmbedder:
             # Let every handler that is ready to ask for a vector do so before the batch is cut.
             await asyncio.sleep(0)
             while self._queue:
-                batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch:]
+                batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
                 try:
                     vectors = await asyncio.to_thread(self.embedder.embed, [text for _, text, _ in batch])
                 except Exception as exc:  # noqa: BLE001 -- handed to every waiter, which maps it at the bus edge
@@ -143,8 +143,9 @@ class KbVersionCache:
         return self._row
 
 
-async def retrieve(store: Store, kb: KbVersionCache, query: RetrieverQuery, limit: int,
-                   embedder: QueryEmbedder | None = None) -> tuple[list[RetrievalHit], str]:
+async def retrieve(
+    store: Store, kb: KbVersionCache, query: RetrieverQuery, limit: int, embedder: QueryEmbedder | None = None
+) -> tuple[list[RetrievalHit], str]:
     """Search the knowledge base with the query alone (no trace reaches this function)."""
     version = await kb.get()
     if version is None:
@@ -173,8 +174,9 @@ def validate_payload(trace_msg: pb.ChunkTrace, chunk_row: dict, file_row: dict |
 
 def retrieval_key(query: RetrieverQuery, kb_version: str) -> str:
     """Reuse key of a retrieval: the prompt's intent, the chunk's query and the knowledge base it searched."""
-    return hashlib.sha256(json.dumps([query.intent, query.query_text, query.raw_chunk_text, kb_version, RETRIEVAL_VERSION])
-                          .encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps([query.intent, query.query_text, query.raw_chunk_text, kb_version, RETRIEVAL_VERSION]).encode()
+    ).hexdigest()
 
 
 def search_limit(asked: int, settings: Settings) -> int:
@@ -224,10 +226,14 @@ class RetrieveStage:
         hits, kb_version = await self.search(query, limit)
         version = retrieval_version_id(kb_version=kb_version, retrieval_version=RETRIEVAL_VERSION, limit_per_table=limit)
         await store.save_retrieval(
-            item.analysis_id, item.chunk_id, retrieval_key=retrieval_key(query, kb_version), kb_version=kb_version,
-            query=convert.to_dict(convert.query_to_pb(query)), hits=[convert.to_dict(convert.hit_to_pb(h)) for h in hits],
-            version_id=version, replay_id=item.replay.replay_id if item.replay is not None else "",
+            item.analysis_id,
+            item.chunk_id,
+            retrieval_key=retrieval_key(query, kb_version),
+            kb_version=kb_version,
+            query=convert.to_dict(convert.query_to_pb(query)),
+            hits=[convert.to_dict(convert.hit_to_pb(h)) for h in hits],
+            version_id=version,
+            replay_id=item.replay.replay_id if item.replay is not None else "",
             config=retrieval_config(kb_version=kb_version, retrieval_version=RETRIEVAL_VERSION, limit_per_table=limit),
         )
         return Outcome(Status.DONE, version=version)
-

@@ -75,17 +75,23 @@ StageWork = Callable[[ChunkWork], Awaitable[Outcome]]
 def task_message_id(task: pb.ChunkTask, stage: str) -> str:
     """The Nats-Msg-Id of ``task`` for ``stage``: the analysis's own, or the replay's."""
     if task.HasField("replay"):
-        return message_id(task.analysis_id, task.trace.chunk_id, stage, replay_message_version(task.replay.replay_id,
-                                                                                               task.replay.run))
+        return message_id(
+            task.analysis_id, task.trace.chunk_id, stage, replay_message_version(task.replay.replay_id, task.replay.run)
+        )
     return message_id(task.analysis_id, task.trace.chunk_id, stage, STAGE_VERSION)
 
 
 def chunk_span_attributes(task: pb.ChunkTask) -> dict[str, str | int]:
     """The ChunkTrace as span attributes: a chunk's whole path is found in a trace viewer by any of them."""
     t = task.trace
-    return {"godot_rag.analysis_id": task.analysis_id, "godot_rag.project_id": t.project_id,
-            "godot_rag.source_file": t.source_file, "godot_rag.chunk_id": t.chunk_id,
-            "godot_rag.chunk_order": t.chunk_order, "godot_rag.chunk_kind": t.chunk_kind}
+    return {
+        "godot_rag.analysis_id": task.analysis_id,
+        "godot_rag.project_id": t.project_id,
+        "godot_rag.source_file": t.source_file,
+        "godot_rag.chunk_id": t.chunk_id,
+        "godot_rag.chunk_order": t.chunk_order,
+        "godot_rag.chunk_kind": t.chunk_kind,
+    }
 
 
 async def run_chunk_stage(ctx: ServiceContext, stage: Stage, delivery: Delivery, work: StageWork) -> Outcome | None:
@@ -108,13 +114,15 @@ async def run_chunk_stage(ctx: ServiceContext, stage: Stage, delivery: Delivery,
             outcome = await _settle(ctx, stage, next_stage, aid, chunk_id, worker, item, work)
     # Settled now or before: the chunk goes on (a failed one too: the aggregator accounts for every chunk).
     if next_stage is not None:
-        await ctx.bus.publish(chunk_subject(next_stage, aid, subject_token(chunk_id)), delivery.data,
-                              task_message_id(task, next_stage))
+        await ctx.bus.publish(
+            chunk_subject(next_stage, aid, subject_token(chunk_id)), delivery.data, task_message_id(task, next_stage)
+        )
     return outcome
 
 
-async def _settle_replay(ctx: ServiceContext, stage: Stage, replay_id: str, chunk_id: str, worker: str, item: ChunkWork,
-                         work: StageWork) -> Outcome | None:
+async def _settle_replay(
+    ctx: ServiceContext, stage: Stage, replay_id: str, chunk_id: str, worker: str, item: ChunkWork, work: StageWork
+) -> Outcome | None:
     """The replay's claim: its own row per chunk and stage, settled once like the analysis's."""
     outcome: Outcome | None = None
     if await ctx.store.claim_replay_stage(replay_id, chunk_id, stage, worker=worker, trace_id=current_trace_id()):
@@ -123,13 +131,22 @@ async def _settle_replay(ctx: ServiceContext, stage: Stage, replay_id: str, chun
         except RetryableError as exc:
             await ctx.store.mark_replay_stage(replay_id, chunk_id, stage, Status.WAITING, error=str(exc)[:2000])
             raise
-        await ctx.store.finish_replay_stage(replay_id, chunk_id, stage, outcome.status, error=outcome.error[:2000],
-                                            worker=worker, result_version=outcome.version)
+        await ctx.store.finish_replay_stage(
+            replay_id, chunk_id, stage, outcome.status, error=outcome.error[:2000], worker=worker, result_version=outcome.version
+        )
     return outcome
 
 
-async def _settle(ctx: ServiceContext, stage: Stage, next_stage: Stage | None, aid: str, chunk_id: str, worker: str,
-                  item: ChunkWork, work: StageWork) -> Outcome | None:
+async def _settle(
+    ctx: ServiceContext,
+    stage: Stage,
+    next_stage: Stage | None,
+    aid: str,
+    chunk_id: str,
+    worker: str,
+    item: ChunkWork,
+    work: StageWork,
+) -> Outcome | None:
     outcome: Outcome | None = None
     if await ctx.store.claim_stage(aid, chunk_id, stage, worker=worker, trace_id=current_trace_id()):
         try:
@@ -137,8 +154,9 @@ async def _settle(ctx: ServiceContext, stage: Stage, next_stage: Stage | None, a
         except RetryableError as exc:
             await ctx.store.mark_stage(aid, chunk_id, stage, Status.WAITING, error=str(exc)[:2000], worker=worker)
             raise
-        await ctx.store.finish_stage(aid, chunk_id, stage, outcome.status, error=outcome.error[:2000], worker=worker,
-                                     next_stage=next_stage)
+        await ctx.store.finish_stage(
+            aid, chunk_id, stage, outcome.status, error=outcome.error[:2000], worker=worker, next_stage=next_stage
+        )
     return outcome
 
 
@@ -174,11 +192,24 @@ def consume(ctx: ServiceContext, spec: ConsumerSpec, handler: Handler) -> asynci
     a dead worker never settled is dead-lettered by whichever service is alive.
     """
     in_flight = ctx.settings.max_ack_pending_for(spec.durable, spec.max_ack_pending)
-    ctx.background.append(asyncio.create_task(
-        poll_consumers(ctx.bus.js, [(spec.stream, spec.durable)], ctx.settings.metrics_poll_s, ctx.stop)))
+    ctx.background.append(
+        asyncio.create_task(poll_consumers(ctx.bus.js, [(spec.stream, spec.durable)], ctx.settings.metrics_poll_s, ctx.stop))
+    )
     if not any(t.get_name() == DEAD_LETTER_WATCH.durable for t in ctx.background):
-        ctx.background.append(asyncio.create_task(
-            ctx.bus.run_stage(DEAD_LETTER_WATCH, partial(handle_max_deliveries, ctx), partial(settle_dead_letter, ctx), ctx.stop),
-            name=DEAD_LETTER_WATCH.durable))
-    return asyncio.create_task(ctx.bus.run_stage(spec, with_fault_hook(ctx.settings, spec.durable, handler),
-                                                 partial(settle_dead_letter, ctx), ctx.stop, max_ack_pending=in_flight))
+        ctx.background.append(
+            asyncio.create_task(
+                ctx.bus.run_stage(
+                    DEAD_LETTER_WATCH, partial(handle_max_deliveries, ctx), partial(settle_dead_letter, ctx), ctx.stop
+                ),
+                name=DEAD_LETTER_WATCH.durable,
+            )
+        )
+    return asyncio.create_task(
+        ctx.bus.run_stage(
+            spec,
+            with_fault_hook(ctx.settings, spec.durable, handler),
+            partial(settle_dead_letter, ctx),
+            ctx.stop,
+            max_ack_pending=in_flight,
+        )
+    )

@@ -46,6 +46,7 @@ from godot_rag.v1 import messages_pb2 as pb
 
 log = logging.getLogger(__name__)
 
+
 def pipeline_version_for(settings: Settings | None) -> str:
     """Every version an analysis result depends on; part of the analysis id.
 
@@ -57,8 +58,9 @@ def pipeline_version_for(settings: Settings | None) -> str:
     if settings is not None and settings.judge == "llm":
         judge = f"llm:{settings.llm_model}:{JUDGE_PROMPT_VERSION}:{settings.judge_cascade}:{RULES_JUDGE_VERSION}"
     # The project index decides which member accesses are evidence, so its version is part of it too.
-    return "+".join([PARSER_VERSION, CHUNKER_VERSION, RETRIEVAL_VERSION, KB_DATA_VERSION, judge, PROJECT_INDEX_VERSION,
-                     AGGREGATOR_VERSION])
+    return "+".join(
+        [PARSER_VERSION, CHUNKER_VERSION, RETRIEVAL_VERSION, KB_DATA_VERSION, judge, PROJECT_INDEX_VERSION, AGGREGATOR_VERSION]
+    )
 
 
 PIPELINE_VERSION = pipeline_version_for(None)
@@ -91,7 +93,8 @@ def _projects(base_id: str, origin: str, input_ref: str, projects: list[ProjectF
         files = [
             # The folder entry of a nested root names the project it went to.
             replace(f, excluded_reason=f"{REASON_NESTED_PROJECT} ({pid(posixpath.join(p.root, f.source_file.rstrip('/')))})")
-            if f.excluded_reason == REASON_NESTED_PROJECT else f
+            if f.excluded_reason == REASON_NESTED_PROJECT
+            else f
             for f in p.files
         ]
         collected.append(Collected(pid(p.root), origin, input_ref, files, p.root))
@@ -99,8 +102,11 @@ def _projects(base_id: str, origin: str, input_ref: str, projects: list[ProjectF
 
 
 def archive_limits(settings: Settings) -> ArchiveLimits:
-    return ArchiveLimits(max_total_bytes=settings.archive_max_total_bytes, max_ratio=settings.archive_max_ratio,
-                         max_entries=settings.archive_max_entries)
+    return ArchiveLimits(
+        max_total_bytes=settings.archive_max_total_bytes,
+        max_ratio=settings.archive_max_ratio,
+        max_entries=settings.archive_max_entries,
+    )
 
 
 def _is_archive_file(p: Path) -> bool:
@@ -110,14 +116,16 @@ def _is_archive_file(p: Path) -> bool:
         return bool(detect_format(fh.read(1024)))
 
 
-def _from_archive_file(archive: Path, name: str, input_ref: str, project_id: str, settings: Settings,
-                       keep_text: bool) -> Submission:
+def _from_archive_file(
+    archive: Path, name: str, input_ref: str, project_id: str, settings: Settings, keep_text: bool
+) -> Submission:
     with working_folder(settings.work_dir, "archive-") as work:
         tree = work / "tree"
         tree.mkdir()
         extra = extract_archive(archive, tree, archive_limits(settings), max_file_bytes=settings.max_file_bytes)
-        projects = scan_projects(tree, max_bytes=settings.max_file_bytes, keep_text=keep_text, extra=extra,
-                                 limits=walk_limits(settings))
+        projects = scan_projects(
+            tree, max_bytes=settings.max_file_bytes, keep_text=keep_text, extra=extra, limits=walk_limits(settings)
+        )
     return _projects(project_id or f"archive:{archive_stem(name)}", "uploaded_file", input_ref, projects)
 
 
@@ -142,13 +150,27 @@ def check_server_path(path: str, settings: Settings, *, local_caller: bool) -> P
         raise AccessDeniedError(f"{path}: not under a folder this gateway may read (GODOT_RAG_ALLOWED_ROOTS)")
     if local_caller and settings.loopback_only:
         return resolved
-    raise AccessDeniedError(f"{path}: this gateway reads no paths of its own machine for remote callers; "
-                            "send the content instead (an archive or expanded text; the CLI does this)")
+    raise AccessDeniedError(
+        f"{path}: this gateway reads no paths of its own machine for remote callers; "
+        "send the content instead (an archive or expanded text; the CLI does this)"
+    )
 
 
-def collect(*, path: str = "", expanded_text: str = "", snippet: str = "", snippet_kind: str = "", git_url: str = "",
-            git_ref: str = "", archive: bytes = b"", archive_name: str = "", project_id: str = "", settings: Settings,
-            keep_text: bool = False, local_caller: bool = False) -> Submission:
+def collect(
+    *,
+    path: str = "",
+    expanded_text: str = "",
+    snippet: str = "",
+    snippet_kind: str = "",
+    git_url: str = "",
+    git_ref: str = "",
+    archive: bytes = b"",
+    archive_name: str = "",
+    project_id: str = "",
+    settings: Settings,
+    keep_text: bool = False,
+    local_caller: bool = False,
+) -> Submission:
     """Any input form -> its projects, every file decided. Raises IngestError with a clear message.
 
     Git clones and archives are fetched into a working folder under the data
@@ -162,10 +184,18 @@ def collect(*, path: str = "", expanded_text: str = "", snippet: str = "", snipp
         if source.local_path:
             check_server_path(source.local_path, settings, local_caller=local_caller)
         with working_folder(settings.work_dir, "git-") as work:
-            got = clone_git(source, git_ref, work, archive_limits(settings), max_file_bytes=max_bytes,
-                            timeout_s=settings.git_timeout_s, max_repo_bytes=settings.git_max_bytes)
-            projects = scan_projects(work / "tree", max_bytes=max_bytes, keep_text=keep_text, extra=got.extra,
-                                     limits=walk_limits(settings))
+            got = clone_git(
+                source,
+                git_ref,
+                work,
+                archive_limits(settings),
+                max_file_bytes=max_bytes,
+                timeout_s=settings.git_timeout_s,
+                max_repo_bytes=settings.git_max_bytes,
+            )
+            projects = scan_projects(
+                work / "tree", max_bytes=max_bytes, keep_text=keep_text, extra=got.extra, limits=walk_limits(settings)
+            )
         base = project_id or source.project_base + (f"@{git_ref}" if git_ref else "")
         return _projects(base, source.origin, f"{source.display}@{got.commit}", projects)
     if archive:
@@ -226,8 +256,9 @@ def project_symbols(files: list[SourceFile]) -> tuple[str, dict[str, str]]:
 _SYMBOL_KINDS = frozenset({"gdscript", "scene", "project_config"})
 
 
-async def submit(store: Store, bus: Bus, collected: Collected, prompt: str,
-                 pipeline_version: str = PIPELINE_VERSION) -> tuple[str, bool]:
+async def submit(
+    store: Store, bus: Bus, collected: Collected, prompt: str, pipeline_version: str = PIPELINE_VERSION
+) -> tuple[str, bool]:
     """Record the analysis and publish its file tasks. Returns (analysis_id, created)."""
     manifest = [
         (f.source_file, f.source_kind, f.sha256 if f.included else f"excluded:{f.excluded_reason}") for f in collected.files
@@ -236,11 +267,27 @@ async def submit(store: Store, bus: Bus, collected: Collected, prompt: str,
     # Pure CPU over every script and scene (about a second for a large project): off the event loop.
     symbols, scopes = await asyncio.to_thread(project_symbols, collected.files)
     created = await store.create_analysis(
-        analysis_id=aid, project_id=collected.project_id, prompt=prompt, source_origin=collected.source_origin,
-        input_ref=collected.input_ref, pipeline_version=pipeline_version,
-        files=[{"source_file": f.source_file, "source_kind": f.source_kind, "included": f.included,
-                "excluded_reason": f.excluded_reason, "sha256": f.sha256, "size": f.size, "data": f.data} for f in collected.files],
-        project_symbols=symbols, symbols_version=PROJECT_INDEX_VERSION, symbol_scopes=scopes,
+        analysis_id=aid,
+        project_id=collected.project_id,
+        prompt=prompt,
+        source_origin=collected.source_origin,
+        input_ref=collected.input_ref,
+        pipeline_version=pipeline_version,
+        files=[
+            {
+                "source_file": f.source_file,
+                "source_kind": f.source_kind,
+                "included": f.included,
+                "excluded_reason": f.excluded_reason,
+                "sha256": f.sha256,
+                "size": f.size,
+                "data": f.data,
+            }
+            for f in collected.files
+        ],
+        project_symbols=symbols,
+        symbols_version=PROJECT_INDEX_VERSION,
+        symbol_scopes=scopes,
     )
     analysis = await store.get_analysis(aid)
     if analysis is not None and analysis["status"] != AnalysisStatus.RUNNING:
@@ -251,17 +298,27 @@ async def submit(store: Store, bus: Bus, collected: Collected, prompt: str,
     # One trace per submission: its context rides in every file message, and
     # each stage's span continues it, so every hop of every chunk shares it.
     with trace.get_tracer("godot_rag.submit").start_as_current_span(
-        "analysis", attributes={"godot_rag.analysis_id": aid, "godot_rag.project_id": collected.project_id},
+        "analysis",
+        attributes={"godot_rag.analysis_id": aid, "godot_rag.project_id": collected.project_id},
     ):
         for f in collected.files:
             if not f.included:
                 continue
             route = FileRoute.AST if f.source_kind in AST_KINDS else FileRoute.DIRECT
-            req = pb.AnalysisRequest(analysis_id=aid, prompt=prompt, project_id=collected.project_id, source_file=f.source_file,
-                                     source_kind=f.source_kind, source_sha256=f.sha256, source_origin=collected.source_origin)
-            await bus.publish(file_subject(route, aid, subject_token(f.source_file)),
-                              pb.FileTask(analysis_id=aid, request=req).SerializeToString(),
-                              message_id(aid, f.source_file, FILE_TASK, STAGE_VERSION))
+            req = pb.AnalysisRequest(
+                analysis_id=aid,
+                prompt=prompt,
+                project_id=collected.project_id,
+                source_file=f.source_file,
+                source_kind=f.source_kind,
+                source_sha256=f.sha256,
+                source_origin=collected.source_origin,
+            )
+            await bus.publish(
+                file_subject(route, aid, subject_token(f.source_file)),
+                pb.FileTask(analysis_id=aid, request=req).SerializeToString(),
+                message_id(aid, f.source_file, FILE_TASK, STAGE_VERSION),
+            )
     if not any(f.included for f in collected.files):
         # Nothing to chunk: the verdict is computed right away from zero chunks.
         await finalize_analysis(store, aid)
@@ -278,8 +335,9 @@ class SubmittedProject:
     files_excluded: int
 
 
-async def submit_all(store: Store, bus: Bus, submission: Submission, prompt: str,
-                     pipeline_version: str = PIPELINE_VERSION) -> list[SubmittedProject]:
+async def submit_all(
+    store: Store, bus: Bus, submission: Submission, prompt: str, pipeline_version: str = PIPELINE_VERSION
+) -> list[SubmittedProject]:
     """One analysis per project root, in root order."""
     out: list[SubmittedProject] = []
     for project in submission.projects:
@@ -315,8 +373,7 @@ def check_prompt(prompt: str, settings: Settings) -> str:
         raise IngestError("a prompt is required")
     size = len(prompt.encode("utf-8"))
     if size > settings.max_prompt_bytes:
-        raise IngestError(f"the prompt is {size} bytes, over the limit of {settings.max_prompt_bytes} "
-                          "(GODOT_RAG_MAX_PROMPT_BYTES)")
+        raise IngestError(f"the prompt is {size} bytes, over the limit of {settings.max_prompt_bytes} (GODOT_RAG_MAX_PROMPT_BYTES)")
     return prompt
 
 
@@ -335,8 +392,9 @@ class ClientLimiter:
     def slot(self, client: str) -> Iterator[None]:
         key = client or "unknown"
         if self.running.get(key, 0) >= self.limit:
-            raise OverloadedError(f"{key} already has {self.limit} submissions running "
-                                  "(GODOT_RAG_MAX_SUBMISSIONS_PER_CLIENT); wait for one to finish")
+            raise OverloadedError(
+                f"{key} already has {self.limit} submissions running (GODOT_RAG_MAX_SUBMISSIONS_PER_CLIENT); wait for one to finish"
+            )
         self.running[key] = self.running.get(key, 0) + 1
         try:
             yield
@@ -352,7 +410,7 @@ def client_of_peer(peer: str) -> tuple[str, bool]:
     if kind == "unix":
         return "unix", True
     if kind == "ipv6" and rest.startswith("["):
-        host = rest[1:rest.find("]")] if "]" in rest else rest
+        host = rest[1 : rest.find("]")] if "]" in rest else rest
     else:
         host = rest.rsplit(":", 1)[0]
     return host, is_loopback_host(host)
@@ -366,7 +424,9 @@ def _limiter(settings: Settings) -> ClientLimiter:
     return _LIMITERS.setdefault(settings.max_submissions_per_client, ClientLimiter(settings.max_submissions_per_client))
 
 
-async def collect_and_submit(store: Store, bus: Bus, settings: Settings, given: SubmitInput) -> tuple[Submission, list[SubmittedProject]]:
+async def collect_and_submit(
+    store: Store, bus: Bus, settings: Settings, given: SubmitInput
+) -> tuple[Submission, list[SubmittedProject]]:
     """Read the input (off the event loop: cloning, extracting and reading block), then submit each project.
 
     Every check on the caller's input (prompt size, access to server paths, the
@@ -377,9 +437,17 @@ async def collect_and_submit(store: Store, bus: Bus, settings: Settings, given: 
         raise IngestError("nothing to analyse: set path, git_url, archive, expanded_text or snippet")
     with _limiter(settings).slot(given.client):
         submission = await asyncio.to_thread(
-            collect, path=given.path, expanded_text=given.expanded_text, snippet=given.snippet,
-            snippet_kind=given.snippet_kind, git_url=given.git_url, git_ref=given.git_ref, archive=given.archive,
-            archive_name=given.archive_name, project_id=given.project_id, settings=settings,
+            collect,
+            path=given.path,
+            expanded_text=given.expanded_text,
+            snippet=given.snippet,
+            snippet_kind=given.snippet_kind,
+            git_url=given.git_url,
+            git_ref=given.git_ref,
+            archive=given.archive,
+            archive_name=given.archive_name,
+            project_id=given.project_id,
+            settings=settings,
             local_caller=given.local_caller,
         )
         return submission, await submit_all(store, bus, submission, prompt, pipeline_version_for(settings))

@@ -43,8 +43,15 @@ async def verdict_for_version(store: Store, analysis_id: str, version_id: str) -
         row = view.get(place["chunk_id"])
         judgment = (row or {}).get("judgment") or {}
         ok = row is not None and (judgment.get("status") or "ok") == "ok" and bool(judgment.get("signal"))
-        rows.append({**place, "agg_status": "done" if ok else "failed", "signal": judgment.get("signal") if ok else None,
-                     "confidence": judgment.get("confidence", 0.0), "evidence_kinds": judgment.get("evidence_kinds") or []})
+        rows.append(
+            {
+                **place,
+                "agg_status": "done" if ok else "failed",
+                "signal": judgment.get("signal") if ok else None,
+                "confidence": judgment.get("confidence", 0.0),
+                "evidence_kinds": judgment.get("evidence_kinds") or [],
+            }
+        )
     return outcome_rows_to_verdict(rows)
 
 
@@ -62,10 +69,17 @@ async def finalize_replay(store: Store, replay_id: str) -> dict | None:
     if version:
         verdict = await verdict_for_version(store, aid, version)
         await store.save_verdict_version(aid, version, verdict)
-        retrieval_versions = {r["result_version"] for r in await store.replay_chunk_rows(replay_id)
-                              if r["stage"] == "retrieve" and r["result_version"]}
-        await store.set_current_versions(aid, judgment_version=version, verdict=verdict,
-                                         retrieval_version=next(iter(retrieval_versions)) if len(retrieval_versions) == 1 else "")
+        retrieval_versions = {
+            r["result_version"]
+            for r in await store.replay_chunk_rows(replay_id)
+            if r["stage"] == "retrieve" and r["result_version"]
+        }
+        await store.set_current_versions(
+            aid,
+            judgment_version=version,
+            verdict=verdict,
+            retrieval_version=next(iter(retrieval_versions)) if len(retrieval_versions) == 1 else "",
+        )
         log.info("replay %s of %s finished: version %s, verdict %s", replay_id, aid, version, verdict["label"])
     else:
         log.warning("replay %s of %s finished without a judgment version (every chunk failed before judging)", replay_id, aid)
@@ -73,6 +87,7 @@ async def finalize_replay(store: Store, replay_id: str) -> dict | None:
 
 
 # ---------------------------------------------------------------- diff
+
 
 async def _analysis_side(store: Store, analysis_id: str, ref: str, version_id: str = "") -> DiffSide:
     analysis = await store.get_analysis(analysis_id)
@@ -83,17 +98,41 @@ async def _analysis_side(store: Store, analysis_id: str, ref: str, version_id: s
         view = await judgment_view(store, analysis_id, version_id)
         verdict_row = await store.verdict_version(analysis_id, version_id)
         verdict = verdict_row or await verdict_for_version(store, analysis_id, version_id)
-        chunks = [chunk_from_row(p["chunk_id"], p["source_file"], p["start_line"], p["end_line"],
-                                 (view.get(p["chunk_id"]) or {}).get("judgment"), (view.get(p["chunk_id"]) or {}).get("hits"),
-                                 p["agg_status"]) for p in places]
+        chunks = [
+            chunk_from_row(
+                p["chunk_id"],
+                p["source_file"],
+                p["start_line"],
+                p["end_line"],
+                (view.get(p["chunk_id"]) or {}).get("judgment"),
+                (view.get(p["chunk_id"]) or {}).get("hits"),
+                p["agg_status"],
+            )
+            for p in places
+        ]
     else:
         current = {r["chunk_id"]: r for r in await store.list_chunk_results(analysis_id)}
         verdict = await store.get_verdict(analysis_id) or {"label": "", "confidence": 0.0}
-        chunks = [chunk_from_row(p["chunk_id"], p["source_file"], p["start_line"], p["end_line"],
-                                 (current.get(p["chunk_id"]) or {}).get("judgment"), (current.get(p["chunk_id"]) or {}).get("hits"),
-                                 p["agg_status"]) for p in places]
-    return DiffSide(ref=ref, label=verdict["label"], confidence=float(verdict["confidence"]), analysis_id=analysis_id,
-                    version_id=version_id or analysis.get("current_judgment_version", ""), chunks=chunks)
+        chunks = [
+            chunk_from_row(
+                p["chunk_id"],
+                p["source_file"],
+                p["start_line"],
+                p["end_line"],
+                (current.get(p["chunk_id"]) or {}).get("judgment"),
+                (current.get(p["chunk_id"]) or {}).get("hits"),
+                p["agg_status"],
+            )
+            for p in places
+        ]
+    return DiffSide(
+        ref=ref,
+        label=verdict["label"],
+        confidence=float(verdict["confidence"]),
+        analysis_id=analysis_id,
+        version_id=version_id or analysis.get("current_judgment_version", ""),
+        chunks=chunks,
+    )
 
 
 async def diff_results(store: Store, a: str, b: str, analysis_id: str = "") -> dict:
@@ -133,6 +172,7 @@ async def diff_results(store: Store, a: str, b: str, analysis_id: str = "") -> d
 
 # ---------------------------------------------------------------- API (gateway)
 
+
 def _iso(value) -> str:
     return value.isoformat() if value is not None else ""
 
@@ -142,12 +182,17 @@ async def list_versions(store: Store, analysis_id: str) -> spb.VersionsResponse:
     if analysis is None:
         raise NotFoundError(f"no analysis {analysis_id}")
     current_j, current_r = analysis["current_judgment_version"], analysis["current_retrieval_version"]
-    out = spb.VersionsResponse(analysis_id=analysis_id, current_judgment_version=current_j,
-                               current_retrieval_version=current_r)
+    out = spb.VersionsResponse(analysis_id=analysis_id, current_judgment_version=current_j, current_retrieval_version=current_r)
     for r in await store.result_versions(analysis_id):
-        v = spb.ResultVersion(version_id=r["version_id"], stage=r["stage"], config_json=json.dumps(r["config"], sort_keys=True),
-                              base_version=r["base_version"], replay_id=r["replay_id"],
-                              current=r["version_id"] in (current_j, current_r), created_at=_iso(r["created_at"]))
+        v = spb.ResultVersion(
+            version_id=r["version_id"],
+            stage=r["stage"],
+            config_json=json.dumps(r["config"], sort_keys=True),
+            base_version=r["base_version"],
+            replay_id=r["replay_id"],
+            current=r["version_id"] in (current_j, current_r),
+            created_at=_iso(r["created_at"]),
+        )
         verdict = verdict_pb(r) if r.get("label") else None
         if verdict is not None:
             v.verdict.CopyFrom(verdict)
@@ -174,8 +219,7 @@ async def verdict_of_version(store: Store, analysis_id: str, version_id: str = "
         if is_running(analysis):
             raise NotReadyError(f"analysis {analysis_id} is still running")
         row = await verdict_for_version(store, analysis_id, version)
-    return spb.VersionedVerdict(analysis_id=analysis_id, version_id=version, current=version == current,
-                                verdict=verdict_pb(row))
+    return spb.VersionedVerdict(analysis_id=analysis_id, version_id=version, current=version == current, verdict=verdict_pb(row))
 
 
 async def chunk_trace(store: Store, analysis_id: str, chunk_id: str) -> spb.ChunkTraceDetail:
@@ -190,22 +234,41 @@ async def chunk_trace(store: Store, analysis_id: str, chunk_id: str) -> spb.Chun
     chunk = convert.from_dict(r["chunk"], pb.Chunk)
     status, _stage, _err = chunk_status(r["stages"], is_running(analysis))
     out = spb.ChunkTraceDetail(
-        trace=pb.ChunkTrace(project_id=r["project_id"], source_file=r["source_file"], source_sha256=r["sha256"],
-                            chunk_id=chunk_id, chunk_order=r["chunk_order"], chunk_kind=r["chunk_kind"]),
-        span=chunk.span, status=status, text=chunk.code_text)
+        trace=pb.ChunkTrace(
+            project_id=r["project_id"],
+            source_file=r["source_file"],
+            source_sha256=r["sha256"],
+            chunk_id=chunk_id,
+            chunk_order=r["chunk_order"],
+            chunk_kind=r["chunk_kind"],
+        ),
+        span=chunk.span,
+        status=status,
+        text=chunk.code_text,
+    )
     if r["query"]:
         out.query.CopyFrom(convert.from_dict(r["query"], pb.RetrieverQuery))
     for h in r["hits"] or []:
         out.hits.append(convert.from_dict(h, pb.RetrievalHit))
     current_j = (await store.get_judgment(analysis_id, chunk_id) or {}).get("version_id", "")
     for j in await store.judgment_version_rows(analysis_id, chunk_id):
-        out.judgments.append(spb.JudgmentVersion(
-            version_id=j["version_id"], retrieval_version=j["retrieval_version"], current=j["version_id"] == current_j,
-            judgment=convert.from_dict(j["judgment"], pb.Judgment), created_at=_iso(j["created_at"])))
+        out.judgments.append(
+            spb.JudgmentVersion(
+                version_id=j["version_id"],
+                retrieval_version=j["retrieval_version"],
+                current=j["version_id"] == current_j,
+                judgment=convert.from_dict(j["judgment"], pb.Judgment),
+                created_at=_iso(j["created_at"]),
+            )
+        )
     current_r = (await store.get_retrieval(analysis_id, chunk_id) or {}).get("version_id", "")
     for rv in await store.retrieval_version_rows(analysis_id, chunk_id):
-        version = spb.RetrievalVersion(version_id=rv["version_id"], current=rv["version_id"] == current_r,
-                                       kb_version=rv["kb_version"], created_at=_iso(rv["created_at"]))
+        version = spb.RetrievalVersion(
+            version_id=rv["version_id"],
+            current=rv["version_id"] == current_r,
+            kb_version=rv["kb_version"],
+            created_at=_iso(rv["created_at"]),
+        )
         version.query.CopyFrom(convert.from_dict(rv["query"], pb.RetrieverQuery))
         version.hits.extend(convert.from_dict(h, pb.RetrievalHit) for h in rv["hits"] or [])
         out.retrievals.append(version)
@@ -223,9 +286,19 @@ async def chunk_trace(store: Store, analysis_id: str, chunk_id: str) -> spb.Chun
 def _attempt(s: dict, replay_id: str = "", source: str = "") -> spb.StageAttempt:
     started, updated = s.get("started_at"), s.get("updated_at")
     duration = (updated - started).total_seconds() * 1000 if started is not None and updated is not None else 0.0
-    return spb.StageAttempt(stage=s["stage"], status=s["status"], attempts=s["attempts"], last_error=s["last_error"] or "",
-                            worker=s["worker"] or "", trace_id=s["trace_id"] or "", started_at=_iso(started),
-                            updated_at=_iso(updated), duration_ms=max(0.0, duration), replay_id=replay_id, source=source)
+    return spb.StageAttempt(
+        stage=s["stage"],
+        status=s["status"],
+        attempts=s["attempts"],
+        last_error=s["last_error"] or "",
+        worker=s["worker"] or "",
+        trace_id=s["trace_id"] or "",
+        started_at=_iso(started),
+        updated_at=_iso(updated),
+        duration_ms=max(0.0, duration),
+        replay_id=replay_id,
+        source=source,
+    )
 
 
 MAX_PAGE = 1000
@@ -247,10 +320,13 @@ async def chunk_page(store: Store, request: spb.ListChunksPageRequest) -> spb.Ch
     except ValueError as exc:
         raise InvalidInputError(f"bad page_token {request.page_token!r}") from exc
     results = await chunk_results(store, request.analysis_id, request.source_file, is_running(analysis))
-    wanted = [c for c in results
-              if (not request.status or c.status == request.status)
-              and (not request.signal or c.judgment.signal == request.signal)
-              and (not request.needs_migration or c.judgment.needs_migration == (request.needs_migration == "true"))]
-    page = wanted[offset:offset + size]
+    wanted = [
+        c
+        for c in results
+        if (not request.status or c.status == request.status)
+        and (not request.signal or c.judgment.signal == request.signal)
+        and (not request.needs_migration or c.judgment.needs_migration == (request.needs_migration == "true"))
+    ]
+    page = wanted[offset : offset + size]
     more = offset + size < len(wanted)
     return spb.ChunkPage(chunks=page, next_page_token=str(offset + size) if more else "", total=len(wanted))

@@ -37,7 +37,10 @@ async def analysis_page(store: Store, analysis_id: str, flt: wv.ChunkFilter) -> 
     timing = await store.web_timing(analysis_id)
     kinds = {f["source_file"]: f["source_kind"] for f in files}
     return {
-        "a": a, "views": views, "counts": counts, "flt": flt,
+        "a": a,
+        "views": views,
+        "counts": counts,
+        "flt": flt,
         "shown": sum(1 for v in views if flt.keeps(v)),
         "progress": wv.progress_view(counts, timing, running=running),
         "verdict": wv.verdict_view(await store.get_verdict(analysis_id), running, counts),
@@ -54,8 +57,10 @@ async def verdict_part(store: Store, analysis_id: str) -> dict:
     running = a["status"] == "running"
     views = [wv.chunk_view(r, running) for r in await store.web_chunk_rows(analysis_id)]
     kinds = {f["source_file"]: f["source_kind"] for f in await store.list_files(analysis_id)}
-    return {"verdict": wv.verdict_view(await store.get_verdict(analysis_id), running, wv.status_counts(views)),
-            "chart": wv.signal_chart(views, kinds)}
+    return {
+        "verdict": wv.verdict_view(await store.get_verdict(analysis_id), running, wv.status_counts(views)),
+        "chart": wv.signal_chart(views, kinds),
+    }
 
 
 class LiveFeed:
@@ -121,14 +126,22 @@ class LiveFeed:
         views = list(self.views.values())
         file_entries: list[dict] = []
         if touched:
-            tree = wv.file_tree([f for name, f in self.files.items() if name in touched],
-                                [v for v in views if v["source_file"] in touched])
+            tree = wv.file_tree(
+                [f for name, f in self.files.items() if name in touched], [v for v in views if v["source_file"] in touched]
+            )
             file_entries = _tree_files(tree["root"]) + tree["excluded"]
         counts = wv.status_counts(views)
         timing = await self.store.web_timing(self.analysis_id)
         changed.sort(key=lambda v: v["order_key"])
-        return {"running": self.running, "status": self.status, "chunks": changed, "files": file_entries, "counts": counts,
-                "progress": wv.progress_view(counts, timing, running=self.running), "cursor": self.cursor}
+        return {
+            "running": self.running,
+            "status": self.status,
+            "chunks": changed,
+            "files": file_entries,
+            "counts": counts,
+            "progress": wv.progress_view(counts, timing, running=self.running),
+            "cursor": self.cursor,
+        }
 
 
 def _tree_files(node: dict) -> list[dict]:
@@ -138,8 +151,9 @@ def _tree_files(node: dict) -> list[dict]:
     return out
 
 
-async def file_page(store: Store, analysis_id: str, source_file: str, *, why_chunk: str = "", why: str = "",
-                    limit_per_table: int = 5) -> dict:
+async def file_page(
+    store: Store, analysis_id: str, source_file: str, *, why_chunk: str = "", why: str = "", limit_per_table: int = 5
+) -> dict:
     a = await _analysis(store, analysis_id)
     running = a["status"] == "running"
     f = await store.get_file(analysis_id, source_file)
@@ -153,20 +167,36 @@ async def file_page(store: Store, analysis_id: str, source_file: str, *, why_chu
     chunks = []
     for r in rows:
         stages = {s["stage"]: s for s in r["stages"] or []}
-        v = wv.chunk_view({**r, "source_file": source_file, "chunk_kind": r["chunk"].get("chunk_kind", ""),
-                           "name": r["chunk"].get("name", ""), "stages": stages,
-                           "signal": (r["judgment"] or {}).get("signal"), "judgment_status": r["judgment_status"],
-                           "needs_migration": (r["judgment"] or {}).get("needs_migration"),
-                           "migration_notes": (r["judgment"] or {}).get("migration_notes")}, running)
+        v = wv.chunk_view(
+            {
+                **r,
+                "source_file": source_file,
+                "chunk_kind": r["chunk"].get("chunk_kind", ""),
+                "name": r["chunk"].get("name", ""),
+                "stages": stages,
+                "signal": (r["judgment"] or {}).get("signal"),
+                "judgment_status": r["judgment_status"],
+                "needs_migration": (r["judgment"] or {}).get("needs_migration"),
+                "migration_notes": (r["judgment"] or {}).get("migration_notes"),
+            },
+            running,
+        )
         judgment = wv.judgment_view(r)
         candidates = wv.candidate_rows(r["hits"] or [], r["judgment"])
-        v.update({
-            "chunk": r["chunk"], "stages": r["stages"] or [], "query": r["query"], "kb_version": r["kb_version"],
-            "judgment": judgment, "candidates": candidates,
-            "candidate_ids": {c["record_id"]: i for i, c in enumerate(candidates, 1)},
-            "tracking": wv.tracking_view(a["project_id"], source_file, f["sha256"], r["chunk"], analysis_id),
-            "why": None, "why_query": "",
-        })
+        v.update(
+            {
+                "chunk": r["chunk"],
+                "stages": r["stages"] or [],
+                "query": r["query"],
+                "kb_version": r["kb_version"],
+                "judgment": judgment,
+                "candidates": candidates,
+                "candidate_ids": {c["record_id"]: i for i, c in enumerate(candidates, 1)},
+                "tracking": wv.tracking_view(a["project_id"], source_file, f["sha256"], r["chunk"], analysis_id),
+                "why": None,
+                "why_query": "",
+            }
+        )
         if why and why_chunk == r["chunk_id"]:
             v["why_query"] = why
             try:
@@ -180,25 +210,39 @@ async def file_page(store: Store, analysis_id: str, source_file: str, *, why_chu
     versions = await store.web_file_versions(a["project_id"], source_file)
     latest = await store.web_latest_analysis(a["project_id"])
     outdated = wv.outdated_view(analysis_id, a["created_at"], f["sha256"], versions)
-    if outdated is None and latest is not None and latest["analysis_id"] != analysis_id and latest["created_at"] > a["created_at"] \
-            and not any(v["analysis_id"] == latest["analysis_id"] for v in versions):
+    if (
+        outdated is None
+        and latest is not None
+        and latest["analysis_id"] != analysis_id
+        and latest["created_at"] > a["created_at"]
+        and not any(v["analysis_id"] == latest["analysis_id"] for v in versions)
+    ):
         outdated = {"analysis_id": latest["analysis_id"], "created_at": latest["created_at"], "sha256": ""}
     patch = None
     if f["included"] and source is not None and source_kind(source_file):
         doc = await analysis_patch_doc(store, analysis_id)
         entry = next((e for e in doc["files"] if e["file"] == source_file), None)
         patch = wv.patch_view(entry, chunks, analysis_id, source_file)
-    return {"a": a, "f": f, "source": source, "chunks": chunks,
-            "segments": wv.source_segments(source, chunks) if source is not None else [], "outdated": outdated,
-            "patch": patch}
+    return {
+        "a": a,
+        "f": f,
+        "source": source,
+        "chunks": chunks,
+        "segments": wv.source_segments(source, chunks) if source is not None else [],
+        "outdated": outdated,
+        "patch": patch,
+    }
 
 
-async def export_rows(store: Store, analysis_id: str, what: str, *, flt: wv.ChunkFilter | None = None,
-                      chunk_id: str = "") -> list[dict]:
+async def export_rows(
+    store: Store, analysis_id: str, what: str, *, flt: wv.ChunkFilter | None = None, chunk_id: str = ""
+) -> list[dict]:
     a = await _analysis(store, analysis_id)
     running = a["status"] == "running"
     if what == "files":
-        return [{k: f[k] for k in wv.EXPORT_COLUMNS["files"]} | {"included": f["included"]} for f in await store.list_files(analysis_id)]
+        return [
+            {k: f[k] for k in wv.EXPORT_COLUMNS["files"]} | {"included": f["included"]} for f in await store.list_files(analysis_id)
+        ]
     if what == "chunks":
         views = [wv.chunk_view(r, running) for r in await store.web_chunk_rows(analysis_id)]
         return wv.chunk_export(wv.filter_chunks(views, flt or wv.ChunkFilter()))

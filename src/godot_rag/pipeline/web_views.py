@@ -43,17 +43,43 @@ VERDICT_WORDS = {
 # The candidate table's score columns: what each measures, which way is better, its range.
 _WV, _WK, _WT, _WG = DEFAULT_CONFIG.weights_hybrid
 SCORE_LEGEND = (
-    {"key": "vector", "label": "vector", "metric": "cosine similarity of the chunk's embedding text to the record's vector",
-     "direction": "higher is closer", "range": "0 to 1; empty when the record has no vector (lexical only)"},
-    {"key": "keys", "label": "keys", "metric": "idf-weighted match of the chunk's identifiers with the record's exact keys, "
-     "divided by the best candidate of its table", "direction": "higher is better", "range": "0 to 1 (1 = best of the table)"},
-    {"key": "text", "label": "full text", "metric": "PostgreSQL ts_rank of the record's text for the query keys, divided by the "
-     "best candidate of its table", "direction": "higher is better", "range": "0 to 1 (1 = best of the table)"},
-    {"key": "trigram", "label": "trigram", "metric": "pg_trgm similarity of the closest query term to the record's title",
-     "direction": "higher is closer", "range": "0 to 1"},
-    {"key": "fused", "label": "fused", "metric": f"{_WV:g} vector + {_WK:g} keys + {_WT:g} text + {_WG:g} trigram "
-     "(a record without a vector: the lexical part rescaled); the search keeps the best of each table by it",
-     "direction": "higher is better", "range": "0 to 1"},
+    {
+        "key": "vector",
+        "label": "vector",
+        "metric": "cosine similarity of the chunk's embedding text to the record's vector",
+        "direction": "higher is closer",
+        "range": "0 to 1; empty when the record has no vector (lexical only)",
+    },
+    {
+        "key": "keys",
+        "label": "keys",
+        "metric": "idf-weighted match of the chunk's identifiers with the record's exact keys, "
+        "divided by the best candidate of its table",
+        "direction": "higher is better",
+        "range": "0 to 1 (1 = best of the table)",
+    },
+    {
+        "key": "text",
+        "label": "full text",
+        "metric": "PostgreSQL ts_rank of the record's text for the query keys, divided by the best candidate of its table",
+        "direction": "higher is better",
+        "range": "0 to 1 (1 = best of the table)",
+    },
+    {
+        "key": "trigram",
+        "label": "trigram",
+        "metric": "pg_trgm similarity of the closest query term to the record's title",
+        "direction": "higher is closer",
+        "range": "0 to 1",
+    },
+    {
+        "key": "fused",
+        "label": "fused",
+        "metric": f"{_WV:g} vector + {_WK:g} keys + {_WT:g} text + {_WG:g} trigram "
+        "(a record without a vector: the lexical part rescaled); the search keeps the best of each table by it",
+        "direction": "higher is better",
+        "range": "0 to 1",
+    },
 )
 SCORE_KEYS = ("vector", "keys", "text", "trigram")
 
@@ -80,6 +106,7 @@ def file_href(analysis_id: str, source_file: str, start: int | None = None, end:
 
 
 # ---------------------------------------------------------------- chunk list
+
 
 def chunk_view(row: dict, running: bool) -> dict:
     """One chunk of the live list, from a ``Store.web_chunk_rows`` row."""
@@ -125,8 +152,12 @@ class ChunkFilter:
         status = q.get("status", "")
         signal = q.get("signal", "")
         migration = q.get("migration", "")
-        return cls(status if status in STATUSES else "", signal if signal in SIGNALS or signal == "none" else "",
-                   q.get("file", "")[:1000], migration if migration in ("yes", "no") else "")
+        return cls(
+            status if status in STATUSES else "",
+            signal if signal in SIGNALS or signal == "none" else "",
+            q.get("file", "")[:1000],
+            migration if migration in ("yes", "no") else "",
+        )
 
     def keeps(self, v: dict) -> bool:
         if self.status and v["status"] != self.status:
@@ -206,13 +237,15 @@ def progress_view(counts: dict[str, int], timing: dict, *, running: bool, window
 
 # ---------------------------------------------------------------- files
 
+
 def file_tree(files: Sequence[dict], views: Sequence[dict]) -> dict:
     """Included files as a folder tree (with per-file chunk counts) and the
     excluded ones apart, each with its reason."""
     per_file: dict[str, dict] = {}
     for v in views:
-        c = per_file.setdefault(v["source_file"], {"total": 0, "done": 0, "failed": 0, "godot3": 0, "godot4": 0, "neutral": 0,
-                                                   "needs_migration": 0})
+        c = per_file.setdefault(
+            v["source_file"], {"total": 0, "done": 0, "failed": 0, "godot3": 0, "godot4": 0, "neutral": 0, "needs_migration": 0}
+        )
         c["total"] += 1
         c["done"] += v["status"] == "done"
         c["failed"] += v["status"] == "failed"
@@ -222,18 +255,26 @@ def file_tree(files: Sequence[dict], views: Sequence[dict]) -> dict:
     root: dict = {"name": "", "path": "", "folders": {}, "files": []}
     excluded: list[dict] = []
     for f in files:
-        entry = {"source_file": f["source_file"], "name": posixpath.basename(f["source_file"].rstrip("/")) or f["source_file"],
-                 "source_kind": f["source_kind"], "status": f["status"], "excluded_reason": f.get("excluded_reason", ""),
-                 "error": f.get("error", ""), "chunk_count": int(f.get("chunk_count") or 0), "reused": bool(f.get("chunks_reused")),
-                 "counts": per_file.get(f["source_file"], {"total": 0, "done": 0, "failed": 0, "godot3": 0, "godot4": 0,
-                                                           "neutral": 0, "needs_migration": 0})}
+        entry = {
+            "source_file": f["source_file"],
+            "name": posixpath.basename(f["source_file"].rstrip("/")) or f["source_file"],
+            "source_kind": f["source_kind"],
+            "status": f["status"],
+            "excluded_reason": f.get("excluded_reason", ""),
+            "error": f.get("error", ""),
+            "chunk_count": int(f.get("chunk_count") or 0),
+            "reused": bool(f.get("chunks_reused")),
+            "counts": per_file.get(
+                f["source_file"], {"total": 0, "done": 0, "failed": 0, "godot3": 0, "godot4": 0, "neutral": 0, "needs_migration": 0}
+            ),
+        }
         if not f.get("included", f["status"] != "excluded"):
             excluded.append(entry)
             continue
         node = root
         parts = f["source_file"].split("/")
         for i, part in enumerate(parts[:-1]):
-            node = node["folders"].setdefault(part, {"name": part, "path": "/".join(parts[:i + 1]), "folders": {}, "files": []})
+            node = node["folders"].setdefault(part, {"name": part, "path": "/".join(parts[: i + 1]), "folders": {}, "files": []})
         node["files"].append(entry)
 
     def finish(node: dict) -> dict:
@@ -241,8 +282,15 @@ def file_tree(files: Sequence[dict], views: Sequence[dict]) -> dict:
         total = sum(x["chunk_total"] for x in folders) + sum(x["counts"]["total"] for x in node["files"])
         done = sum(x["chunk_done"] for x in folders) + sum(x["counts"]["done"] for x in node["files"])
         nfiles = sum(x["file_total"] for x in folders) + len(node["files"])
-        return {"name": node["name"], "path": node["path"], "folders": folders, "files": node["files"], "chunk_total": total,
-                "chunk_done": done, "file_total": nfiles}
+        return {
+            "name": node["name"],
+            "path": node["path"],
+            "folders": folders,
+            "files": node["files"],
+            "chunk_total": total,
+            "chunk_done": done,
+            "file_total": nfiles,
+        }
 
     return {"root": finish(root), "excluded": excluded}
 
@@ -265,29 +313,53 @@ def file_meta(entry: dict) -> str:
 
 # ---------------------------------------------------------------- verdict
 
+
 def verdict_view(verdict: dict | None, running: bool, counts: dict[str, int]) -> dict:
     if verdict is None:
         settled = counts.get("done", 0) + counts.get("failed", 0)
-        words = (f"not decided yet: {settled} of {counts.get('total', 0)} chunks settled" if running
-                 else "no verdict recorded")
+        words = f"not decided yet: {settled} of {counts.get('total', 0)} chunks settled" if running else "no verdict recorded"
         return {"label": "", "words": words, "confidence": None, "counts": {}, "basis": []}
     c = verdict.get("counts") or {}
-    counts_words = (f"{c.get('godot3', 0)} chunks read as Godot 3, {c.get('godot4', 0)} as Godot 4, "
-                    f"{c.get('neutral', 0)} neutral, {c.get('failed', 0)} failed, of {c.get('total', 0)}")
-    return {"label": verdict["label"], "words": VERDICT_WORDS.get(verdict["label"], verdict["label"]),
-            "confidence": round(float(verdict.get("confidence") or 0), 3), "confidence_pct": int(round(100 * float(verdict.get("confidence") or 0))),
-            "counts": c, "counts_words": counts_words, "basis": list(verdict.get("basis") or [])}
+    counts_words = (
+        f"{c.get('godot3', 0)} chunks read as Godot 3, {c.get('godot4', 0)} as Godot 4, "
+        f"{c.get('neutral', 0)} neutral, {c.get('failed', 0)} failed, of {c.get('total', 0)}"
+    )
+    return {
+        "label": verdict["label"],
+        "words": VERDICT_WORDS.get(verdict["label"], verdict["label"]),
+        "confidence": round(float(verdict.get("confidence") or 0), 3),
+        "confidence_pct": int(round(100 * float(verdict.get("confidence") or 0))),
+        "counts": c,
+        "counts_words": counts_words,
+        "basis": list(verdict.get("basis") or []),
+    }
 
 
-def signal_chart(views: Sequence[dict], source_kinds: dict[str, str], *, top: int = 12, deciding: int = 5,
-                 width: int = 640, label_w: int = 220, row_h: int = 20) -> dict:
+def signal_chart(
+    views: Sequence[dict],
+    source_kinds: dict[str, str],
+    *,
+    top: int = 12,
+    deciding: int = 5,
+    width: int = 640,
+    label_w: int = 220,
+    row_h: int = 20,
+) -> dict:
     """A diverging bar chart: per file, its Godot 3 weight to the left of the
     axis and its Godot 4 weight to the right (the sums the verdict weighs).
     The files the verdict names as strongest (its top ``deciding`` per side)
     are marked as deciding."""
-    outcomes = [ChunkOutcome(v["source_file"], source_kinds.get(v["source_file"], ""), v["chunk_kind"],
-                             "done" if v["status"] == "done" and v["signal"] else "failed", v["signal"], v["confidence"] or 0.0)
-                for v in views]
+    outcomes = [
+        ChunkOutcome(
+            v["source_file"],
+            source_kinds.get(v["source_file"], ""),
+            v["chunk_kind"],
+            "done" if v["status"] == "done" and v["signal"] else "failed",
+            v["signal"],
+            v["confidence"] or 0.0,
+        )
+        for v in views
+    ]
     weights = file_signal_weights(outcomes)
     dec: set[str] = set()
     for side in (0, 1):
@@ -302,15 +374,35 @@ def signal_chart(views: Sequence[dict], source_kinds: dict[str, str], *, top: in
         y = 24 + i * row_h
         l3 = half * w3 / biggest
         l4 = half * w4 / biggest
-        bars.append({"file": f, "w3": round(w3, 2), "w4": round(w4, 2), "deciding": f in dec, "y": y, "text_y": y + row_h * 0.7,
-                     "x3": round(axis - l3, 1), "len3": round(l3, 1), "len4": round(l4, 1),
-                     "label": f if len(f) <= 30 else "…" + f[-29:]})
+        bars.append(
+            {
+                "file": f,
+                "w3": round(w3, 2),
+                "w4": round(w4, 2),
+                "deciding": f in dec,
+                "y": y,
+                "text_y": y + row_h * 0.7,
+                "x3": round(axis - l3, 1),
+                "len3": round(l3, 1),
+                "len4": round(l4, 1),
+                "label": f if len(f) <= 30 else "…" + f[-29:],
+            }
+        )
     height = 24 + len(rows) * row_h + 8
-    return {"bars": bars, "width": width, "height": height, "axis": axis, "label_w": label_w, "row_h": row_h - 4,
-            "files_total": len(weights), "shown": len(rows)}
+    return {
+        "bars": bars,
+        "width": width,
+        "height": height,
+        "axis": axis,
+        "label_w": label_w,
+        "row_h": row_h - 4,
+        "files_total": len(weights),
+        "shown": len(rows),
+    }
 
 
 # ---------------------------------------------------------------- one file, its chunks
+
 
 def source_segments(text: str, chunks: Sequence[dict]) -> list[dict]:
     """The file's lines grouped by the chunk that covers them (blank lines between chunks stand alone)."""
@@ -369,10 +461,19 @@ def candidate_rows(hits: Sequence[dict], judgment: dict | None) -> list[dict]:
     rows = []
     for i, h in enumerate(hits):
         comp = h.get("component_scores") or {}
-        rows.append({"table": h.get("table") or h.get("table_name", ""), "record_id": h.get("record_id", ""),
-                     "title": h.get("title", ""), "fused": float(h.get("score") or 0), "position": i + 1,
-                     "scores": {k: (None if comp.get(k) is None else float(comp[k])) for k in SCORE_KEYS},
-                     "ranks": {}, "cited": h.get("record_id", "") in cited, "basis": h.get("record_id", "") in basis})
+        rows.append(
+            {
+                "table": h.get("table") or h.get("table_name", ""),
+                "record_id": h.get("record_id", ""),
+                "title": h.get("title", ""),
+                "fused": float(h.get("score") or 0),
+                "position": i + 1,
+                "scores": {k: (None if comp.get(k) is None else float(comp[k])) for k in SCORE_KEYS},
+                "ranks": {},
+                "cited": h.get("record_id", "") in cited,
+                "basis": h.get("record_id", "") in basis,
+            }
+        )
     by_table: dict[str, list[dict]] = {}
     for r in rows:
         by_table.setdefault(r["table"], []).append(r)
@@ -404,9 +505,15 @@ def threshold_candidates(rows: Sequence[dict], min_fused: float) -> list[dict]:
 
 def tracking_view(project_id: str, source_file: str, sha256: str, chunk: dict, analysis_id: str) -> list[tuple[str, str]]:
     """What travels with a chunk for the screen, logs and resume only: never a search criterion."""
-    return [("analysis", analysis_id), ("project_id", project_id), ("source_file", source_file),
-            ("source_sha256", sha256), ("chunk_id", chunk.get("chunk_id", "")),
-            ("chunk_order", str(chunk.get("chunk_order", ""))), ("chunk_kind", chunk.get("chunk_kind", ""))]
+    return [
+        ("analysis", analysis_id),
+        ("project_id", project_id),
+        ("source_file", source_file),
+        ("source_sha256", sha256),
+        ("chunk_id", chunk.get("chunk_id", "")),
+        ("chunk_order", str(chunk.get("chunk_order", ""))),
+        ("chunk_kind", chunk.get("chunk_kind", "")),
+    ]
 
 
 def judgment_view(row: dict) -> dict | None:
@@ -415,20 +522,37 @@ def judgment_view(row: dict) -> dict | None:
     if not j:
         return None
     return {
-        "signal": j.get("signal", ""), "needs_migration": bool(j.get("needs_migration")),
-        "confidence": float(j.get("confidence") or 0), "explanation": j.get("explanation", ""), "answer": j.get("answer", ""),
-        "notes": [{"line": n.get("line", 0), "old": n.get("old", ""), "new": n.get("new", ""),
-                   "basis_record_id": n.get("basis_record_id", "")} for n in j.get("migration_notes") or []],
-        "judge": row.get("judge_kind") or j.get("judge_kind", ""), "model": row.get("model") or j.get("model", ""),
+        "signal": j.get("signal", ""),
+        "needs_migration": bool(j.get("needs_migration")),
+        "confidence": float(j.get("confidence") or 0),
+        "explanation": j.get("explanation", ""),
+        "answer": j.get("answer", ""),
+        "notes": [
+            {
+                "line": n.get("line", 0),
+                "old": n.get("old", ""),
+                "new": n.get("new", ""),
+                "basis_record_id": n.get("basis_record_id", ""),
+            }
+            for n in j.get("migration_notes") or []
+        ],
+        "judge": row.get("judge_kind") or j.get("judge_kind", ""),
+        "model": row.get("model") or j.get("model", ""),
         "prompt_version": row.get("prompt_version") or j.get("prompt_version", ""),
-        "prompt_tokens": int(row.get("prompt_tokens") or 0), "completion_tokens": int(row.get("completion_tokens") or 0),
-        "llm_calls": int(row.get("llm_calls") or 0), "latency_ms": round(float(row.get("latency_ms") or 0), 1),
-        "route": row.get("route") or "", "cached": bool(row.get("cached")), "status": row.get("judgment_status") or "ok",
-        "error": row.get("judgment_error") or "", "raw": j,
+        "prompt_tokens": int(row.get("prompt_tokens") or 0),
+        "completion_tokens": int(row.get("completion_tokens") or 0),
+        "llm_calls": int(row.get("llm_calls") or 0),
+        "latency_ms": round(float(row.get("latency_ms") or 0), 1),
+        "route": row.get("route") or "",
+        "cached": bool(row.get("cached")),
+        "status": row.get("judgment_status") or "ok",
+        "error": row.get("judgment_error") or "",
+        "raw": j,
     }
 
 
 # ---------------------------------------------------------------- exports
+
 
 def _cell(value: Any) -> str:
     if value is None:
@@ -458,13 +582,51 @@ def to_csv(rows: Iterable[dict], columns: Sequence[str]) -> str:
 
 
 EXPORT_COLUMNS = {
-    "analyses": ("analysis_id", "project_id", "status", "label", "confidence", "source_origin", "input_ref", "files_total",
-                 "files_included", "created_at", "finished_at"),
+    "analyses": (
+        "analysis_id",
+        "project_id",
+        "status",
+        "label",
+        "confidence",
+        "source_origin",
+        "input_ref",
+        "files_total",
+        "files_included",
+        "created_at",
+        "finished_at",
+    ),
     "files": ("source_file", "source_kind", "status", "excluded_reason", "error", "chunk_count", "sha256", "size"),
-    "chunks": ("source_file", "range", "status_words", "chunk_id", "chunk_kind", "name", "signal", "needs_migration",
-               "confidence", "migration_notes", "last_error"),
-    "candidates": ("position", "table", "record_id", "title", "vector", "vector_rank", "keys", "keys_rank", "text", "text_rank",
-                   "trigram", "trigram_rank", "fused", "fused_rank", "cited", "basis"),
+    "chunks": (
+        "source_file",
+        "range",
+        "status_words",
+        "chunk_id",
+        "chunk_kind",
+        "name",
+        "signal",
+        "needs_migration",
+        "confidence",
+        "migration_notes",
+        "last_error",
+    ),
+    "candidates": (
+        "position",
+        "table",
+        "record_id",
+        "title",
+        "vector",
+        "vector_rank",
+        "keys",
+        "keys_rank",
+        "text",
+        "text_rank",
+        "trigram",
+        "trigram_rank",
+        "fused",
+        "fused_rank",
+        "cited",
+        "basis",
+    ),
 }
 
 
@@ -481,12 +643,19 @@ def candidate_export(rows: Sequence[dict]) -> list[dict]:
 
 
 def chunk_export(views: Sequence[dict]) -> list[dict]:
-    return [{**{k: v[k] for k in EXPORT_COLUMNS["chunks"] if k != "migration_notes"},
-             "start_line": v["start_line"], "end_line": v["end_line"],
-             "migration_notes": [f"line {n['line']}: {n['old']} -> {n['new']}" for n in v["migration_notes"]]} for v in views]
+    return [
+        {
+            **{k: v[k] for k in EXPORT_COLUMNS["chunks"] if k != "migration_notes"},
+            "start_line": v["start_line"],
+            "end_line": v["end_line"],
+            "migration_notes": [f"line {n['line']}: {n['old']} -> {n['new']}" for n in v["migration_notes"]],
+        }
+        for v in views
+    ]
 
 
 # ---------------------------------------------------------------- proposed patch of one file
+
 
 def _chunk_at(chunks: Sequence[dict], line: int) -> dict | None:
     return next((c for c in chunks if c["start_line"] <= line <= c["end_line"]), None)
@@ -521,11 +690,20 @@ def patch_view(entry: dict | None, chunks: Sequence[dict], analysis_id: str, sou
                 if pos:
                     href = f"#cand-{chunk['range']}-{pos}"
                 else:
-                    href = (f"/a/{quote(analysis_id, safe='')}/f/{quote(source_file, safe='/')}"
-                            f"?chunk={quote(chunk['chunk_id'], safe='')}&why={quote(rid, safe='')}#{chunk['range']}")
+                    href = (
+                        f"/a/{quote(analysis_id, safe='')}/f/{quote(source_file, safe='/')}"
+                        f"?chunk={quote(chunk['chunk_id'], safe='')}&why={quote(rid, safe='')}#{chunk['range']}"
+                    )
             changes.append({**c, "record_href": href})
-        hunks.append({"hunk": h["hunk"], "confidence": h["confidence"], "lines": lines, "changes": changes,
-                      "chunk_range": hunk_chunk["range"] if hunk_chunk else ""})
+        hunks.append(
+            {
+                "hunk": h["hunk"],
+                "confidence": h["confidence"],
+                "lines": lines,
+                "changes": changes,
+                "chunk_range": hunk_chunk["range"] if hunk_chunk else "",
+            }
+        )
     todos = []
     for t in entry["todos"]:
         chunk = _chunk_at(chunks, t["line"])

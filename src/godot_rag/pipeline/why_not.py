@@ -1,4 +1,4 @@
-""""Why not retrieved?": rank one knowledge record against a chunk's stored query.
+""" "Why not retrieved?": rank one knowledge record against a chunk's stored query.
 
 The query is the one the retriever stored for the chunk, and its vector the
 one the retriever embedded (from the embedding cache, keyed like the
@@ -24,7 +24,7 @@ def _search_mode(stored_kb_version: str, kb: dict) -> tuple[str, bool]:
     retrieval's kb_version, which the retriever writes as '<data version>/<mode>'."""
     prefix = kb["data_version"] + "/"
     if stored_kb_version.startswith(prefix):
-        return stored_kb_version[len(prefix):], False
+        return stored_kb_version[len(prefix) :], False
     mode = "lexical" if stored_kb_version.endswith("/lexical") else kb["embedding_model"]
     return mode, True
 
@@ -52,15 +52,28 @@ async def why_not_retrieved(store: Store, analysis_id: str, chunk_id: str, recor
         if vector is None:
             out["notes"].append(f"the query vector ({mode}) is not in the embedding cache: the vector search is left out")
     tables = TABLE_PRIORITY.get(query.intent, TABLE_PRIORITY[INTENT_VERSION])
-    stored = [h.get("record_id", "") for h in retrieval["hits"] or [] if (h.get("table") or h.get("table_name")) == target["table_name"]]
-    facts = await store.rank_record(query, table=target["table_name"], record_id=target["id"], tables_searched=tables,
-                                    limit_per_table=limit_per_table, query_embedding=vector, stored_hit_ids=stored,
-                                    kb_changed=kb_changed)
+    stored = [
+        h.get("record_id", "") for h in retrieval["hits"] or [] if (h.get("table") or h.get("table_name")) == target["table_name"]
+    ]
+    facts = await store.rank_record(
+        query,
+        table=target["table_name"],
+        record_id=target["id"],
+        tables_searched=tables,
+        limit_per_table=limit_per_table,
+        query_embedding=vector,
+        stored_hit_ids=stored,
+        kb_changed=kb_changed,
+    )
     if facts is None:
         return out
     e = explain(facts)
     out["result"] = {
-        "table": facts.table, "record_id": facts.record_id, "title": facts.title, "cut": e.cut, "summary": e.summary,
+        "table": facts.table,
+        "record_id": facts.record_id,
+        "title": facts.title,
+        "cut": e.cut,
+        "summary": e.summary,
         "details": list(e.details),
         "searches": [{**asdict(r), "name": SEARCH_NAMES.get(r.search, r.search), "text": rank_text(r)} for r in facts.ranks],
         "facts": asdict(facts),

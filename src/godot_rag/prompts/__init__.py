@@ -162,21 +162,24 @@ def render_messages(ps: PromptSet, c: PromptChunk) -> list[dict[str, str]]:
         evidence = "\n\n".join(fence("candidate", _candidate_text(x)) for x in c.candidates)
     else:
         evidence = "(no candidates: evidence must be an empty list and basis_record_id empty)"
-    user = fill(ps.user, {
-        "prompt": " ".join(c.prompt.split()) or "(none)",
-        "intent": c.intent or "version_check",
-        "chunk_kind": c.chunk_kind,
-        # Everything from the project is fenced: a node name is the project's text too.
-        "chunk_name": fence("chunk_name", c.chunk_name or "-"),
-        "source_kind": c.source_kind or "text",
-        "start_line": c.start_line,
-        "end_line": c.end_line,
-        "surrounding_context": fence("context", context),
-        "chunk": fence("chunk", code),
-        "candidate_count": len(c.candidates),
-        "evidence": evidence,
-        "answer_rule": " The question asks for an explanation: put it in answer." if c.answer_required else "",
-    })
+    user = fill(
+        ps.user,
+        {
+            "prompt": " ".join(c.prompt.split()) or "(none)",
+            "intent": c.intent or "version_check",
+            "chunk_kind": c.chunk_kind,
+            # Everything from the project is fenced: a node name is the project's text too.
+            "chunk_name": fence("chunk_name", c.chunk_name or "-"),
+            "source_kind": c.source_kind or "text",
+            "start_line": c.start_line,
+            "end_line": c.end_line,
+            "surrounding_context": fence("context", context),
+            "chunk": fence("chunk", code),
+            "candidate_count": len(c.candidates),
+            "evidence": evidence,
+            "answer_rule": " The question asks for an explanation: put it in answer." if c.answer_required else "",
+        },
+    )
     return [{"role": "system", "content": ps.system}, {"role": "user", "content": user}]
 
 

@@ -68,27 +68,46 @@ class DiffSide:
     chunks: Sequence[DiffChunk] = field(default_factory=tuple)
 
     def header(self) -> dict:
-        return {"ref": self.ref, "analysis_id": self.analysis_id, "version_id": self.version_id, "label": self.label,
-                "confidence": self.confidence}
+        return {
+            "ref": self.ref,
+            "analysis_id": self.analysis_id,
+            "version_id": self.version_id,
+            "label": self.label,
+            "confidence": self.confidence,
+        }
 
 
 def _candidates(a: Sequence[DiffHit], b: Sequence[DiffHit]) -> dict:
     rank_a = {(h.table, h.record_id): (i + 1, h) for i, h in enumerate(a)}
     rank_b = {(h.table, h.record_id): (i + 1, h) for i, h in enumerate(b)}
-    added = [{"table": h.table, "record_id": h.record_id, "title": h.title, "rank": r, "score": h.score}
-             for k, (r, h) in rank_b.items() if k not in rank_a]
-    removed = [{"table": h.table, "record_id": h.record_id, "title": h.title, "rank": r, "score": h.score}
-               for k, (r, h) in rank_a.items() if k not in rank_b]
-    moved = [{"table": k[0], "record_id": k[1], "a_rank": rank_a[k][0], "b_rank": rank_b[k][0],
-              "a_score": rank_a[k][1].score, "b_score": rank_b[k][1].score}
-             for k in rank_a if k in rank_b and rank_a[k][0] != rank_b[k][0]]
+    added = [
+        {"table": h.table, "record_id": h.record_id, "title": h.title, "rank": r, "score": h.score}
+        for k, (r, h) in rank_b.items()
+        if k not in rank_a
+    ]
+    removed = [
+        {"table": h.table, "record_id": h.record_id, "title": h.title, "rank": r, "score": h.score}
+        for k, (r, h) in rank_a.items()
+        if k not in rank_b
+    ]
+    moved = [
+        {
+            "table": k[0],
+            "record_id": k[1],
+            "a_rank": rank_a[k][0],
+            "b_rank": rank_b[k][0],
+            "a_score": rank_a[k][1].score,
+            "b_score": rank_b[k][1].score,
+        }
+        for k in rank_a
+        if k in rank_b and rank_a[k][0] != rank_b[k][0]
+    ]
     return {"added": added, "removed": removed, "moved": moved}
 
 
 def _notes(a: Iterable[DiffNote], b: Iterable[DiffNote]) -> dict:
     set_a, set_b = list(dict.fromkeys(a)), list(dict.fromkeys(b))
-    return {"added": [n.as_dict() for n in set_b if n not in set_a],
-            "removed": [n.as_dict() for n in set_a if n not in set_b]}
+    return {"added": [n.as_dict() for n in set_b if n not in set_a], "removed": [n.as_dict() for n in set_a if n not in set_b]}
 
 
 def _place(c: DiffChunk) -> dict:
@@ -100,16 +119,29 @@ def diff_chunk(a: DiffChunk | None, b: DiffChunk | None) -> dict:
     if a is None or b is None:
         present = b if a is None else a
         assert present is not None
-        return {**_place(present), "presence": "only_b" if a is None else "only_a", "changed": True,
-                "label": None, "needs_migration": None,
-                "candidates": {"added": [], "removed": [], "moved": []}, "notes": {"added": [], "removed": []}}
+        return {
+            **_place(present),
+            "presence": "only_b" if a is None else "only_a",
+            "changed": True,
+            "label": None,
+            "needs_migration": None,
+            "candidates": {"added": [], "removed": [], "moved": []},
+            "notes": {"added": [], "removed": []},
+        }
     candidates = _candidates(a.hits, b.hits)
     notes = _notes(a.notes, b.notes)
     label = {"a": a.signal, "b": b.signal} if a.signal != b.signal else None
     migration = {"a": a.needs_migration, "b": b.needs_migration} if a.needs_migration != b.needs_migration else None
     changed = bool(label or migration or any(candidates.values()) or any(notes.values()))
-    return {**_place(b), "presence": "both", "changed": changed, "label": label, "needs_migration": migration,
-            "candidates": candidates, "notes": notes}
+    return {
+        **_place(b),
+        "presence": "both",
+        "changed": changed,
+        "label": label,
+        "needs_migration": migration,
+        "candidates": candidates,
+        "notes": notes,
+    }
 
 
 def diff_sides(a: DiffSide, b: DiffSide) -> dict:
@@ -138,24 +170,45 @@ def diff_sides(a: DiffSide, b: DiffSide) -> dict:
         "transitions": dict(sorted(transitions.items())),
     }
     return {
-        "a": a.header(), "b": b.header(),
-        "verdict": {"a": a.label, "b": b.label, "changed": a.label != b.label,
-                    "a_confidence": a.confidence, "b_confidence": b.confidence},
+        "a": a.header(),
+        "b": b.header(),
+        "verdict": {
+            "a": a.label,
+            "b": b.label,
+            "changed": a.label != b.label,
+            "a_confidence": a.confidence,
+            "b_confidence": b.confidence,
+        },
         "summary": summary,
         "chunks": entries,
     }
 
 
-def chunk_from_row(chunk_id: str, source_file: str, start_line: int, end_line: int, judgment: dict | None,
-                   hits: Sequence[dict] | None, status: str = "") -> DiffChunk:
+def chunk_from_row(
+    chunk_id: str,
+    source_file: str,
+    start_line: int,
+    end_line: int,
+    judgment: dict | None,
+    hits: Sequence[dict] | None,
+    status: str = "",
+) -> DiffChunk:
     """A DiffChunk from stored JSON (a judgment dict and hit dicts as the store keeps them)."""
     j = judgment or {}
     ok = (j.get("status") or "ok") == "ok"
     return DiffChunk(
-        chunk_id=chunk_id, source_file=source_file, start_line=start_line, end_line=end_line,
-        signal=(j.get("signal") or "") if ok else "", needs_migration=bool(j.get("needs_migration")), status=status,
-        hits=tuple(DiffHit(h.get("table", ""), h.get("record_id", ""), float(h.get("score", 0.0)), h.get("title", ""))
-                   for h in hits or ()),
-        notes=tuple(DiffNote(int(n.get("line", 0)), n.get("old", ""), n.get("new", ""), n.get("basis_record_id", ""))
-                    for n in j.get("migration_notes") or ()),
+        chunk_id=chunk_id,
+        source_file=source_file,
+        start_line=start_line,
+        end_line=end_line,
+        signal=(j.get("signal") or "") if ok else "",
+        needs_migration=bool(j.get("needs_migration")),
+        status=status,
+        hits=tuple(
+            DiffHit(h.get("table", ""), h.get("record_id", ""), float(h.get("score", 0.0)), h.get("title", "")) for h in hits or ()
+        ),
+        notes=tuple(
+            DiffNote(int(n.get("line", 0)), n.get("old", ""), n.get("new", ""), n.get("basis_record_id", ""))
+            for n in j.get("migration_notes") or ()
+        ),
     )

@@ -156,8 +156,10 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
     config = {s: sum(f.sides[s].config for f in files.values()) for s in _SIDES}
     content = {s: sum(f.sides[s].content for f in files.values()) for s in _SIDES}
     fmt = {s: sum(f.sides[s].file_format for f in files.values()) for s in _SIDES}
-    basis = [f"Godot 3 signal weight {total[SIGNAL_GODOT3]:.2f} from {counts['godot3']} chunks; "
-             f"Godot 4 signal weight {total[SIGNAL_GODOT4]:.2f} from {counts['godot4']} chunks"]
+    basis = [
+        f"Godot 3 signal weight {total[SIGNAL_GODOT3]:.2f} from {counts['godot3']} chunks; "
+        f"Godot 4 signal weight {total[SIGNAL_GODOT4]:.2f} from {counts['godot4']} chunks"
+    ]
     failed_line = f"{counts['failed']} chunks failed and are not counted" if counts["failed"] else ""
 
     if sum(config.values()) > 0:
@@ -187,15 +189,18 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
     if blocking:
         label = VERDICT_MIXED
         confidence = _mixed_confidence(files, blocking, other)
-        basis.append(f"mixed: written for {_NAME[other]}, which {_NAME[own]} cannot load or run: "
-                     + _list(f"{name} ({why})" for name, why in blocking))
+        basis.append(
+            f"mixed: written for {_NAME[other]}, which {_NAME[own]} cannot load or run: "
+            + _list(f"{name} ({why})" for name, why in blocking)
+        )
     else:
         label = _LABEL[own]
         confidence = _own_confidence(config[own] > 0, content[own], content[other], fmt[own] + fmt[other])
     basis.extend(leftovers)
     for s in _SIDES:
-        top = sorted(((f.source_file, f.sides[s].weight) for f in files.values() if f.sides[s].weight > 0),
-                     key=lambda kv: (-kv[1], kv[0]))[:5]
+        top = sorted(
+            ((f.source_file, f.sides[s].weight) for f in files.values() if f.sides[s].weight > 0), key=lambda kv: (-kv[1], kv[0])
+        )[:5]
         if top:
             basis.append(f"strongest {_NAME[s]} files: " + ", ".join(f"{name} ({w:.2f})" for name, w in top))
     if failed_line:
@@ -255,17 +260,23 @@ def _leftovers(files: dict[str, _File], other: str, blocking: set[str]) -> list[
         n = len(names)
         if key == "format":
             if other == SIGNAL_GODOT3:
-                head = (f"{n} scene/resource file{'s' * (n != 1)} still in the Godot 3 file format; "
-                        f"Godot 4 loads {'them' if n != 1 else 'it'}; re-save to convert")
+                head = (
+                    f"{n} scene/resource file{'s' * (n != 1)} still in the Godot 3 file format; "
+                    f"Godot 4 loads {'them' if n != 1 else 'it'}; re-save to convert"
+                )
             else:
                 head = f"{n} scene/resource file{'s' * (n != 1)} in the Godot 4 file format"
         elif key == "properties":
-            head = f"{name} property or type names in {n} scene/resource file{'s' * (n != 1)} (convert them; see the migration notes)"
+            head = (
+                f"{name} property or type names in {n} scene/resource file{'s' * (n != 1)} (convert them; see the migration notes)"
+            )
         elif key == "judged":
             head = f"{n} scene/resource file{'s' * (n != 1)} judged {name} (the judgments name no evidence kinds)"
         elif key == "syntax":
-            head = (f"{name} syntax left in {n} script{'s' * (n != 1)} written for the project's version "
-                    f"(it does not parse until converted)")
+            head = (
+                f"{name} syntax left in {n} script{'s' * (n != 1)} written for the project's version "
+                f"(it does not parse until converted)"
+            )
         elif key == "api":
             head = f"{name} API in {n} script{'s' * (n != 1)} (convert these calls; see the migration notes)"
         elif key == "import":

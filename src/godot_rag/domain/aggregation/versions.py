@@ -36,8 +36,7 @@ def judgment_version_id(*, judge_kind: str, model: str, prompt_version: str, ret
 
 
 def judgment_config(*, judge_kind: str, model: str, prompt_version: str, retrieval_version: str) -> dict:
-    return {"judge_kind": judge_kind, "model": model, "prompt_version": prompt_version,
-            "retrieval_version": retrieval_version}
+    return {"judge_kind": judge_kind, "model": model, "prompt_version": prompt_version, "retrieval_version": retrieval_version}
 
 
 def replay_id_of(analysis_id: str, from_stage: str, config: Mapping[str, object]) -> str:
@@ -61,8 +60,9 @@ def version_chain(version_id: str, versions: Mapping[str, str]) -> list[str]:
     return chain
 
 
-def resolve_version(version_id: str, versions: Mapping[str, str],
-                    rows_by_chunk: Mapping[str, Mapping[str, dict]]) -> dict[str, dict]:
+def resolve_version(
+    version_id: str, versions: Mapping[str, str], rows_by_chunk: Mapping[str, Mapping[str, dict]]
+) -> dict[str, dict]:
     """Each chunk's row in ``version_id``: its own row in that version, else the nearest base version's.
 
     ``rows_by_chunk`` maps chunk id -> version id -> row. A chunk with no row

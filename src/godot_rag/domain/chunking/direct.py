@@ -488,9 +488,7 @@ def _node_path(root: str, rel: str) -> str:
     return "/".join([root, *parts])
 
 
-def _ini_segments(
-    items: list[_Item], lines: list[_Line], errors: list[SourceError], *, project: bool
-) -> list[_Segment]:
+def _ini_segments(items: list[_Item], lines: list[_Line], errors: list[SourceError], *, project: bool) -> list[_Segment]:
     """INI-style files; `project` turns on the project.godot special cases."""
     b = _Builder()
     section: str | None = None  # None: before any section
@@ -619,9 +617,7 @@ def _variant_candidates(seg: _Segment, lines: list[_Line], ext: dict[str, _ExtRe
                 if _IDENT.match(t):
                     symbols.append(t)
             elif value in ("format", "config_version") and nxt == ("p", "=") and nxt2[0] == "num":
-                if (value == "format" and seg.kind == "header") or (
-                    value == "config_version" and seg.kind == "config_version"
-                ):
+                if (value == "format" and seg.kind == "header") or (value == "config_version" and seg.kind == "config_version"):
                     symbols.append(f"{value}={nxt2[1]}")
             elif nxt == ("p", "("):
                 if value == "ExtResource" and nxt2[0] in ("str", "num"):
@@ -702,9 +698,7 @@ def _assign(source_file: str, source_bytes: bytes, lines: list[_Line], pieces: l
     return tuple(chunks)
 
 
-def _variant_pieces(
-    source_kind: str, lines: list[_Line], errors: list[SourceError]
-) -> list[_Piece]:
+def _variant_pieces(source_kind: str, lines: list[_Line], errors: list[SourceError]) -> list[_Piece]:
     header_like = _SCENE_HEADER_LIKE if source_kind in _SCENE_KINDS else _INI_HEADER_LIKE
     items, scan_errors = _scan(lines, header_like)
     errors.extend(scan_errors)
@@ -717,9 +711,7 @@ def _variant_pieces(
         for seg in segments:
             h = seg.header
             if seg.kind == "ext_resource" and h is not None and "id" in h.attrs:
-                ext.setdefault(
-                    _unquote(h.attrs["id"]), _ExtResource(_unquote(h.attrs.get("path", "")), h.text, len(ext))
-                )
+                ext.setdefault(_unquote(h.attrs["id"]), _ExtResource(_unquote(h.attrs.get("path", "")), h.text, len(ext)))
     pieces: list[_Piece] = []
     for seg in segments:
         cols: dict[int, int] = {}
@@ -731,9 +723,7 @@ def _variant_pieces(
         if seg.kind == "node":
             used = sorted((ext[e] for e in cands.ext_ids if e in ext), key=lambda r: r.order)
             context = "\n".join(r.line_text for r in used)
-        pieces.append(
-            _Piece(seg.kind, seg.name, seg.node_kind, seg.items[0].first, seg.items[-1].last, cols, cands, context)
-        )
+        pieces.append(_Piece(seg.kind, seg.name, seg.node_kind, seg.items[0].first, seg.items[-1].last, cols, cands, context))
     return pieces
 
 
@@ -824,9 +814,7 @@ def chunk_direct(
     if isinstance(source_bytes, (bytearray, memoryview)):
         source_bytes = bytes(source_bytes)
     if not isinstance(source_bytes, bytes):
-        return _failed(
-            source_file, source_kind, "", SourceError(1, 1, 1, 1, f"source is {type(source_bytes).__name__}, not bytes")
-        )
+        return _failed(source_file, source_kind, "", SourceError(1, 1, 1, 1, f"source is {type(source_bytes).__name__}, not bytes"))
     sha = hashlib.sha256(source_bytes).hexdigest()
     if source_kind not in SOURCE_KINDS:
         return _failed(

@@ -327,9 +327,7 @@ def parse_gdscript(
         decoded = source_bytes.decode("utf-8")
     except UnicodeDecodeError as exc:
         line, column = _position(source_bytes, exc.start)
-        return _failed(
-            source_file, sha, f"invalid UTF-8 at byte offset {exc.start}: {exc.reason}", line, column
-        )
+        return _failed(source_file, sha, f"invalid UTF-8 at byte offset {exc.start}: {exc.reason}", line, column)
     body_start = len(_BOM) if source_bytes.startswith(_BOM) else 0
     if not source_bytes[body_start:].strip():
         return ChunkingResult(
@@ -475,9 +473,7 @@ class _Chunker:
             node = stack.pop()
             if node.is_error:
                 # 40 bytes may end inside a character: drop the partial one.
-                snippet = self.src[node.start_byte : min(node.end_byte, node.start_byte + 40)].decode(
-                    "utf-8", errors="ignore"
-                )
+                snippet = self.src[node.start_byte : min(node.end_byte, node.start_byte + 40)].decode("utf-8", errors="ignore")
                 snippet = snippet.split("\n", 1)[0].strip()
                 found.append(self._error_at(node, f"syntax error near {snippet!r}"))
             elif node.is_missing:
@@ -694,9 +690,7 @@ class _Chunker:
                 end_byte = min(end_byte, node.end_byte)
             refined.extend(self._segment(start_byte, max(end_byte, start_byte), seg_first, seg_last, scope))
 
-    def _segment(
-        self, start_byte: int, end_byte: int, first: int, last: int, scope: tuple[str, ...]
-    ) -> list[SourceError]:
+    def _segment(self, start_byte: int, end_byte: int, first: int, last: int, scope: tuple[str, ...]) -> list[SourceError]:
         """Chunk one piece of a cut region; return the errors it still has."""
         start_point = (first, start_byte - self.starts[first])
         end_line = self.line_of(max(end_byte - 1, start_byte))
@@ -924,7 +918,7 @@ class _Chunker:
                     char_start = to_char(start)
                     refs.append((char_start - first, value))
                     scan_ranges.append((char_start, to_char(end)))
-                    if value[1:2] in ("\"", "'") and end - start > 2:
+                    if value[1:2] in ('"', "'") and end - start > 2:
                         mask_ranges.append((to_char(start + 2), to_char(end - 1)))
                     node_class = cand.node_path_class(value)
                     if node_class is not None:

@@ -14,7 +14,9 @@ class ValidationProblem:
     message: str
 
 
-def validate_chunking(expanded_block: bytes, result: ChunkingResult, payload_chunk_ids: list[tuple[str, int]]) -> list[ValidationProblem]:
+def validate_chunking(
+    expanded_block: bytes, result: ChunkingResult, payload_chunk_ids: list[tuple[str, int]]
+) -> list[ValidationProblem]:
     """expanded block sha256 == trace sha256; chunk_order strictly increasing;
     every payload chunk_id exists in the file's chunk list with the same order."""
     problems: list[ValidationProblem] = []
@@ -24,7 +26,9 @@ def validate_chunking(expanded_block: bytes, result: ChunkingResult, payload_chu
     previous = 0
     for c in result.chunks:
         if c.chunk_order <= previous:
-            problems.append(ValidationProblem("order", f"chunk_order {c.chunk_order} of {c.chunk_id} does not increase (after {previous})"))
+            problems.append(
+                ValidationProblem("order", f"chunk_order {c.chunk_order} of {c.chunk_id} does not increase (after {previous})")
+            )
         previous = c.chunk_order
     orders = {c.chunk_id: c.chunk_order for c in result.chunks}
     if len(orders) != len(result.chunks):
@@ -33,5 +37,9 @@ def validate_chunking(expanded_block: bytes, result: ChunkingResult, payload_chu
         if chunk_id not in orders:
             problems.append(ValidationProblem("membership", f"payload chunk {chunk_id} is not in the file's chunk list"))
         elif orders[chunk_id] != order:
-            problems.append(ValidationProblem("membership", f"payload chunk {chunk_id} has order {order}, the file's list says {orders[chunk_id]}"))
+            problems.append(
+                ValidationProblem(
+                    "membership", f"payload chunk {chunk_id} has order {order}, the file's list says {orders[chunk_id]}"
+                )
+            )
     return problems

@@ -112,8 +112,11 @@ class Budget:
             raise ArchiveError(
                 f"archive bomb: extracted size passes the limit of {self.limits.max_total_bytes} bytes (at {path!r})"
             )
-        if (self.archive_bytes is not None and self.total > RATIO_FLOOR_BYTES
-                and self.total > self.limits.max_ratio * self.archive_bytes):
+        if (
+            self.archive_bytes is not None
+            and self.total > RATIO_FLOOR_BYTES
+            and self.total > self.limits.max_ratio * self.archive_bytes
+        ):
             raise ArchiveError(
                 f"archive bomb: {self.total} bytes extracted from {self.archive_bytes} bytes of archive "
                 f"(ratio over {self.limits.max_ratio:g}, at {path!r})"
@@ -125,8 +128,7 @@ class Budget:
             raise ArchiveError(
                 f"archive bomb: entry {entry.path!r} declares {entry.size} bytes, over the limit of {self.limits.max_total_bytes}"
             )
-        if (entry.compressed_size and entry.size > RATIO_FLOOR_BYTES
-                and entry.size > self.limits.max_ratio * entry.compressed_size):
+        if entry.compressed_size and entry.size > RATIO_FLOOR_BYTES and entry.size > self.limits.max_ratio * entry.compressed_size:
             raise ArchiveError(
                 f"archive bomb: entry {entry.path!r} inflates {entry.compressed_size} bytes to {entry.size} "
                 f"(ratio over {self.limits.max_ratio:g})"
@@ -213,4 +215,3 @@ def archive_stem(name: str) -> str:
 
 def looks_like_archive_name(name: str) -> bool:
     return name.lower().endswith(ARCHIVE_SUFFIXES)
-

@@ -33,16 +33,79 @@ REASON_UNKNOWN = "file type not analysed in source-analysis mode"
 DOC_EXTENSIONS = {".md", ".txt", ".rst", ".pdf", ".adoc", ".html", ".htm", ".rtf", ".odt", ".docx"}
 DOC_BASENAMES = {"license", "licence", "readme", "copying", "authors", "changelog", "contributors", "notice", "credits"}
 BINARY_EXTENSIONS = {
-    ".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tga", ".gif", ".ico", ".exr", ".hdr", ".svg", ".ktx", ".dds",
-    ".ogg", ".wav", ".mp3", ".flac", ".opus",
-    ".ttf", ".otf", ".woff", ".woff2", ".fnt",
-    ".glb", ".gltf", ".fbx", ".obj", ".dae", ".blend", ".mesh", ".res", ".scn", ".anim",
-    ".zip", ".gz", ".tar", ".7z", ".pck", ".so", ".dll", ".dylib", ".exe", ".a", ".wasm", ".jar",
-    ".ogv", ".webm", ".mp4", ".stex", ".ctex", ".sample", ".oggvorbisstr",
+    ".png",
+    ".jpg",
+    ".jpeg",
+    ".webp",
+    ".bmp",
+    ".tga",
+    ".gif",
+    ".ico",
+    ".exr",
+    ".hdr",
+    ".svg",
+    ".ktx",
+    ".dds",
+    ".ogg",
+    ".wav",
+    ".mp3",
+    ".flac",
+    ".opus",
+    ".ttf",
+    ".otf",
+    ".woff",
+    ".woff2",
+    ".fnt",
+    ".glb",
+    ".gltf",
+    ".fbx",
+    ".obj",
+    ".dae",
+    ".blend",
+    ".mesh",
+    ".res",
+    ".scn",
+    ".anim",
+    ".zip",
+    ".gz",
+    ".tar",
+    ".7z",
+    ".pck",
+    ".so",
+    ".dll",
+    ".dylib",
+    ".exe",
+    ".a",
+    ".wasm",
+    ".jar",
+    ".ogv",
+    ".webm",
+    ".mp4",
+    ".stex",
+    ".ctex",
+    ".sample",
+    ".oggvorbisstr",
 }
 OTHER_LANGUAGE_EXTENSIONS = {
-    ".py", ".c", ".h", ".cpp", ".hpp", ".cc", ".js", ".ts", ".rs", ".go", ".java", ".lua", ".sh", ".bat",
-    ".ps1", ".swift", ".kt", ".m", ".mm",
+    ".py",
+    ".c",
+    ".h",
+    ".cpp",
+    ".hpp",
+    ".cc",
+    ".js",
+    ".ts",
+    ".rs",
+    ".go",
+    ".java",
+    ".lua",
+    ".sh",
+    ".bat",
+    ".ps1",
+    ".swift",
+    ".kt",
+    ".m",
+    ".mm",
 }
 
 # source_kind by extension for included text files.
@@ -425,16 +488,20 @@ def walk_folder(root: Path, limits: WalkLimits | None = None) -> list[TreeEntry]
                 if readable_by_policy(rel):
                     total += st.st_size
                     if total > limits.max_bytes:
-                        raise IngestError(f"{root}: the files to read pass the limit of {limits.max_bytes} bytes "
-                                          f"(at {rel}); analyse a smaller folder or raise GODOT_RAG_WALK_MAX_BYTES")
+                        raise IngestError(
+                            f"{root}: the files to read pass the limit of {limits.max_bytes} bytes "
+                            f"(at {rel}); analyse a smaller folder or raise GODOT_RAG_WALK_MAX_BYTES"
+                        )
         if len(entries) > limits.max_entries:
-            raise IngestError(f"{root}: more than {limits.max_entries} entries; analyse a smaller folder "
-                              "or raise GODOT_RAG_WALK_MAX_ENTRIES")
+            raise IngestError(
+                f"{root}: more than {limits.max_entries} entries; analyse a smaller folder or raise GODOT_RAG_WALK_MAX_ENTRIES"
+            )
     return entries
 
 
-def scan_projects(root: Path, *, max_bytes: int, keep_text: bool = False,
-                  extra: list[TreeEntry] | None = None, limits: WalkLimits | None = None) -> list[ProjectFiles]:
+def scan_projects(
+    root: Path, *, max_bytes: int, keep_text: bool = False, extra: list[TreeEntry] | None = None, limits: WalkLimits | None = None
+) -> list[ProjectFiles]:
     """The projects of a folder; ``extra`` adds entries decided elsewhere (e.g. a git submodule)."""
     return decide_tree([*walk_folder(root, limits), *(extra or [])], max_bytes=max_bytes, keep_text=keep_text)
 
@@ -566,8 +633,16 @@ def guess_snippet_kind(text: str) -> str:
     return "gdscript"
 
 
-SNIPPET_EXTENSION = {"gdscript": ".gd", "scene": ".tscn", "resource": ".tres", "project_config": ".godot", "import_meta": ".import",
-                     "uid": ".uid", "config": ".cfg", "shader": ".gdshader"}
+SNIPPET_EXTENSION = {
+    "gdscript": ".gd",
+    "scene": ".tscn",
+    "resource": ".tres",
+    "project_config": ".godot",
+    "import_meta": ".import",
+    "uid": ".uid",
+    "config": ".cfg",
+    "shader": ".gdshader",
+}
 ANALYSED_KINDS = frozenset(KIND_BY_EXTENSION.values()) | frozenset(KIND_BY_BASENAME.values())
 
 

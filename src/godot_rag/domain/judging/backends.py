@@ -83,13 +83,36 @@ def contract_json(request: JudgmentRequest) -> str:
     return request.judgment_contract or json.dumps(contract_for(scope_of(request)), sort_keys=True)
 
 
-def failed_judgment(*, kind: str, model: str, prompt_version: str, error: str, raw_output: str = "",
-                    latency_ms: float = 0.0, prompt_tokens: int = 0, completion_tokens: int = 0, llm_calls: int = 0) -> Judgment:
+def failed_judgment(
+    *,
+    kind: str,
+    model: str,
+    prompt_version: str,
+    error: str,
+    raw_output: str = "",
+    latency_ms: float = 0.0,
+    prompt_tokens: int = 0,
+    completion_tokens: int = 0,
+    llm_calls: int = 0,
+) -> Judgment:
     """A judgment that did not come about: no signal, the reason and the raw output kept."""
     return Judgment(
-        signal="", needs_migration=False, confidence=0.0, evidence=(), migration_notes=(), explanation="", judge_kind=kind,
-        model=model, prompt_version=prompt_version, raw_output=raw_output, status=JUDGMENT_FAILED, error=error[:4000],
-        latency_ms=latency_ms, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, llm_calls=llm_calls,
+        signal="",
+        needs_migration=False,
+        confidence=0.0,
+        evidence=(),
+        migration_notes=(),
+        explanation="",
+        judge_kind=kind,
+        model=model,
+        prompt_version=prompt_version,
+        raw_output=raw_output,
+        status=JUDGMENT_FAILED,
+        error=error[:4000],
+        latency_ms=latency_ms,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        llm_calls=llm_calls,
     )
 
 
@@ -109,8 +132,14 @@ class RulesBackend:
 
     def judge_now(self, request: JudgmentRequest) -> Judgment:
         started = time.perf_counter()
-        judgment = judge_chunk(request.chunk, request.source_kind, request.evidence, self.index, request.declared_names,
-                               scope_from_json(request.project_symbols))
+        judgment = judge_chunk(
+            request.chunk,
+            request.source_kind,
+            request.evidence,
+            self.index,
+            request.declared_names,
+            scope_from_json(request.project_symbols),
+        )
         latency_ms = (time.perf_counter() - started) * 1000
         # The rules judge is held to the same contract as a model, except two
         # things only a model can do: its notes may rest on any record of the
@@ -118,9 +147,14 @@ class RulesBackend:
         # an explain-type question (judge=llm routes those to the model).
         errors = validate(from_judgment(judgment), scope_of(request, self._basis_ids, can_answer=False))
         if errors:
-            return failed_judgment(kind=self.kind, model=self.model, prompt_version=self.prompt_version,
-                                   error="rules judgment breaks the contract: " + "; ".join(errors),
-                                   raw_output=json.dumps(from_judgment(judgment)), latency_ms=latency_ms)
+            return failed_judgment(
+                kind=self.kind,
+                model=self.model,
+                prompt_version=self.prompt_version,
+                error="rules judgment breaks the contract: " + "; ".join(errors),
+                raw_output=json.dumps(from_judgment(judgment)),
+                latency_ms=latency_ms,
+            )
         return replace(judgment, status=JUDGMENT_OK, latency_ms=latency_ms, route="rules")
 
 
@@ -129,17 +163,30 @@ def prompt_chunk(request: JudgmentRequest) -> PromptChunk:
     for h in request.evidence:
         meta = h.metadata or {}
         enabled = meta.get("enabled") if h.table_name == "api_mapping" else None
-        candidates.append(Candidate(
-            table=h.table_name, record_id=h.record_id, title=h.title, content=h.content,
-            before_code=str(meta.get("before_code", "") or ""), after_code=str(meta.get("after_code", "") or ""),
-            enabled=enabled if isinstance(enabled, bool) else None,
-        ))
+        candidates.append(
+            Candidate(
+                table=h.table_name,
+                record_id=h.record_id,
+                title=h.title,
+                content=h.content,
+                before_code=str(meta.get("before_code", "") or ""),
+                after_code=str(meta.get("after_code", "") or ""),
+                enabled=enabled if isinstance(enabled, bool) else None,
+            )
+        )
     c = request.chunk
     return PromptChunk(
-        prompt=request.prompt, intent=request.intent, source_kind=request.source_kind, chunk_kind=c.chunk_kind,
-        chunk_name=c.name, start_line=c.span.start_line, end_line=max(c.span.start_line, c.span.end_line),
-        code_text=c.code_text, surrounding_context=c.surrounding_context,
-        candidates=tuple(candidates), answer_required=answer_required(request.prompt),
+        prompt=request.prompt,
+        intent=request.intent,
+        source_kind=request.source_kind,
+        chunk_kind=c.chunk_kind,
+        chunk_name=c.name,
+        start_line=c.span.start_line,
+        end_line=max(c.span.start_line, c.span.end_line),
+        code_text=c.code_text,
+        surrounding_context=c.surrounding_context,
+        candidates=tuple(candidates),
+        answer_required=answer_required(request.prompt),
     )
 
 
@@ -181,19 +228,37 @@ class LLMBackend:
                 if reply.finish_reason == "length":
                     problems.insert(0, f"the reply was cut at max_tokens={self.client.max_tokens}")
                 errors.append(f"{attempt} attempt: " + "; ".join(problems))
-                messages = [*messages, {"role": "assistant", "content": reply.text},
-                            {"role": "user", "content": render_repair(self.prompts, problems, scope.start_line, scope.end_line)}]
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": reply.text},
+                    {"role": "user", "content": render_repair(self.prompts, problems, scope.start_line, scope.end_line)},
+                ]
                 continue
-            judgment = to_judgment(data, judge_kind=self.kind, model=self.model, prompt_version=self.prompt_version,
-                                   raw_output=reply.text)
-            return replace(judgment, status=JUDGMENT_OK, prompt_tokens=tokens_in, completion_tokens=tokens_out, llm_calls=calls,
-                           latency_ms=latency_ms,
-                           # the first attempt's violations stay visible on a repaired judgment
-                           error=errors[0] if attempt == "repair" else "")
+            judgment = to_judgment(
+                data, judge_kind=self.kind, model=self.model, prompt_version=self.prompt_version, raw_output=reply.text
+            )
+            return replace(
+                judgment,
+                status=JUDGMENT_OK,
+                prompt_tokens=tokens_in,
+                completion_tokens=tokens_out,
+                llm_calls=calls,
+                latency_ms=latency_ms,
+                # the first attempt's violations stay visible on a repaired judgment
+                error=errors[0] if attempt == "repair" else "",
+            )
         raw = raws[0] if len(raws) == 1 else "\n".join(f"--- {n} attempt ---\n{r}" for n, r in zip(("first", "repair"), raws))
-        return failed_judgment(kind=self.kind, model=self.model, prompt_version=self.prompt_version, error=" | ".join(errors),
-                               raw_output=raw, latency_ms=latency_ms, prompt_tokens=tokens_in, completion_tokens=tokens_out,
-                               llm_calls=calls)
+        return failed_judgment(
+            kind=self.kind,
+            model=self.model,
+            prompt_version=self.prompt_version,
+            error=" | ".join(errors),
+            raw_output=raw,
+            latency_ms=latency_ms,
+            prompt_tokens=tokens_in,
+            completion_tokens=tokens_out,
+            llm_calls=calls,
+        )
 
 
 CASCADE_POLICIES = ("all", "ambiguous")
@@ -213,8 +278,9 @@ class CascadeBackend:
         self.threshold = threshold
         self.model = llm.model
         # The outcome depends on the rules version and the threshold too, so they are part of the reuse key.
-        self.prompt_version = llm.prompt_version if policy == "all" else \
-            f"{llm.prompt_version}+{rules.model}+ambiguous@{threshold:g}"
+        self.prompt_version = (
+            llm.prompt_version if policy == "all" else f"{llm.prompt_version}+{rules.model}+ambiguous@{threshold:g}"
+        )
 
     def rules_stand(self, request: JudgmentRequest, judgment: Judgment) -> bool:
         if judgment.status != JUDGMENT_OK or answer_required(request.prompt):
@@ -238,13 +304,21 @@ async def judge_once(backend: JudgeBackend, request: JudgmentRequest, *, last_at
     try:
         return await backend.judge(request)
     except LLMRequestError as exc:
-        return failed_judgment(kind=backend.kind, model=backend.model, prompt_version=backend.prompt_version,
-                               error=f"the LLM server rejected the request: {exc}")
+        return failed_judgment(
+            kind=backend.kind,
+            model=backend.model,
+            prompt_version=backend.prompt_version,
+            error=f"the LLM server rejected the request: {exc}",
+        )
     except RetryableError as exc:
         if not last_attempt:
             raise
-        return failed_judgment(kind=backend.kind, model=backend.model, prompt_version=backend.prompt_version,
-                               error=f"gave up after {deliveries} deliveries: {exc}")
+        return failed_judgment(
+            kind=backend.kind,
+            model=backend.model,
+            prompt_version=backend.prompt_version,
+            error=f"gave up after {deliveries} deliveries: {exc}",
+        )
 
 
 def judgment_key(request: JudgmentRequest, backend: JudgeBackend) -> str:

@@ -32,9 +32,21 @@ from functools import lru_cache
 PROJECT_INDEX_VERSION = "symbols/1"
 
 # Keywords that may precede a declaration's head word in Godot 3 and 4.
-_PREFIX_WORDS = frozenset({
-    "static", "onready", "remote", "master", "puppet", "remotesync", "mastersync", "puppetsync", "sync", "slave", "export",
-})
+_PREFIX_WORDS = frozenset(
+    {
+        "static",
+        "onready",
+        "remote",
+        "master",
+        "puppet",
+        "remotesync",
+        "mastersync",
+        "puppetsync",
+        "sync",
+        "slave",
+        "export",
+    }
+)
 _HEAD_WORDS = frozenset({"func", "var", "const", "signal", "enum", "class", "class_name", "extends"})
 _MAX_CHAIN = 16  # extends chains longer than this are a cycle or garbage
 _MAX_TEXT = 4 << 20  # a file larger than this is not indexed (the chunker refuses it anyway)
@@ -84,7 +96,7 @@ def mask_gdscript(text: str) -> str:
         j = min(j, n)
         closed = j < n and text.startswith(q, j)
         out.append(q)
-        out.append(_NOT_NEWLINE.sub(" ", text[start + len(q):j]))
+        out.append(_NOT_NEWLINE.sub(" ", text[start + len(q) : j]))
         if closed:
             out.append(q)
             i = j + len(q)
@@ -146,7 +158,7 @@ def string_at(text: str, i: int) -> str | None:
         j += 1
     if j >= len(text) or text[j] != q:
         return None
-    return text[i + 1:j]
+    return text[i + 1 : j]
 
 
 def identifiers(mask: str) -> set[str]:
@@ -158,7 +170,7 @@ def res_path(path: str, base_dir: str = "") -> str:
     """A ``res://`` (or script-relative) path as a project-relative path without ``res://``."""
     p = path.strip()
     if p.startswith("res://"):
-        p = p[len("res://"):]
+        p = p[len("res://") :]
     elif base_dir and not p.startswith("/"):
         p = posixpath.join(base_dir, p)
     p = posixpath.normpath(p) if p else p
@@ -199,8 +211,13 @@ def _expr_type(mask: str, text: str, i: int, base_dir: str) -> str:
         if _continues(mask, end):
             # preload("x.gd").new() is an instance of the script; anything else is not known here.
             nxt, after = read_ident(mask, end + 1)
-            if nxt == "new" and p.endswith(".gd") and after < len(mask) and mask[after] == "(" \
-                    and not _continues(mask, skip_balanced(mask, after)):
+            if (
+                nxt == "new"
+                and p.endswith(".gd")
+                and after < len(mask)
+                and mask[after] == "("
+                and not _continues(mask, skip_balanced(mask, after))
+            ):
                 return f"P:{p}"
             return ""
         return f"P:{p}" if p.endswith(".gd") else f"S:{p}"
@@ -216,8 +233,7 @@ def _expr_type(mask: str, text: str, i: int, base_dir: str) -> str:
             break
         parts.append(nxt)
         j = j2
-    if len(parts) >= 2 and parts[-1] == "new" and j < len(mask) and mask[j] == "(" \
-            and not _continues(mask, skip_balanced(mask, j)):
+    if len(parts) >= 2 and parts[-1] == "new" and j < len(mask) and mask[j] == "(" and not _continues(mask, skip_balanced(mask, j)):
         return "T:" + ".".join(parts[:-1])
     return ""
 
@@ -309,17 +325,23 @@ class ClassSymbols:
     returns: dict[str, str] = field(default_factory=dict)  # func name -> declared return type reference
 
     def to_json(self) -> dict:
-        return {"extends": self.extends, "members": dict(sorted(self.members.items())),
-                "member_types": dict(sorted(self.member_types.items())),
-                "inner": {k: v.to_json() for k, v in sorted(self.inner.items())},
-                "returns": dict(sorted(self.returns.items()))}
+        return {
+            "extends": self.extends,
+            "members": dict(sorted(self.members.items())),
+            "member_types": dict(sorted(self.member_types.items())),
+            "inner": {k: v.to_json() for k, v in sorted(self.inner.items())},
+            "returns": dict(sorted(self.returns.items())),
+        }
 
     @classmethod
     def from_json(cls, d: dict) -> ClassSymbols:
-        return cls(str(d.get("extends", "")), {str(k): str(v) for k, v in (d.get("members") or {}).items()},
-                   {str(k): str(v) for k, v in (d.get("member_types") or {}).items()},
-                   {str(k): cls.from_json(v) for k, v in (d.get("inner") or {}).items() if isinstance(v, dict)},
-                   {str(k): str(v) for k, v in (d.get("returns") or {}).items()})
+        return cls(
+            str(d.get("extends", "")),
+            {str(k): str(v) for k, v in (d.get("members") or {}).items()},
+            {str(k): str(v) for k, v in (d.get("member_types") or {}).items()},
+            {str(k): cls.from_json(v) for k, v in (d.get("inner") or {}).items() if isinstance(v, dict)},
+            {str(k): str(v) for k, v in (d.get("returns") or {}).items()},
+        )
 
 
 @dataclass
@@ -543,7 +565,7 @@ def _resource_ref(value: str) -> str:
     a, b = v.find("("), v.rfind(")")
     if a < 0 or b <= a:
         return ""
-    return v[a + 1:b].strip().strip("\"'")
+    return v[a + 1 : b].strip().strip("\"'")
 
 
 def scan_scene(path: str, text: str) -> list[SceneNode]:
@@ -578,8 +600,13 @@ def scan_scene(path: str, text: str) -> list[SceneNode]:
                     node_path = name
                 else:
                     node_path = f"{parent}/{name}"
-                current = {"path": node_path, "type": attrs.get("type", ""), "script": "", "unique": False,
-                           "instance": ext.get(_resource_ref(attrs.get("instance", "")), "")}
+                current = {
+                    "path": node_path,
+                    "type": attrs.get("type", ""),
+                    "script": "",
+                    "unique": False,
+                    "instance": ext.get(_resource_ref(attrs.get("instance", "")), ""),
+                }
             continue
         if current is None or "=" not in line:
             continue
@@ -630,14 +657,23 @@ class TypeInfo:
     value_types: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {"members": sorted(self.members), "engine_base": self.engine_base, "origin": self.origin,
-                "signals": sorted(self.signals), "value_types": dict(sorted(self.value_types.items()))}
+        return {
+            "members": sorted(self.members),
+            "engine_base": self.engine_base,
+            "origin": self.origin,
+            "signals": sorted(self.signals),
+            "value_types": dict(sorted(self.value_types.items())),
+        }
 
     @classmethod
     def from_json(cls, d: dict) -> TypeInfo:
-        return cls(frozenset(str(m) for m in d.get("members") or ()), str(d.get("engine_base", "")), str(d.get("origin", "")),
-                   frozenset(str(m) for m in d.get("signals") or ()),
-                   {str(k): str(v) for k, v in (d.get("value_types") or {}).items()})
+        return cls(
+            frozenset(str(m) for m in d.get("members") or ()),
+            str(d.get("engine_base", "")),
+            str(d.get("origin", "")),
+            frozenset(str(m) for m in d.get("signals") or ()),
+            {str(k): str(v) for k, v in (d.get("value_types") or {}).items()},
+        )
 
 
 @dataclass(frozen=True)
@@ -669,8 +705,11 @@ class FileScope:
 
     def to_json(self) -> str:
         d = {
-            "version": PROJECT_INDEX_VERSION, "script": self.script, "self_key": self.self_key,
-            "names": dict(sorted(self.names.items())), "member_types": dict(sorted(self.member_types.items())),
+            "version": PROJECT_INDEX_VERSION,
+            "script": self.script,
+            "self_key": self.self_key,
+            "names": dict(sorted(self.names.items())),
+            "member_types": dict(sorted(self.member_types.items())),
             "types": {k: v.to_json() for k, v in sorted(self.types.items())},
             "nodes": {k: [v.type_key, v.origin] for k, v in sorted(self.nodes.items())},
             "owner": [self.owner.type_key, self.owner.origin] if self.owner else None,
@@ -693,12 +732,16 @@ class FileScope:
     def _from_dict(cls, d: dict) -> FileScope:
         owner = d.get("owner")
         return cls(
-            script=str(d.get("script", "")), self_key=str(d.get("self_key", "")),
+            script=str(d.get("script", "")),
+            self_key=str(d.get("self_key", "")),
             names={str(k): str(v) for k, v in (d.get("names") or {}).items()},
             member_types={str(k): str(v) for k, v in (d.get("member_types") or {}).items()},
             types={str(k): TypeInfo.from_json(v) for k, v in (d.get("types") or {}).items() if isinstance(v, dict)},
-            nodes={str(k): NodeRef(str(v[0]), str(v[1])) for k, v in (d.get("nodes") or {}).items()
-                   if isinstance(v, list) and len(v) == 2},
+            nodes={
+                str(k): NodeRef(str(v[0]), str(v[1]))
+                for k, v in (d.get("nodes") or {}).items()
+                if isinstance(v, list) and len(v) == 2
+            },
             owner=NodeRef(str(owner[0]), str(owner[1])) if isinstance(owner, list) and len(owner) == 2 else None,
             project_names=frozenset(str(n) for n in d.get("project_names") or ()),
         )
@@ -758,8 +801,11 @@ class ProjectIndex:
     def _from_dict(cls, d: dict) -> ProjectIndex:
         return cls(
             {str(k): ScriptSymbols.from_json(v) for k, v in (d.get("scripts") or {}).items() if isinstance(v, dict)},
-            {str(k): [SceneNode.from_json(n) for n in v if isinstance(n, list)] for k, v in (d.get("scenes") or {}).items()
-             if isinstance(v, list)},
+            {
+                str(k): [SceneNode.from_json(n) for n in v if isinstance(n, list)]
+                for k, v in (d.get("scenes") or {}).items()
+                if isinstance(v, list)
+            },
             {str(k): str(v) for k, v in (d.get("autoloads") or {}).items()},
         )
 
@@ -778,7 +824,7 @@ class ProjectIndex:
     def _class(self, key: str) -> ClassSymbols | None:
         if not key.startswith("script:"):
             return None
-        path, _, inner = key[len("script:"):].partition("::")
+        path, _, inner = key[len("script:") :].partition("::")
         cls_: ClassSymbols | None = self.scripts.get(path)
         for part in inner.split("::") if inner else ():
             cls_ = cls_.inner.get(part) if cls_ else None
@@ -882,7 +928,7 @@ class ProjectIndex:
         return cache[key]
 
     def _origin(self, key: str) -> str:
-        path, _, inner = key[len("script:"):].partition("::")
+        path, _, inner = key[len("script:") :].partition("::")
         cn = self.scripts.get(path, ScriptSymbols()).class_name
         what = f"class_name {cn} in {path}" if cn and not inner else f"script {path}"
         return f"inner class {inner} of {what}" if inner else what
@@ -929,10 +975,14 @@ class ProjectIndex:
                 if info is not None:
                     if mentioned is not None:
                         # Only what the file can ask about: names it mentions.
-                        info = TypeInfo(info.members & mentioned, info.engine_base, info.origin, info.signals & mentioned,
-                                        {m: t for m, t in info.value_types.items() if m in mentioned})
-                    types[key] = TypeInfo(info.members, info.engine_base, origin or info.origin, info.signals,
-                                          info.value_types)
+                        info = TypeInfo(
+                            info.members & mentioned,
+                            info.engine_base,
+                            info.origin,
+                            info.signals & mentioned,
+                            {m: t for m, t in info.value_types.items() if m in mentioned},
+                        )
+                    types[key] = TypeInfo(info.members, info.engine_base, origin or info.origin, info.signals, info.value_types)
             return key
 
         add_type(self_key)
@@ -1004,7 +1054,7 @@ class ProjectIndex:
                 t = self._node_type(n, add_type)
                 if not t:
                     continue
-                for rel in [n.path[len(prefix):]] + (["%" + n.path.rsplit("/", 1)[-1]] if n.unique else []):
+                for rel in [n.path[len(prefix) :]] + (["%" + n.path.rsplit("/", 1)[-1]] if n.unique else []):
                     ref = NodeRef(t, scene)
                     if rel in found and found[rel].type_key != t:
                         conflicting.add(rel)

@@ -104,8 +104,11 @@ class ReceiverResolver:
                 return self.of_key(self.scope.names[head], f"{basis}: {value}")
             if "." not in value and self._is_engine(value):
                 return Resolved("engine", value, frozenset(), f"{basis}: {value}")
-            if head in self.scope.names or head in self.scope.project_names or \
-                    (head[:1].isupper() and head != "Variant" and not self._is_engine(head)):
+            if (
+                head in self.scope.names
+                or head in self.scope.project_names
+                or (head[:1].isupper() and head != "Variant" and not self._is_engine(head))
+            ):
                 # A type no engine reference names is the project's (a class_name the
                 # index does not have, or a request without an index).
                 return Resolved("project", "", frozenset(), f"{basis}: {value}, a project class", known_members=False)
@@ -113,8 +116,11 @@ class ReceiverResolver:
         if kind == "P":
             return self.of_key(f"script:{value}", f"{basis}: preload of {value}")
         if kind == "S":
-            return Resolved("engine", "PackedScene", frozenset(), f"{basis}: PackedScene ({value})") \
-                if value.endswith((".tscn", ".scn")) else None
+            return (
+                Resolved("engine", "PackedScene", frozenset(), f"{basis}: PackedScene ({value})")
+                if value.endswith((".tscn", ".scn"))
+                else None
+            )
         if kind == "N":
             return self.of_node(value, basis)
         return None
@@ -190,7 +196,7 @@ class ReceiverResolver:
                 s = string_at(self.text, k)
                 if s is not None:
                     path = ("%" + s) if m[k - 1] == "%" else s
-                    return self.of_node(path, f"receiver `{m[k - 1]}\"{s}\"`")
+                    return self.of_node(path, f'receiver `{m[k - 1]}"{s}"`')
             return None
         if not (ch.isalnum() or ch == "_"):
             return None
@@ -198,7 +204,7 @@ class ReceiverResolver:
         while k >= floor and (m[k].isalnum() or m[k] in "_/"):
             k -= 1
         start = k + 1
-        word = m[start:j + 1]
+        word = m[start : j + 1]
         if k >= floor and m[k] in "$%":
             path = ("%" + word) if m[k] == "%" else word
             return self.of_node(path, f"receiver `{m[k]}{word}`")
@@ -252,7 +258,7 @@ class ReceiverResolver:
         s = e
         while s >= floor and (m[s].isalnum() or m[s] == "_"):
             s -= 1
-        name = m[s + 1:e + 1]
+        name = m[s + 1 : e + 1]
         if not name or name[0].isdigit():
             return None
         arg_at = open_paren + 1
@@ -265,10 +271,10 @@ class ReceiverResolver:
                 # load(path) with a computed path: some engine Resource (a scene, a texture...).
                 return Resolved("engine", "Resource", frozenset(), f"receiver `{name}(...)`: a Resource")
             p = res_path(lit, self.scope.script.rpartition("/")[0])
-            return self.of_ref(("P:" if p.endswith(".gd") else "S:") + p, f"receiver `{name}(\"{lit}\")`") if p else None
+            return self.of_ref(("P:" if p.endswith(".gd") else "S:") + p, f'receiver `{name}("{lit}")`') if p else None
         if name in _NODE_PATH_METHODS and not chained:
             lit = string_at(self.text, arg_at)
-            return self.of_node(lit, f"receiver `{name}(\"{lit}\")`") if lit is not None else None
+            return self.of_node(lit, f'receiver `{name}("{lit}")`') if lit is not None else None
         if chained:
             inner = self.receiver_at(s, depth + 1)
             if name == "new" and inner is not None:

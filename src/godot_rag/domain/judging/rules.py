@@ -146,13 +146,27 @@ class EngineVocabulary:
         v3 = _version_vocabulary(rows3)
         v4 = _version_vocabulary(rows4)
         return cls(
-            classes3=v3["classes"], classes4=v4["classes"], members3=v3["members"], members4=v4["members"],
-            member_names3=v3["member_names"], member_names4=v4["member_names"], globals3=v3["globals"],
-            globals4=v4["globals"], constants3=v3["constants"], constants4=v4["constants"],
-            singletons3=v3["singletons"], singletons4=v4["singletons"], parents3=v3["parents"], parents4=v4["parents"],
-            types3=v3["types"], types4=v4["types"], records3=v3["records"],
-            accessor_names3=v3["accessor_names"], accessor_names4=v4["accessor_names"],
-            editor_only3=v3["editor_only"], editor_only4=v4["editor_only"],
+            classes3=v3["classes"],
+            classes4=v4["classes"],
+            members3=v3["members"],
+            members4=v4["members"],
+            member_names3=v3["member_names"],
+            member_names4=v4["member_names"],
+            globals3=v3["globals"],
+            globals4=v4["globals"],
+            constants3=v3["constants"],
+            constants4=v4["constants"],
+            singletons3=v3["singletons"],
+            singletons4=v4["singletons"],
+            parents3=v3["parents"],
+            parents4=v4["parents"],
+            types3=v3["types"],
+            types4=v4["types"],
+            records3=v3["records"],
+            accessor_names3=v3["accessor_names"],
+            accessor_names4=v4["accessor_names"],
+            editor_only3=v3["editor_only"],
+            editor_only4=v4["editor_only"],
         )
 
     def declaring_class(self, version: str, klass: str, member: str) -> str:
@@ -187,8 +201,15 @@ class EngineVocabulary:
         return name in self.classes3 or name in self.classes4 or name in self.singletons3 or name in self.singletons4
 
     def engine_name(self, name: str) -> bool:
-        return (name in self.member_names3 or name in self.member_names4 or name in self.globals3 or name in self.globals4
-                or self.is_engine_class(name) or name in self.constants3 or name in self.constants4)
+        return (
+            name in self.member_names3
+            or name in self.member_names4
+            or name in self.globals3
+            or name in self.globals4
+            or self.is_engine_class(name)
+            or name in self.constants3
+            or name in self.constants4
+        )
 
 
 _EDITOR_CLASS_PREFIXES = ("Editor", "VisualScript")
@@ -252,11 +273,19 @@ def _version_vocabulary(rows: Iterable[dict]) -> dict:
     game_names = frozenset(n for k, names in own.items() if not k.startswith(_EDITOR_CLASS_PREFIXES) for n in names)
     editor_only = member_names - game_names
     accessor_names = frozenset(n for names in accessors.values() for n in names)
-    return {"classes": classes, "members": members, "member_names": member_names, "accessor_names": accessor_names,
-            "editor_only": editor_only,
-            "globals": frozenset(globals_),
-            "constants": frozenset(constants), "singletons": frozenset(singletons), "parents": parent, "types": types,
-            "records": records}
+    return {
+        "classes": classes,
+        "members": members,
+        "member_names": member_names,
+        "accessor_names": accessor_names,
+        "editor_only": editor_only,
+        "globals": frozenset(globals_),
+        "constants": frozenset(constants),
+        "singletons": frozenset(singletons),
+        "parents": parent,
+        "types": types,
+        "records": records,
+    }
 
 
 @lru_cache(maxsize=1)
@@ -291,16 +320,24 @@ class RenameIndex:
     @property
     def record_ids(self) -> frozenset[str]:
         """Every record a rules note may rest on: rename pairs, the authored member changes, class-reference members."""
-        return frozenset(e.record_id for entries in self.by_old.values() for e in entries) \
-            | shipped_change_ids() | frozenset(self.vocabulary.records3.values())
+        return (
+            frozenset(e.record_id for entries in self.by_old.values() for e in entries)
+            | shipped_change_ids()
+            | frozenset(self.vocabulary.records3.values())
+        )
 
 
 def _entry(record_id: str, p: dict) -> RenameEntry | None:
     if p.get("language") == "csharp" or not p.get("old_symbol"):
         return None
     return RenameEntry(
-        record_id, p["old_symbol"], p.get("new_symbol", ""), p.get("change_type", ""), bool(p.get("enabled", True)),
-        bool(p.get("old_in_godot4", False)), bool(p.get("new_in_godot3", False)),
+        record_id,
+        p["old_symbol"],
+        p.get("new_symbol", ""),
+        p.get("change_type", ""),
+        bool(p.get("enabled", True)),
+        bool(p.get("old_in_godot4", False)),
+        bool(p.get("new_in_godot3", False)),
     )
 
 
@@ -327,6 +364,7 @@ def declared_names_of(chunks: Iterable[tuple[str, str, str]]) -> frozenset[str]:
 # they replace nested or overlapped their quantifiers (a chain of optional
 # annotations, "anything up to a ')'" retried from every line), which made a
 # 100 KB line take seconds and a 2 MB file hours.
+
 
 class _CloseFinder:
     """``text.find(ch, start)`` for starts that only move forward, in linear time overall.
@@ -501,40 +539,81 @@ class _HeadParenScan:
             if t is None:
                 pos = m.end()
                 continue
-            yield m.start(), text[m.end():close]
+            yield m.start(), text[m.end() : close]
             pos = t.end()
 
     def finditer(self, text: str) -> Iterator[_At]:
         for start, _ in self.matches(text):
             yield _At(start)
 
+
 # ---------------------------------------------------------------- GDScript facts
 
 _G3_SYNTAX: list[tuple[re.Pattern[str] | _HeadParenScan, str, float, str, str]] = [
     (re.compile(r"^[ \t]*tool[ \t]*$", re.M), "bare `tool` keyword (Godot 4 writes @tool)", 0.95, "tool", "@tool"),
-    (re.compile(r"^[ \t]*export\b[ \t]*(\(|var\b|onready\b)", re.M), "`export` keyword (Godot 4 uses @export annotations)", 0.95, "export", "@export"),
-    (re.compile(r"^[ \t]*(export[ \t]*(\([^)\n]*\))?[ \t]+)?onready[ \t]+var\b", re.M), "`onready` keyword (Godot 4 uses @onready)", 0.95, "onready", "@onready"),
+    (
+        re.compile(r"^[ \t]*export\b[ \t]*(\(|var\b|onready\b)", re.M),
+        "`export` keyword (Godot 4 uses @export annotations)",
+        0.95,
+        "export",
+        "@export",
+    ),
+    (
+        re.compile(r"^[ \t]*(export[ \t]*(\([^)\n]*\))?[ \t]+)?onready[ \t]+var\b", re.M),
+        "`onready` keyword (Godot 4 uses @onready)",
+        0.95,
+        "onready",
+        "@onready",
+    ),
     (re.compile(r"\bsetget\b"), "`setget` (Godot 4 uses set/get property syntax)", 0.95, "setget", "set/get"),
     (re.compile(r"(?<![\w.])yield[ \t]*\("), "`yield()` (Godot 4 uses await)", 0.95, "yield(", "await"),
-    (re.compile(r"\.instance[ \t]*\([ \t]*\)"), "`PackedScene.instance()` (instantiate() in Godot 4)", 0.85, "instance()", "instantiate()"),
-    (re.compile(r"^[ \t]*(remote|master|puppet|remotesync|mastersync|puppetsync|slave|sync)[ \t]+(func|var)\b", re.M),
-     "RPC keyword on a member (Godot 4 uses @rpc)", 0.95, "remote func", "@rpc func"),
-    (_HeadParenScan(r"^[ \t]*func[ \t]+_init\(", r"[ \t]*\.[ \t]*\(", re.M), "`_init().(...)` parent constructor call", 0.95,
-     "_init().()", "super()"),
-    (re.compile(r"(?<![\w.])move_and_slide_with_snap[ \t]*\("), "`move_and_slide_with_snap()` (Godot 4 sets floor_snap_length)", 0.9,
-     "move_and_slide_with_snap()", "move_and_slide()"),
+    (
+        re.compile(r"\.instance[ \t]*\([ \t]*\)"),
+        "`PackedScene.instance()` (instantiate() in Godot 4)",
+        0.85,
+        "instance()",
+        "instantiate()",
+    ),
+    (
+        re.compile(r"^[ \t]*(remote|master|puppet|remotesync|mastersync|puppetsync|slave|sync)[ \t]+(func|var)\b", re.M),
+        "RPC keyword on a member (Godot 4 uses @rpc)",
+        0.95,
+        "remote func",
+        "@rpc func",
+    ),
+    (
+        _HeadParenScan(r"^[ \t]*func[ \t]+_init\(", r"[ \t]*\.[ \t]*\(", re.M),
+        "`_init().(...)` parent constructor call",
+        0.95,
+        "_init().()",
+        "super()",
+    ),
+    (
+        re.compile(r"(?<![\w.])move_and_slide_with_snap[ \t]*\("),
+        "`move_and_slide_with_snap()` (Godot 4 sets floor_snap_length)",
+        0.9,
+        "move_and_slide_with_snap()",
+        "move_and_slide()",
+    ),
 ]
 
 _G4_SYNTAX: list[tuple[re.Pattern[str] | _LambdaScan, str, float]] = [
-    (re.compile(r"(?:^|[ \t;])@(export\w*|onready|tool|icon|rpc|warning_ignore\w*|static_unload|abstract)\b", re.M),
-     "annotation (Godot 4 only)", 0.95),
+    (
+        re.compile(r"(?:^|[ \t;])@(export\w*|onready|tool|icon|rpc|warning_ignore\w*|static_unload|abstract)\b", re.M),
+        "annotation (Godot 4 only)",
+        0.95,
+    ),
     (re.compile(r"(?<![\w.])await\b"), "`await` (Godot 4 only)", 0.95),
     (re.compile(r"(?<![\w.])super[ \t]*[.(]"), "`super` call (Godot 4 only)", 0.9),
     (_LambdaScan(), "lambda (Godot 4 only)", 0.9),
     (re.compile(r"\bArray\[[ \t]*[A-Za-z_]\w*[ \t]*\]"), "typed array (Godot 4 only)", 0.9),
     (re.compile(r"\bDictionary\[[ \t]*[A-Za-z_]\w*[ \t]*,"), "typed dictionary (Godot 4.4+)", 0.9),
     (re.compile(r"\.emit[ \t]*\("), "`signal.emit()` (Godot 4 only)", 0.85),
-    (re.compile(r"^[ \t]+set[ \t]*\([ \t]*\w+[ \t]*\)[ \t]*:|^[ \t]+get[ \t]*:", re.M), "set/get property syntax (Godot 4 only)", 0.9),
+    (
+        re.compile(r"^[ \t]+set[ \t]*\([ \t]*\w+[ \t]*\)[ \t]*:|^[ \t]+get[ \t]*:", re.M),
+        "set/get property syntax (Godot 4 only)",
+        0.9,
+    ),
     (re.compile(r"\.instantiate[ \t]*\("), "`instantiate()` (Godot 4 name)", 0.85),
     (re.compile(r"^[ \t]*static[ \t]+var\b", re.M), "`static var` (Godot 4.1+)", 0.9),
     (re.compile(r"\bfor[ \t]+\w+[ \t]*:[ \t]*\w+[ \t]+in\b"), "typed loop variable (Godot 4.2+)", 0.9),
@@ -545,7 +624,7 @@ _G4_SYNTAX: list[tuple[re.Pattern[str] | _LambdaScan, str, float]] = [
 # differently), not grammar: they are API evidence, and a project method of
 # that name is the project's own.
 _NAME_LIKE_SYNTAX = ("`PackedScene.instance()`", "move_and_slide_with_snap", "`signal.emit()`", "`instantiate()`")
-_LITERAL_WHATS = ("StringName literal &\"...\" (Godot 4 only)", "NodePath literal ^\"...\" (Godot 4 only)")
+_LITERAL_WHATS = ('StringName literal &"..." (Godot 4 only)', 'NodePath literal ^"..." (Godot 4 only)')
 _SYNTAX_WHATS = frozenset(
     [str(entry[1]) for entry in (*_G3_SYNTAX, *_G4_SYNTAX) if not any(n in str(entry[1]) for n in _NAME_LIKE_SYNTAX)]
     + list(_LITERAL_WHATS)
@@ -634,7 +713,7 @@ def _tokens(mask: str) -> list[_Token]:
         if start > 0 and mask[start - 1] == "@":
             continue  # annotation name
         # A bounded look-back keeps this linear in the chunk size.
-        before = mask[max(0, start - 160):start].rstrip(" \t")
+        before = mask[max(0, start - 160) : start].rstrip(" \t")
         prev_char = before[-1:] if before else ""
         after = mask[end:].lstrip(" \t")
         next_char = after[:1]
@@ -686,7 +765,7 @@ class _Calls:
     def _arg(self, a: int, b: int) -> str:
         if b - a <= 2 * self.ARG_KEEP:
             return self.mask[a:b].strip()
-        return self.mask[a:a + self.ARG_KEEP].lstrip() + self.mask[b - self.ARG_KEEP:b].rstrip()
+        return self.mask[a : a + self.ARG_KEEP].lstrip() + self.mask[b - self.ARG_KEEP : b].rstrip()
 
     def args(self, open_paren: int) -> list[str] | None:
         """Top-level arguments of the call whose '(' is at ``open_paren`` (None when unbalanced)."""
@@ -726,9 +805,11 @@ class _Context:
         self.scope = scope or FileScope()
         self.mask = chunk.code_mask or chunk.code_text
         m = _EXTENDS_RE.search(chunk.surrounding_context) or _EXTENDS_RE.search(self.mask)
-        self.resolver = ReceiverResolver.for_chunk(self.scope, index.vocabulary, self.mask, chunk.code_text,
-                                                   m.group(1) if m else "") \
-            if (index.vocabulary.classes3 or index.vocabulary.classes4) else None
+        self.resolver = (
+            ReceiverResolver.for_chunk(self.scope, index.vocabulary, self.mask, chunk.code_text, m.group(1) if m else "")
+            if (index.vocabulary.classes3 or index.vocabulary.classes4)
+            else None
+        )
         own = self.scope.types.get(self.scope.self_key)
         self.self_members = own.members if own is not None else frozenset()
         self.self_engine = own.engine_base if own is not None else ""
@@ -785,20 +866,37 @@ def gdscript_facts(
             member = _syntax_member(ctx, m.start())
             if member is not None and member.kind == "project":
                 continue
-            facts.append(Fact(SIGNAL_GODOT3, strength, what + _rests_on(member), _line_of(chunk, m.start()), old, new,
-                              tier=1 if member is not None else 2))
+            facts.append(
+                Fact(
+                    SIGNAL_GODOT3,
+                    strength,
+                    what + _rests_on(member),
+                    _line_of(chunk, m.start()),
+                    old,
+                    new,
+                    tier=1 if member is not None else 2,
+                )
+            )
     for pattern4, what, strength in _G4_SYNTAX:
         for m in pattern4.finditer(mask):
             member = _syntax_member(ctx, m.start())
             if member is not None and member.kind == "project":
                 continue
-            facts.append(Fact(SIGNAL_GODOT4, strength, what + _rests_on(member), _line_of(chunk, m.start()),
-                              tier=1 if member is not None else 2))
+            facts.append(
+                Fact(
+                    SIGNAL_GODOT4,
+                    strength,
+                    what + _rests_on(member),
+                    _line_of(chunk, m.start()),
+                    tier=1 if member is not None else 2,
+                )
+            )
     for m in _G4_LITERALS.finditer(chunk.code_text):
         if _in_code(chunk, m.start()):
             kind = "StringName" if m.group(1) == "&" else "NodePath"
-            facts.append(Fact(SIGNAL_GODOT4, 0.9, f"{kind} literal {m.group(1)}\"...\" (Godot 4 only)", _line_of(chunk, m.start()),
-                              tier=2))
+            facts.append(
+                Fact(SIGNAL_GODOT4, 0.9, f'{kind} literal {m.group(1)}"..." (Godot 4 only)', _line_of(chunk, m.start()), tier=2)
+            )
     facts.extend(_super_call_facts(chunk, mask))
     tokens = _tokens(mask)
     facts.extend(_call_shape_facts(chunk, mask, tokens, declared_names, ctx))
@@ -807,8 +905,17 @@ def gdscript_facts(
     renamed_at = {(f.line, f.symbol) for f in rename}
     facts.extend(f for f in _vocabulary_facts(chunk, tokens, index, declared_names, ctx) if (f.line, f.symbol) not in renamed_at)
     # Members set aside as the project's travel as neutral facts, so the explanation can name them.
-    facts.extend(Fact(SIGNAL_NEUTRAL, 0.0, f"`{w}` is the project's own member, not engine API [{why}]", chunk.span.start_line,
-                      symbol=w, tier=-1) for w, why in sorted(ctx.discounted.items()))
+    facts.extend(
+        Fact(
+            SIGNAL_NEUTRAL,
+            0.0,
+            f"`{w}` is the project's own member, not engine API [{why}]",
+            chunk.span.start_line,
+            symbol=w,
+            tier=-1,
+        )
+        for w, why in sorted(ctx.discounted.items())
+    )
     retrieved = {h.record_id for h in hits if h.table_name == "api_mapping"}
     return [_with_syntax_basis(f, retrieved) for f in facts]
 
@@ -827,8 +934,8 @@ _SYNTAX_BASIS = {
     "_init().()": "change:super-call",
     "move_and_slide_with_snap()": "change:move-and-slide-with-snap",
     "move_and_slide(velocity)": "change:move-and-slide",
-    "connect(\"signal\", obj, \"method\")": "change:connect-callable",
-    "disconnect(\"signal\", obj, \"method\")": "change:disconnect-callable",
+    'connect("signal", obj, "method")': "change:connect-callable",
+    'disconnect("signal", obj, "method")': "change:disconnect-callable",
 }
 
 
@@ -886,12 +993,23 @@ def _super_call_facts(chunk: Chunk, mask: str) -> list[Fact]:
             e = k
             while k >= 0 and (mask[k].isalnum() or mask[k] == "_"):
                 k -= 1
-            starts = mask[k + 1:e + 1] in _EXPR_WORDS and (k < 0 or mask[k] in " \t\n(")
+            starts = mask[k + 1 : e + 1] in _EXPR_WORDS and (k < 0 or mask[k] in " \t\n(")
         else:
             starts = False
         if starts:
-            facts.append(Fact(SIGNAL_GODOT3, 0.9, f"parent call `.{word}(...)` (Godot 4 writes super.{word}(...))",
-                              _line_of(chunk, i), f".{word}(", f"super.{word}(", "change:super-call", symbol=word, tier=2))
+            facts.append(
+                Fact(
+                    SIGNAL_GODOT3,
+                    0.9,
+                    f"parent call `.{word}(...)` (Godot 4 writes super.{word}(...))",
+                    _line_of(chunk, i),
+                    f".{word}(",
+                    f"super.{word}(",
+                    "change:super-call",
+                    symbol=word,
+                    tier=2,
+                )
+            )
     return facts
 
 
@@ -899,15 +1017,31 @@ def _with_syntax_basis(fact: Fact, retrieved: set[str]) -> Fact:
     # A retrieved record, or one of the authored changes the rules judge ships with
     # (RenameIndex.record_ids, which the contract lets a rules note cite).
     basis = _SYNTAX_BASIS.get(fact.old)
-    if fact.signal != SIGNAL_GODOT3 or fact.basis_record_id or not basis or \
-            (basis not in retrieved and basis not in shipped_change_ids()):
+    if (
+        fact.signal != SIGNAL_GODOT3
+        or fact.basis_record_id
+        or not basis
+        or (basis not in retrieved and basis not in shipped_change_ids())
+    ):
         return fact
     return replace(fact, basis_record_id=_SYNTAX_BASIS[fact.old])
 
 
 # The calls whose arguments say something (the branches of _call_shape_facts).
-_SHAPED_CALLS = frozenset({"connect", "disconnect", "is_connected", "move_and_slide", "intersect_ray", "rpc", "rpc_id",
-                           "call", "call_deferred", "tween_callback"})
+_SHAPED_CALLS = frozenset(
+    {
+        "connect",
+        "disconnect",
+        "is_connected",
+        "move_and_slide",
+        "intersect_ray",
+        "rpc",
+        "rpc_id",
+        "call",
+        "call_deferred",
+        "tween_callback",
+    }
+)
 
 
 def _call_shape_facts(chunk: Chunk, mask: str, tokens: list[_Token], declared: frozenset[str], ctx: _Context) -> list[Fact]:
@@ -929,26 +1063,58 @@ def _call_shape_facts(chunk: Chunk, mask: str, tokens: list[_Token], declared: f
         line = _line_of(chunk, t.start)
         if t.word in ("connect", "disconnect", "is_connected") and not own:
             if len(args) >= 3 and _is_string(args[2]):
-                facts.append(Fact(SIGNAL_GODOT3, 0.9, f"{t.word}(signal, target, \"method\") (Godot 4 takes a Callable)", line,
-                                  f"{t.word}(\"signal\", obj, \"method\")", f"signal.{t.word}(callable)", symbol=t.word))
-            elif t.word == "connect" and t.receiver not in ("", "self") and 1 <= len(args) <= 2 and not _is_string(args[0]) \
-                    and args[0] not in ("self",) and re.fullmatch(r"[A-Za-z_][\w.]*|func\b.*|Callable\(.*", args[0]):
+                facts.append(
+                    Fact(
+                        SIGNAL_GODOT3,
+                        0.9,
+                        f'{t.word}(signal, target, "method") (Godot 4 takes a Callable)',
+                        line,
+                        f'{t.word}("signal", obj, "method")',
+                        f"signal.{t.word}(callable)",
+                        symbol=t.word,
+                    )
+                )
+            elif (
+                t.word == "connect"
+                and t.receiver not in ("", "self")
+                and 1 <= len(args) <= 2
+                and not _is_string(args[0])
+                and args[0] not in ("self",)
+                and re.fullmatch(r"[A-Za-z_][\w.]*|func\b.*|Callable\(.*", args[0])
+            ):
                 facts.append(Fact(SIGNAL_GODOT4, 0.8, "Callable signal connect (Godot 4 only)", line, symbol=t.word))
             elif len(args) == 2 and _is_string(args[0]) and not _is_string(args[1]) and args[1] != "self":
-                facts.append(Fact(SIGNAL_GODOT4, 0.8, f"{t.word}(\"signal\", callable) (Godot 4 only)", line, symbol=t.word))
+                facts.append(Fact(SIGNAL_GODOT4, 0.8, f'{t.word}("signal", callable) (Godot 4 only)', line, symbol=t.word))
         elif t.word == "move_and_slide" and not own and (t.receiver in ("", "self") or member is not None and args):
             # owner.move_and_slide(v), body.move_and_slide(v): with arguments it is Godot 3's
             # KinematicBody call whatever the receiver, unless the project defines the method.
             if args:
-                facts.append(Fact(SIGNAL_GODOT3, 0.85, "move_and_slide(velocity, ...) with arguments (Godot 4 reads the velocity property)"
-                                  + _rests_on(member), line, "move_and_slide(velocity)", "velocity = ...; move_and_slide()",
-                                  symbol=t.word))
+                facts.append(
+                    Fact(
+                        SIGNAL_GODOT3,
+                        0.85,
+                        "move_and_slide(velocity, ...) with arguments (Godot 4 reads the velocity property)" + _rests_on(member),
+                        line,
+                        "move_and_slide(velocity)",
+                        "velocity = ...; move_and_slide()",
+                        symbol=t.word,
+                    )
+                )
             else:
                 facts.append(Fact(SIGNAL_GODOT4, 0.8, "move_and_slide() without arguments (Godot 4)", line, symbol=t.word))
         elif t.word == "intersect_ray" and not own and t.prev_char == ".":
             if len(args) >= 2:
-                facts.append(Fact(SIGNAL_GODOT3, 0.85, "intersect_ray(from, to, ...) (Godot 4 takes a query object)", line,
-                                  "intersect_ray(from, to)", "intersect_ray(PhysicsRayQueryParameters2D.create(from, to))", symbol=t.word))
+                facts.append(
+                    Fact(
+                        SIGNAL_GODOT3,
+                        0.85,
+                        "intersect_ray(from, to, ...) (Godot 4 takes a query object)",
+                        line,
+                        "intersect_ray(from, to)",
+                        "intersect_ray(PhysicsRayQueryParameters2D.create(from, to))",
+                        symbol=t.word,
+                    )
+                )
         elif t.word in ("rpc", "rpc_id") and not own and t.receiver not in ("", "self", "$node") and args:
             # Godot 3 RPCs name the method as a string: node.rpc_id(id, "method", ...).
             # Godot 4 also calls them on the method itself: method.rpc_id(id, args...).
@@ -956,15 +1122,27 @@ def _call_shape_facts(chunk: Chunk, mask: str, tokens: list[_Token], declared: f
             if t.word == "rpc_id" and len(args) == 1 or name_arg and not _is_string(name_arg):
                 facts.append(Fact(SIGNAL_GODOT4, 0.75, f"`method.{t.word}(...)` on a Callable (Godot 4 only)", line, symbol=t.word))
         elif t.word in ("call", "call_deferred") and t.prev_char == "." and not args and t.receiver not in ("self", "$node"):
-            facts.append(Fact(SIGNAL_GODOT4, 0.75, f"`callable.{t.word}()` without a method name (Godot 4 Callable)", line, symbol=t.word))
+            facts.append(
+                Fact(SIGNAL_GODOT4, 0.75, f"`callable.{t.word}()` without a method name (Godot 4 Callable)", line, symbol=t.word)
+            )
         elif t.word == "tween_callback" and not own and len(args) >= 2 and _is_string(args[1]):
-            facts.append(Fact(SIGNAL_GODOT3, 0.85, "tween_callback(object, \"method\") (Godot 3.5; Godot 4 takes a Callable)", line,
-                              "tween_callback(obj, \"method\")", "tween_callback(callable)", symbol=t.word))
+            facts.append(
+                Fact(
+                    SIGNAL_GODOT3,
+                    0.85,
+                    'tween_callback(object, "method") (Godot 3.5; Godot 4 takes a Callable)',
+                    line,
+                    'tween_callback(obj, "method")',
+                    "tween_callback(callable)",
+                    symbol=t.word,
+                )
+            )
     return facts
 
 
-def _rename_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, declared: frozenset[str],
-                  hits: Sequence[RetrievalHit], ctx: _Context) -> list[Fact]:
+def _rename_facts(
+    chunk: Chunk, tokens: list[_Token], index: RenameIndex, declared: frozenset[str], hits: Sequence[RetrievalHit], ctx: _Context
+) -> list[Fact]:
     vocab = index.vocabulary
     hit_entries: dict[str, list[RenameEntry]] = {}
     for h in hits:
@@ -996,20 +1174,46 @@ def _rename_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, declar
                     break
                 seen.add((entry.old, line))
                 strength = 0.6 if entry.old_in_godot4 else 0.9
-                facts.append(Fact(SIGNAL_GODOT3, strength, f"Godot 3 {entry.change_type} `{entry.old}` (renamed `{entry.new}` in Godot 4)"
-                                  + _rests_on(member), line, entry.old, entry.new, entry.record_id, symbol=word))
+                facts.append(
+                    Fact(
+                        SIGNAL_GODOT3,
+                        strength,
+                        f"Godot 3 {entry.change_type} `{entry.old}` (renamed `{entry.new}` in Godot 4)" + _rests_on(member),
+                        line,
+                        entry.old,
+                        entry.new,
+                        entry.record_id,
+                        symbol=word,
+                    )
+                )
                 break
         for entry in index.by_new.get(word, ()):
             if not entry.enabled or entry.new_in_godot3 or entry.new == entry.old:
                 continue
             if entry.change_type in ("class", "builtin_type") and t.prev_char != "." and word not in declared:
                 best = _preferred_entry(index, word, vocab) or entry
-                facts.append(Fact(SIGNAL_GODOT4, 0.85, f"Godot 4 {best.change_type} `{best.new}` (was `{best.old}` in Godot 3)",
-                                  line, basis_record_id=best.record_id, symbol=word))
+                facts.append(
+                    Fact(
+                        SIGNAL_GODOT4,
+                        0.85,
+                        f"Godot 4 {best.change_type} `{best.new}` (was `{best.old}` in Godot 3)",
+                        line,
+                        basis_record_id=best.record_id,
+                        symbol=word,
+                    )
+                )
                 break
             if entry.change_type == "method" and t.next_char == "(" and not (word in declared and t.receiver in ("", "self")):
-                facts.append(Fact(SIGNAL_GODOT4, 0.7, f"Godot 4 method `{entry.new}` (was `{entry.old}` in Godot 3)",
-                                  line, basis_record_id=entry.record_id, symbol=word))
+                facts.append(
+                    Fact(
+                        SIGNAL_GODOT4,
+                        0.7,
+                        f"Godot 4 method `{entry.new}` (was `{entry.old}` in Godot 3)",
+                        line,
+                        basis_record_id=entry.record_id,
+                        symbol=word,
+                    )
+                )
                 break
     return facts
 
@@ -1033,7 +1237,13 @@ def _preferred_basis(index: RenameIndex, new: str, vocab: EngineVocabulary) -> s
 def _user_receiver(t: _Token, vocab: EngineVocabulary) -> bool:
     """`Name.member` where Name is capitalised but no engine class: an autoload or class_name of the project."""
     r = t.receiver
-    return bool(r) and r[0].isupper() and r not in ("$node",) and not vocab.is_engine_class(r) and bool(vocab.classes3 or vocab.classes4)
+    return (
+        bool(r)
+        and r[0].isupper()
+        and r not in ("$node",)
+        and not vocab.is_engine_class(r)
+        and bool(vocab.classes3 or vocab.classes4)
+    )
 
 
 def _rename_applies(entry: RenameEntry, t: _Token, declared: frozenset[str]) -> bool:
@@ -1059,15 +1269,50 @@ def _rename_applies(entry: RenameEntry, t: _Token, declared: frozenset[str]) -> 
 
 # Names whose version signal comes from the call's shape (arguments, receiver),
 # handled by _call_shape_facts and the syntax tables, never by name alone.
-_SHAPE_WORDS = frozenset({
-    "emit", "instantiate", "instance", "connect", "disconnect", "is_connected", "move_and_slide",
-    "move_and_slide_with_snap", "intersect_ray", "tween_callback", "yield", "call", "call_deferred", "rpc", "rpc_id",
-})
+_SHAPE_WORDS = frozenset(
+    {
+        "emit",
+        "instantiate",
+        "instance",
+        "connect",
+        "disconnect",
+        "is_connected",
+        "move_and_slide",
+        "move_and_slide_with_snap",
+        "intersect_ray",
+        "tween_callback",
+        "yield",
+        "call",
+        "call_deferred",
+        "rpc",
+        "rpc_id",
+    }
+)
 # Builtin containers: `x.empty()` on an untyped receiver is almost always one of these.
-_CONTAINERS3 = ("Array", "Dictionary", "String", "PoolStringArray", "PoolIntArray", "PoolRealArray", "PoolByteArray",
-                "PoolVector2Array", "PoolVector3Array", "PoolColorArray")
-_CONTAINERS4 = ("Array", "Dictionary", "String", "PackedStringArray", "PackedInt32Array", "PackedFloat32Array",
-                "PackedByteArray", "PackedVector2Array", "PackedVector3Array", "PackedColorArray")
+_CONTAINERS3 = (
+    "Array",
+    "Dictionary",
+    "String",
+    "PoolStringArray",
+    "PoolIntArray",
+    "PoolRealArray",
+    "PoolByteArray",
+    "PoolVector2Array",
+    "PoolVector3Array",
+    "PoolColorArray",
+)
+_CONTAINERS4 = (
+    "Array",
+    "Dictionary",
+    "String",
+    "PackedStringArray",
+    "PackedInt32Array",
+    "PackedFloat32Array",
+    "PackedByteArray",
+    "PackedVector2Array",
+    "PackedVector3Array",
+    "PackedColorArray",
+)
 _EXTENDS_RE = re.compile(r"^[ \t]*extends[ \t]+([A-Za-z_]\w*)[ \t]*$", re.M)
 _LOCAL_RE = re.compile(r"\b(?:var|const|for)[ \t]+([A-Za-z_]\w*)")
 # Parameters of a function or a signal declaration: names the code declares, not engine members.
@@ -1114,8 +1359,9 @@ def _local_names(mask: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, declared: frozenset[str],
-                      ctx: _Context) -> list[Fact]:
+def _vocabulary_facts(
+    chunk: Chunk, tokens: list[_Token], index: RenameIndex, declared: frozenset[str], ctx: _Context
+) -> list[Fact]:
     """Names that exist in one version's class reference only."""
     vocab = index.vocabulary
     if not (vocab.classes3 or vocab.classes4):
@@ -1128,8 +1374,9 @@ def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, de
     facts: list[Fact] = []
     seen: set[tuple[str, int]] = set()
 
-    def add(signal: str, strength: float, what: str, t: _Token, old: str = "", new: str = "", basis: str = "",
-            tier: int = 1) -> None:
+    def add(
+        signal: str, strength: float, what: str, t: _Token, old: str = "", new: str = "", basis: str = "", tier: int = 1
+    ) -> None:
         line = _line_of(chunk, t.start)
         if (t.word, line) in seen:
             return
@@ -1176,8 +1423,11 @@ def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, de
                 kind = "method" if t.next_char == "(" else "property"
                 if in3 and not in4:
                     new, basis = _replacement(index, base3, base4, w)
-                    via = f" [self: extends {ctx.self_engine} through the project's scripts]" \
-                        if ctx.self_engine and not _EXTENDS_RE.search(chunk.surrounding_context) else ""
+                    via = (
+                        f" [self: extends {ctx.self_engine} through the project's scripts]"
+                        if ctx.self_engine and not _EXTENDS_RE.search(chunk.surrounding_context)
+                        else ""
+                    )
                     add(SIGNAL_GODOT3, 0.8, f"Godot 3 {kind} `{w}` of {base3} (not in Godot 4's {base4}){via}", t, w, new, basis)
                 elif in4 and not in3:
                     add(SIGNAL_GODOT4, 0.8, f"Godot 4 {kind} `{w}` of {base4} (not in Godot 3's {base3})", t)
@@ -1207,8 +1457,15 @@ def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, de
                 rests = f" [{member.basis}]" if member.basis and not qualified else ""
                 if in3 and not in4:
                     new, basis = _replacement(index, c3, c4, w, qualified)
-                    add(SIGNAL_GODOT3, 0.85, f"Godot 3 member `{c3}.{w}` (not in Godot 4's {c4}){rests}", t, qualified or w,
-                        new, basis)
+                    add(
+                        SIGNAL_GODOT3,
+                        0.85,
+                        f"Godot 3 member `{c3}.{w}` (not in Godot 4's {c4}){rests}",
+                        t,
+                        qualified or w,
+                        new,
+                        basis,
+                    )
                 elif in4 and not in3:
                     add(SIGNAL_GODOT4, 0.85, f"Godot 4 member `{c4}.{w}` (not in Godot 3's {c3}){rests}", t)
                 if in3 or in4 or _accessor_of(w, vocab.members3.get(c3, frozenset()) | vocab.members4.get(c4, frozenset())):
@@ -1222,8 +1479,14 @@ def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, de
                 in4 = w in vocab.members4.get(r, frozenset())
                 both_known = (r in vocab.members3 or r in vocab.singletons3) and (r in vocab.members4 or r in vocab.singletons4)
                 if both_known and in3 and not in4:
-                    add(SIGNAL_GODOT3, 0.85, f"Godot 3 member `{r}.{w}` (not in Godot 4)", t, f"{r}.{w}",
-                        _G3_REPLACEMENTS.get(f"{r}.{w}", ""))
+                    add(
+                        SIGNAL_GODOT3,
+                        0.85,
+                        f"Godot 3 member `{r}.{w}` (not in Godot 4)",
+                        t,
+                        f"{r}.{w}",
+                        _G3_REPLACEMENTS.get(f"{r}.{w}", ""),
+                    )
                 elif both_known and in4 and not in3:
                     add(SIGNAL_GODOT4, 0.85, f"Godot 4 member `{r}.{w}` (not in Godot 3)", t)
             continue
@@ -1231,8 +1494,15 @@ def _vocabulary_facts(chunk: Chunk, tokens: list[_Token], index: RenameIndex, de
             box3 = any(w in vocab.members3.get(k, ()) for k in _CONTAINERS3)
             box4 = any(w in vocab.members4.get(k, ()) for k in _CONTAINERS4)
             if box3 and not box4:
-                add(SIGNAL_GODOT3, 0.75, f"Godot 3 Array/Dictionary/String method `{w}()` (renamed in Godot 4)", t, w,
-                    _G3_REPLACEMENTS.get(w, ""), tier=0)
+                add(
+                    SIGNAL_GODOT3,
+                    0.75,
+                    f"Godot 3 Array/Dictionary/String method `{w}()` (renamed in Godot 4)",
+                    t,
+                    w,
+                    _G3_REPLACEMENTS.get(w, ""),
+                    tier=0,
+                )
             elif box4 and not box3:
                 add(SIGNAL_GODOT4, 0.75, f"Godot 4 Array/Dictionary/String method `{w}()` (not in Godot 3)", t, tier=0)
     return facts
@@ -1258,8 +1528,9 @@ def _member_name_fact(add, t: _Token, vocab: EngineVocabulary, member: _Member |
         if not new:
             changed = shipped_member_changes_by_name().get(w)
             new, basis = changed if changed else ("", "")
-        add(SIGNAL_GODOT3, 0.75 if call else 0.7, f"Godot 3 member `{w}` (no Godot 4 class has it){rests}", t, w, new, basis,
-            tier=0)
+        add(
+            SIGNAL_GODOT3, 0.75 if call else 0.7, f"Godot 3 member `{w}` (no Godot 4 class has it){rests}", t, w, new, basis, tier=0
+        )
         return True
     if in4 and not in3:
         add(SIGNAL_GODOT4, 0.75 if call else 0.7, f"Godot 4 member `{w}` (no Godot 3 class has it){rests}", t, tier=0)
@@ -1270,7 +1541,7 @@ def _member_name_fact(add, t: _Token, vocab: EngineVocabulary, member: _Member |
 def _accessor_of(w: str, members: frozenset[str]) -> bool:
     """``set_x`` / ``get_x`` / ``is_x`` of a property ``x`` in ``members`` (the references list properties, not their accessors)."""
     for prefix in ("set_", "get_", "is_"):
-        if w.startswith(prefix) and w[len(prefix):] in members:
+        if w.startswith(prefix) and w[len(prefix) :] in members:
             return True
     return False
 
@@ -1278,8 +1549,14 @@ def _accessor_of(w: str, members: frozenset[str]) -> bool:
 REMOVED_IN_GODOT4 = "(not in Godot 4; no replacement recorded)"
 # OS members that Godot 4 moved to DisplayServer, by how the name is rewritten
 # (set_window_title -> window_set_title, get_screen_size -> screen_get_size).
-_DISPLAY_SERVER_PREFIXES = (("set_window_", "window_set_"), ("get_window_", "window_get_"), ("window_", "window_get_"),
-                            ("get_screen_", "screen_get_"), ("set_screen_", "screen_set_"), ("", ""))
+_DISPLAY_SERVER_PREFIXES = (
+    ("set_window_", "window_set_"),
+    ("get_window_", "window_get_"),
+    ("window_", "window_get_"),
+    ("get_screen_", "screen_get_"),
+    ("set_screen_", "screen_set_"),
+    ("", ""),
+)
 
 
 def _replacement(index: RenameIndex, c3: str, c4: str, w: str, qualified: str = "") -> tuple[str, str]:
@@ -1311,8 +1588,8 @@ def _replacement(index: RenameIndex, c3: str, c4: str, w: str, qualified: str = 
     if c3 == "OS":
         ds = vocab.members4.get("DisplayServer", frozenset())
         for old_prefix, new_prefix in _DISPLAY_SERVER_PREFIXES:
-            if w.startswith(old_prefix) and new_prefix + w[len(old_prefix):] in ds:
-                return f"DisplayServer.{new_prefix + w[len(old_prefix):]}", vocab.records3.get(("OS", w), "")
+            if w.startswith(old_prefix) and new_prefix + w[len(old_prefix) :] in ds:
+                return f"DisplayServer.{new_prefix + w[len(old_prefix) :]}", vocab.records3.get(("OS", w), "")
     if w in _G3_REPLACEMENTS:
         return _G3_REPLACEMENTS[w], record
     # A change the migration guide describes for one class only (Transform2D.xform -> transform * v)
@@ -1420,6 +1697,7 @@ def _engine_surface(mask: str, vocab: EngineVocabulary, declared: frozenset[str]
 
 # ---------------------------------------------------------------- direct-chunk facts
 
+
 def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fact]:
     """Facts of a project.godot, scene, resource, .import or .uid chunk, each with its kind.
 
@@ -1439,30 +1717,66 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fac
     if source_kind == "project_config":
         add(r"^config_version[ \t]*=[ \t]*[34]\b", SIGNAL_GODOT3, 0.99, "config_version 3/4 (Godot 3 project file)", KIND_CONFIG)
         add(r"^config_version[ \t]*=[ \t]*5\b", SIGNAL_GODOT4, 0.99, "config_version=5 (Godot 4 project file)", KIND_CONFIG)
-        add(r"^config/features[ \t]*=[ \t]*PackedStringArray\([^)\n]*\"4\.\d", SIGNAL_GODOT4, 0.99, "config/features names Godot 4.x",
-            KIND_CONFIG)
+        add(
+            r"^config/features[ \t]*=[ \t]*PackedStringArray\([^)\n]*\"4\.\d",
+            SIGNAL_GODOT4,
+            0.99,
+            "config/features names Godot 4.x",
+            KIND_CONFIG,
+        )
         add(r"PoolStringArray\(", SIGNAL_GODOT3, 0.9, "PoolStringArray value (Godot 3 project file format)", KIND_FILE_FORMAT)
         add(r"\"scancode\"|\"physical_scancode\"", SIGNAL_GODOT3, 0.85, "input event scancode (keycode in Godot 4)", KIND_API)
         add(r"\"physical_keycode\"|\"keycode\"", SIGNAL_GODOT4, 0.85, "input event keycode (Godot 4)", KIND_API)
     elif source_kind in ("scene", "resource"):
-        add(r"^\[gd_(scene|resource)[^\]\n]*\bformat=2\b", SIGNAL_GODOT3, 0.6,
-            "scene/resource format=2 (saved by Godot 3; Godot 4 loads it and re-saving converts it)", KIND_FILE_FORMAT)
-        add(r"^\[gd_(scene|resource)[^\]\n]*\bformat=[34]\b", SIGNAL_GODOT4, 0.95,
-            "scene/resource format=3/4 (saved by Godot 4; Godot 3 cannot load it)", KIND_FILE_FORMAT)
+        add(
+            r"^\[gd_(scene|resource)[^\]\n]*\bformat=2\b",
+            SIGNAL_GODOT3,
+            0.6,
+            "scene/resource format=2 (saved by Godot 3; Godot 4 loads it and re-saving converts it)",
+            KIND_FILE_FORMAT,
+        )
+        add(
+            r"^\[gd_(scene|resource)[^\]\n]*\bformat=[34]\b",
+            SIGNAL_GODOT4,
+            0.95,
+            "scene/resource format=3/4 (saved by Godot 4; Godot 3 cannot load it)",
+            KIND_FILE_FORMAT,
+        )
         add(r"\buid=\"uid://", SIGNAL_GODOT4, 0.8, "uid:// resource id (Godot 4 file format)", KIND_FILE_FORMAT)
-        add(r"^\[ext_resource[^\]\n]*\bid=\d+\b", SIGNAL_GODOT3, 0.7, "numeric ext_resource id (Godot 3 file format)", KIND_FILE_FORMAT)
-        add(r"(Ext|Sub)Resource\([ \t]+\d+[ \t]+\)", SIGNAL_GODOT3, 0.7, "ExtResource( 1 ) reference (Godot 3 file format)",
-            KIND_FILE_FORMAT)
-        add(r"(Ext|Sub)Resource\(\"[^\"]+\"\)", SIGNAL_GODOT4, 0.8, "ExtResource(\"id\") reference (Godot 4 file format)",
-            KIND_FILE_FORMAT)
+        add(
+            r"^\[ext_resource[^\]\n]*\bid=\d+\b",
+            SIGNAL_GODOT3,
+            0.7,
+            "numeric ext_resource id (Godot 3 file format)",
+            KIND_FILE_FORMAT,
+        )
+        add(
+            r"(Ext|Sub)Resource\([ \t]+\d+[ \t]+\)",
+            SIGNAL_GODOT3,
+            0.7,
+            "ExtResource( 1 ) reference (Godot 3 file format)",
+            KIND_FILE_FORMAT,
+        )
+        add(
+            r"(Ext|Sub)Resource\(\"[^\"]+\"\)",
+            SIGNAL_GODOT4,
+            0.8,
+            'ExtResource("id") reference (Godot 4 file format)',
+            KIND_FILE_FORMAT,
+        )
         for m in re.finditer(r"\btype=\"([A-Za-z0-9_]+)\"", text):
             facts.extend(_type_facts(chunk, m.group(1), m.start(1), index))
         facts.extend(_property_facts(chunk, text, index))
     elif source_kind == "import_meta":
         # Import metadata is the editor's cache: each version re-imports from the
         # source asset, so everything in it is file format.
-        add(r"res://\.import/", SIGNAL_GODOT3, 0.85, "import cache under res://.import (Godot 3; Godot 4 re-imports)",
-            KIND_FILE_FORMAT)
+        add(
+            r"res://\.import/",
+            SIGNAL_GODOT3,
+            0.85,
+            "import cache under res://.import (Godot 3; Godot 4 re-imports)",
+            KIND_FILE_FORMAT,
+        )
         add(r"res://\.godot/imported/", SIGNAL_GODOT4, 0.85, "import cache under res://.godot/imported (Godot 4)", KIND_FILE_FORMAT)
         for m in re.finditer(r"\btype=\"([A-Za-z0-9_]+)\"", text):
             facts.extend(replace(f, kind=KIND_FILE_FORMAT) for f in _type_facts(chunk, m.group(1), m.start(1), index))
@@ -1502,14 +1816,37 @@ def _property_facts(chunk: Chunk, text: str, index: RenameIndex) -> list[Fact]:
         if type3 and type4:
             in3, in4 = prop in vocab.members3[type3], prop in vocab.members4[type4]
             if in3 and not in4:
-                facts.append(Fact(SIGNAL_GODOT3, 0.8, f"Godot 3 property `{prop}` of {type3} (not in Godot 4's {type4})", line, prop,
-                                  renamed.new if renamed else "", renamed.record_id if renamed else "", kind=KIND_API))
+                facts.append(
+                    Fact(
+                        SIGNAL_GODOT3,
+                        0.8,
+                        f"Godot 3 property `{prop}` of {type3} (not in Godot 4's {type4})",
+                        line,
+                        prop,
+                        renamed.new if renamed else "",
+                        renamed.record_id if renamed else "",
+                        kind=KIND_API,
+                    )
+                )
             elif in4 and not in3:
-                facts.append(Fact(SIGNAL_GODOT4, 0.8, f"Godot 4 property `{prop}` of {type4} (not in Godot 3's {type3})", line,
-                                  kind=KIND_API))
+                facts.append(
+                    Fact(
+                        SIGNAL_GODOT4, 0.8, f"Godot 4 property `{prop}` of {type4} (not in Godot 3's {type3})", line, kind=KIND_API
+                    )
+                )
         elif renamed and not renamed.old_in_godot4:
-            facts.append(Fact(SIGNAL_GODOT3, 0.8, f"Godot 3 property `{prop}` (renamed `{renamed.new}`)", line, prop,
-                              renamed.new, renamed.record_id, kind=KIND_API))
+            facts.append(
+                Fact(
+                    SIGNAL_GODOT3,
+                    0.8,
+                    f"Godot 3 property `{prop}` (renamed `{renamed.new}`)",
+                    line,
+                    prop,
+                    renamed.new,
+                    renamed.record_id,
+                    kind=KIND_API,
+                )
+            )
     return facts
 
 
@@ -1524,23 +1861,68 @@ def _type_facts(chunk: Chunk, type_name: str, offset: int, index: RenameIndex) -
         if in3 and not in4:
             if renamed:
                 e = renamed[0]
-                return [Fact(SIGNAL_GODOT3, 0.85, f"Godot 3 type `{type_name}` (not in Godot 4; renamed `{e.new}`)", line,
-                             type_name, e.new, e.record_id, kind=KIND_REMOVED_TYPE)]
-            return [Fact(SIGNAL_GODOT3, 0.85, f"Godot 3 type `{type_name}` (removed in Godot 4)", line, type_name,
-                         _G3_REPLACEMENTS.get(type_name, ""), kind=KIND_REMOVED_TYPE)]
+                return [
+                    Fact(
+                        SIGNAL_GODOT3,
+                        0.85,
+                        f"Godot 3 type `{type_name}` (not in Godot 4; renamed `{e.new}`)",
+                        line,
+                        type_name,
+                        e.new,
+                        e.record_id,
+                        kind=KIND_REMOVED_TYPE,
+                    )
+                ]
+            return [
+                Fact(
+                    SIGNAL_GODOT3,
+                    0.85,
+                    f"Godot 3 type `{type_name}` (removed in Godot 4)",
+                    line,
+                    type_name,
+                    _G3_REPLACEMENTS.get(type_name, ""),
+                    kind=KIND_REMOVED_TYPE,
+                )
+            ]
         if in4 and not in3:
-            return [Fact(SIGNAL_GODOT4, 0.85, f"Godot 4 type `{type_name}` (not in Godot 3)", line,
-                         basis_record_id=_preferred_basis(index, type_name, vocab), kind=KIND_REMOVED_TYPE)]
+            return [
+                Fact(
+                    SIGNAL_GODOT4,
+                    0.85,
+                    f"Godot 4 type `{type_name}` (not in Godot 3)",
+                    line,
+                    basis_record_id=_preferred_basis(index, type_name, vocab),
+                    kind=KIND_REMOVED_TYPE,
+                )
+            ]
         return []
     # Without the class references (a bare rename index) the rename pairs are all there is.
     for entry in renamed:
         if not entry.old_in_godot4:
-            return [Fact(SIGNAL_GODOT3, 0.85, f"Godot 3 type `{type_name}` (renamed `{entry.new}` in Godot 4)", line,
-                         type_name, entry.new, entry.record_id, kind=KIND_REMOVED_TYPE)]
+            return [
+                Fact(
+                    SIGNAL_GODOT3,
+                    0.85,
+                    f"Godot 3 type `{type_name}` (renamed `{entry.new}` in Godot 4)",
+                    line,
+                    type_name,
+                    entry.new,
+                    entry.record_id,
+                    kind=KIND_REMOVED_TYPE,
+                )
+            ]
     for entry in index.by_new.get(type_name, ()):
         if entry.enabled and entry.change_type in ("class", "builtin_type") and not entry.new_in_godot3:
-            return [Fact(SIGNAL_GODOT4, 0.85, f"Godot 4 type `{type_name}` (was `{entry.old}`)", line,
-                         basis_record_id=_preferred_basis(index, type_name, vocab), kind=KIND_REMOVED_TYPE)]
+            return [
+                Fact(
+                    SIGNAL_GODOT4,
+                    0.85,
+                    f"Godot 4 type `{type_name}` (was `{entry.old}`)",
+                    line,
+                    basis_record_id=_preferred_basis(index, type_name, vocab),
+                    kind=KIND_REMOVED_TYPE,
+                )
+            ]
     return []
 
 
@@ -1562,6 +1944,7 @@ def _gdscript_kinds(chunk: Chunk, facts: list[Fact], vocab: EngineVocabulary) ->
 
 
 # ---------------------------------------------------------------- judgment
+
 
 def chunk_facts(
     chunk: Chunk,
@@ -1606,16 +1989,23 @@ def judge_chunk(
         signal = SIGNAL_NEUTRAL
         surface = source_kind != "gdscript" or _engine_surface(chunk.code_mask or chunk.code_text, index.vocabulary, declared_names)
         confidence = NEUTRAL_WITH_ENGINE_SURFACE if surface else NEUTRAL_NO_ENGINE_SURFACE
-        explanation = ("No Godot-3-only or Godot-4-only construct in the code; valid in both versions as far as the rules see."
-                       if surface else "Touches no engine API at all: valid in both versions.")
+        explanation = (
+            "No Godot-3-only or Godot-4-only construct in the code; valid in both versions as far as the rules see."
+            if surface
+            else "Touches no engine API at all: valid in both versions."
+        )
     elif conflict and r3 == r4:
         # Both versions' evidence of the same kind and tier in one chunk: one
         # side is misread (a project member, an unresolved receiver), and the
         # rules cannot tell which. No label beats the other; the chunk stays undecided.
         signal = SIGNAL_NEUTRAL
         confidence = CONFLICT_CONFIDENCE
-        explanation = ("Conflicting evidence of the same kind, so neither version is claimed. Godot 3: " + "; ".join(_whats(g3))
-                       + ". Godot 4: " + "; ".join(_whats(g4)))
+        explanation = (
+            "Conflicting evidence of the same kind, so neither version is claimed. Godot 3: "
+            + "; ".join(_whats(g3))
+            + ". Godot 4: "
+            + "; ".join(_whats(g4))
+        )
     else:
         signal = SIGNAL_GODOT3 if ((r3 > r4) if conflict else bool(g3)) else SIGNAL_GODOT4
         win, lose = (g3, g4) if signal == SIGNAL_GODOT3 else (g4, g3)
@@ -1633,8 +2023,11 @@ def judge_chunk(
         if lose:
             explanation += f". Also {other} (weaker kind of evidence): " + "; ".join(_whats(lose))
         if all(f.kind == KIND_FILE_FORMAT for f in facts):
-            explanation += (". File format only: both versions read it" if signal == SIGNAL_GODOT3
-                            else ". File format only: Godot 3 cannot read it")
+            explanation += (
+                ". File format only: both versions read it"
+                if signal == SIGNAL_GODOT3
+                else ". File format only: Godot 3 cannot read it"
+            )
     if set_aside:
         explanation += " Not evidence: " + "; ".join(set_aside) + "."
     if len(explanation) > MAX_EXPLANATION:

@@ -4,5 +4,20 @@ from godot_rag.domain.patching.engine import PATCH_VERSION, basis_lines, patch_f
 from godot_rag.domain.patching.model import Basis, Edit, FilePatch, Hunk, Kept, PatchResult, Todo
 from godot_rag.domain.patching.symbols import ProjectSymbols, Receiver, SharedProjectSymbols
 
-__all__ = ["PATCH_VERSION", "basis_lines", "patch_files", "residual_godot3", "source_kind", "Basis", "Edit", "FilePatch",
-           "Hunk", "Kept", "PatchResult", "Todo", "ProjectSymbols", "Receiver", "SharedProjectSymbols"]
+__all__ = [
+    "PATCH_VERSION",
+    "basis_lines",
+    "patch_files",
+    "residual_godot3",
+    "source_kind",
+    "Basis",
+    "Edit",
+    "FilePatch",
+    "Hunk",
+    "Kept",
+    "PatchResult",
+    "Todo",
+    "ProjectSymbols",
+    "Receiver",
+    "SharedProjectSymbols",
+]

@@ -60,14 +60,23 @@ def _rename_index(knowledge: PatchKnowledge) -> RenameIndex:
         change = RENAME_TABLE_CHANGE_TYPE.get(table, "behaviour")
         for r in pairs.values():
             v = knowledge.vocabulary
-            entry = RenameEntry(r.record_id, r.old, r.new, change, True, r.old_in_godot4,
-                                r.new in v.classes3 or r.new in v.member_names3 or r.new in v.globals3)
+            entry = RenameEntry(
+                r.record_id,
+                r.old,
+                r.new,
+                change,
+                True,
+                r.old_in_godot4,
+                r.new in v.classes3 or r.new in v.member_names3 or r.new in v.globals3,
+            )
             index.by_old.setdefault(r.old, []).append(entry)
             index.by_new.setdefault(r.new, []).append(entry)
     return index
 
 
-def residual_godot3(path: str, text: str, knowledge: PatchKnowledge, rename_index: RenameIndex | None = None) -> list[tuple[int, str, str, str]]:
+def residual_godot3(
+    path: str, text: str, knowledge: PatchKnowledge, rename_index: RenameIndex | None = None
+) -> list[tuple[int, str, str, str]]:
     """Godot 3 facts the rules judge finds in ``text``: (line, what, old, new)."""
     kind = source_kind(path)
     rename_index = rename_index or _rename_index(knowledge)
@@ -92,8 +101,7 @@ def _line_of(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
 
 
-def patch_file(path: str, text: str, knowledge: PatchKnowledge, index: ProjectSymbols,
-               parser: Parser | None = None) -> FilePatch:
+def patch_file(path: str, text: str, knowledge: PatchKnowledge, index: ProjectSymbols, parser: Parser | None = None) -> FilePatch:
     kind = source_kind(path)
     fp = FilePatch(path, text, text)
     if kind == "gdscript":
@@ -115,8 +123,9 @@ def patch_file(path: str, text: str, knowledge: PatchKnowledge, index: ProjectSy
     if kind == "gdscript" and edits:
         tree = (parser or Parser(_language())).parse(patched.encode("utf-8"))
         if tree.root_node.has_error:
-            fp.todos.append(Todo(path, 1, "parse", path, "the patched text would not parse cleanly with tree-sitter: "
-                                                         "the file is left as it is"))
+            fp.todos.append(
+                Todo(path, 1, "parse", path, "the patched text would not parse cleanly with tree-sitter: the file is left as it is")
+            )
             return fp
     fp.edits = sorted(edits, key=lambda e: e.start)
     fp.patched = patched
@@ -170,8 +179,9 @@ def render_diff(files: list[FilePatch], hunks: list[Hunk]) -> str:
     return "".join(out)
 
 
-def patch_files(files: Mapping[str, str], knowledge: PatchKnowledge | None = None,
-                index: ProjectSymbols | None = None, *, residual: bool = True) -> PatchResult:
+def patch_files(
+    files: Mapping[str, str], knowledge: PatchKnowledge | None = None, index: ProjectSymbols | None = None, *, residual: bool = True
+) -> PatchResult:
     """Patch a project given as {project-relative path: text}; files of other kinds pass through unchanged."""
     knowledge = knowledge or shipped_knowledge()
     index = index or default_index(files, knowledge)
@@ -222,18 +232,31 @@ def basis_lines(result: PatchResult) -> list[dict]:
     """One JSON object per hunk: the changes.basis.jsonl side file."""
     rows = []
     for h in result.hunks:
-        rows.append({
-            "file": h.path,
-            "hunk": f"-{h.old_start},{h.old_len} +{h.new_start},{h.new_len}",
-            "old_start": h.old_start, "old_len": h.old_len, "new_start": h.new_start, "new_len": h.new_len,
-            "rules": sorted({b.rule for b in h.basis}),
-            "record_ids": sorted({b.record_id for b in h.basis if b.record_id}),
-            "confidence": round(min((b.confidence for b in h.basis), default=0.0), 3),
-            "receivers": sorted({b.receiver for b in h.basis if b.receiver}),
-            "changes": [dict(b.as_dict(), line=line) for b, line in zip(h.basis, h.basis_lines, strict=True)],
-        })
+        rows.append(
+            {
+                "file": h.path,
+                "hunk": f"-{h.old_start},{h.old_len} +{h.new_start},{h.new_len}",
+                "old_start": h.old_start,
+                "old_len": h.old_len,
+                "new_start": h.new_start,
+                "new_len": h.new_len,
+                "rules": sorted({b.rule for b in h.basis}),
+                "record_ids": sorted({b.record_id for b in h.basis if b.record_id}),
+                "confidence": round(min((b.confidence for b in h.basis), default=0.0), 3),
+                "receivers": sorted({b.receiver for b in h.basis if b.receiver}),
+                "changes": [dict(b.as_dict(), line=line) for b, line in zip(h.basis, h.basis_lines, strict=True)],
+            }
+        )
     return rows
 
 
-__all__ = ["PATCH_VERSION", "basis_lines", "default_index", "patch_file", "patch_files", "render_diff",
-           "residual_godot3", "source_kind"]
+__all__ = [
+    "PATCH_VERSION",
+    "basis_lines",
+    "default_index",
+    "patch_file",
+    "patch_files",
+    "render_diff",
+    "residual_godot3",
+    "source_kind",
+]

@@ -42,8 +42,18 @@ _PUNCT = frozenset({"(", ")", ",", "[", "]", "{", "}"})
 _STATEMENTS = frozenset({"expression_statement", "variable_statement", "return_statement"})
 _VAR_NODES = frozenset({"variable_statement", "export_variable_statement", "onready_variable_statement"})
 _KINEMATIC = frozenset({"KinematicBody2D", "KinematicBody"})
-_ZERO_VECTORS = frozenset({"Vector2.ZERO", "Vector2()", "Vector2(0, 0)", "Vector2(0,0)", "Vector3.ZERO", "Vector3()",
-                           "Vector3(0, 0, 0)", "Vector3(0,0,0)"})
+_ZERO_VECTORS = frozenset(
+    {
+        "Vector2.ZERO",
+        "Vector2()",
+        "Vector2(0, 0)",
+        "Vector2(0,0)",
+        "Vector3.ZERO",
+        "Vector3()",
+        "Vector3(0, 0, 0)",
+        "Vector3(0,0,0)",
+    }
+)
 
 # The RPC keywords and their Godot 4 annotation (the converter's mapping).
 _RPC = {
@@ -57,6 +67,7 @@ _RPC = {
     "mastersync": '@rpc("call_local")',
 }
 
+
 # Members moved to another name where the rename table's pair is disabled or
 # absent; applied only on a receiver that can be the engine class named here
 # (the basis cites the migration-guide record).
@@ -68,8 +79,15 @@ class _Move:
     arity: int | None = None  # only calls with this many arguments
 
 
-_POOL_ARRAYS = ("PoolStringArray", "PoolIntArray", "PoolRealArray", "PoolByteArray", "PoolVector2Array",
-                "PoolVector3Array", "PoolColorArray")
+_POOL_ARRAYS = (
+    "PoolStringArray",
+    "PoolIntArray",
+    "PoolRealArray",
+    "PoolByteArray",
+    "PoolVector2Array",
+    "PoolVector3Array",
+    "PoolColorArray",
+)
 _METHOD_MOVES = {
     "instance": _Move(("PackedScene",), "instantiate", "change:instance-instantiate", 0),
     # Containers: no script extends them, so a bare empty() / invert() is the script's own method.
@@ -92,7 +110,7 @@ _GLOBAL_MOVES = {
 # Renamed engine virtuals whose contract also changed.
 _VIRTUAL_NOTES = {
     "_get_configuration_warning": "Godot 4's _get_configuration_warnings() returns a PackedStringArray (one entry per "
-                                  "warning) instead of a String: return [] / [message] instead of \"\" / message.",
+    'warning) instead of a String: return [] / [message] instead of "" / message.',
 }
 # export(TYPE, HINT...) hints with a Godot 4 annotation of their own.
 _EXPORT_HINTS = {
@@ -123,8 +141,7 @@ _ARG_RULES: dict[str, tuple[tuple[str, ...], tuple[int, ...] | None, str]] = {
     "get_cell_item": (("GridMap",), (3,), "get_cell_item("),
     "get_cell_item_orientation": (("GridMap",), (3,), "get_cell_item_orientation("),
     "map_to_world": (("GridMap",), (3,), "map_to_world("),
-    "apply_impulse": (("RigidBody2D", "RigidBody", "Physics2DDirectBodyState", "PhysicsDirectBodyState"), (2,),
-                      "apply_impulse("),
+    "apply_impulse": (("RigidBody2D", "RigidBody", "Physics2DDirectBodyState", "PhysicsDirectBodyState"), (2,), "apply_impulse("),
     "add_force": (("RigidBody2D", "RigidBody", "Physics2DDirectBodyState", "PhysicsDirectBodyState"), (2,), "apply_force("),
     "get_focus_owner": (("Control",), (0,), "get_focus_owner("),
     "create_from_image": (("ImageTexture",), (2,), "create_from_image("),
@@ -139,31 +156,45 @@ _ARG_RULES: dict[str, tuple[tuple[str, ...], tuple[int, ...] | None, str]] = {
 # the converter's own rewrites, which assume a Node script (get_window()).
 _OS_WINDOW = {
     "window_resizable": ("(not get_window().unresizable)", "get_window().unresizable = not ({v})"),
-    "window_fullscreen": ("((get_window().mode == Window.MODE_EXCLUSIVE_FULLSCREEN) or "
-                          "(get_window().mode == Window.MODE_FULLSCREEN))",
-                          "get_window().mode = Window.MODE_EXCLUSIVE_FULLSCREEN if ({v}) else Window.MODE_WINDOWED"),
-    "window_maximized": ("(get_window().mode == Window.MODE_MAXIMIZED)",
-                         "get_window().mode = Window.MODE_MAXIMIZED if ({v}) else Window.MODE_WINDOWED"),
-    "window_minimized": ("(get_window().mode == Window.MODE_MINIMIZED)",
-                         "get_window().mode = Window.MODE_MINIMIZED if ({v}) else Window.MODE_WINDOWED"),
-    "vsync_enabled": ("(DisplayServer.window_get_vsync_mode() != DisplayServer.VSYNC_DISABLED)",
-                      "DisplayServer.window_set_vsync_mode(DisplayServer.VSYNC_ENABLED if ({v}) else "
-                      "DisplayServer.VSYNC_DISABLED)"),
+    "window_fullscreen": (
+        "((get_window().mode == Window.MODE_EXCLUSIVE_FULLSCREEN) or (get_window().mode == Window.MODE_FULLSCREEN))",
+        "get_window().mode = Window.MODE_EXCLUSIVE_FULLSCREEN if ({v}) else Window.MODE_WINDOWED",
+    ),
+    "window_maximized": (
+        "(get_window().mode == Window.MODE_MAXIMIZED)",
+        "get_window().mode = Window.MODE_MAXIMIZED if ({v}) else Window.MODE_WINDOWED",
+    ),
+    "window_minimized": (
+        "(get_window().mode == Window.MODE_MINIMIZED)",
+        "get_window().mode = Window.MODE_MINIMIZED if ({v}) else Window.MODE_WINDOWED",
+    ),
+    "vsync_enabled": (
+        "(DisplayServer.window_get_vsync_mode() != DisplayServer.VSYNC_DISABLED)",
+        "DisplayServer.window_set_vsync_mode(DisplayServer.VSYNC_ENABLED if ({v}) else DisplayServer.VSYNC_DISABLED)",
+    ),
     "screen_orientation": ("DisplayServer.screen_get_orientation()", "DisplayServer.screen_set_orientation({v})"),
     "window_always_on_top": ("get_window().always_on_top", "get_window().always_on_top = ({v})"),
     "window_borderless": ("get_window().borderless", "get_window().borderless = ({v})"),
 }
 _OS_GETTERS = {
-    "is_window_resizable": "window_resizable", "is_window_fullscreen": "window_fullscreen",
-    "is_window_maximized": "window_maximized", "is_window_minimized": "window_minimized",
-    "is_vsync_enabled": "vsync_enabled", "get_screen_orientation": "screen_orientation",
-    "is_window_always_on_top": "window_always_on_top", "get_borderless_window": "window_borderless",
+    "is_window_resizable": "window_resizable",
+    "is_window_fullscreen": "window_fullscreen",
+    "is_window_maximized": "window_maximized",
+    "is_window_minimized": "window_minimized",
+    "is_vsync_enabled": "vsync_enabled",
+    "get_screen_orientation": "screen_orientation",
+    "is_window_always_on_top": "window_always_on_top",
+    "get_borderless_window": "window_borderless",
 }
 _OS_SETTERS = {
-    "set_window_resizable": "window_resizable", "set_window_fullscreen": "window_fullscreen",
-    "set_window_maximized": "window_maximized", "set_window_minimized": "window_minimized",
-    "set_use_vsync": "vsync_enabled", "set_screen_orientation": "screen_orientation",
-    "set_window_always_on_top": "window_always_on_top", "set_borderless_window": "window_borderless",
+    "set_window_resizable": "window_resizable",
+    "set_window_fullscreen": "window_fullscreen",
+    "set_window_maximized": "window_maximized",
+    "set_window_minimized": "window_minimized",
+    "set_use_vsync": "vsync_enabled",
+    "set_screen_orientation": "screen_orientation",
+    "set_window_always_on_top": "window_always_on_top",
+    "set_borderless_window": "window_borderless",
 }
 
 
@@ -238,7 +269,7 @@ class GDScriptPatcher:
     # ------------------------------------------------------------ helpers
 
     def text(self, node: Node) -> str:
-        return self.src[node.start_byte:node.end_byte].decode("utf-8")
+        return self.src[node.start_byte : node.end_byte].decode("utf-8")
 
     def line(self, offset: int) -> int:
         lo, hi = 0, len(self._line_starts)
@@ -253,7 +284,7 @@ class GDScriptPatcher:
     def indent_of(self, node: Node) -> str | None:
         """The whitespace before ``node`` on its line, None when code precedes it there."""
         start = self._line_starts[self.line(node.start_byte) - 1]
-        lead = self.src[start:node.start_byte].decode("utf-8")
+        lead = self.src[start : node.start_byte].decode("utf-8")
         return lead if lead.strip() == "" else None
 
     def todo(self, node: Node | int, rule: str, symbol: str, note: str, record_id: str = "") -> None:
@@ -286,6 +317,7 @@ class GDScriptPatcher:
         range, or a string literal (except the signal and method names the call-shape rules turn into
         code, and the Color hex digits they reorder), or the text of an edit it absorbs.
         """
+
         def refuse(why: str) -> bool:
             self.todo(start, basis.rule, basis.note or basis.rule, f"{why}; left for a person", basis.record_id)
             return False
@@ -321,7 +353,7 @@ class GDScriptPatcher:
         """The identifier a plain string literal holds ("" when it is not one)."""
         if node is None or node.type != "string":
             return None
-        raw = src[node.start_byte:node.end_byte].decode("utf-8")
+        raw = src[node.start_byte : node.end_byte].decode("utf-8")
         if len(raw) < 2 or raw[0] not in "\"'" or raw[-1] != raw[0] or raw.startswith(('"""', "'''")):
             return None
         body = raw[1:-1]
@@ -357,7 +389,12 @@ class GDScriptPatcher:
         if t == "attribute":
             kids = value.children
             last = kids[-1]
-            if len(kids) == 3 and kids[0].type == "identifier" and last.type == "attribute_call" and self.text(last.children[0]) == "new":
+            if (
+                len(kids) == 3
+                and kids[0].type == "identifier"
+                and last.type == "attribute_call"
+                and self.text(last.children[0]) == "new"
+            ):
                 return self.text(kids[0])
             return ""
         if t == "array":
@@ -456,7 +493,7 @@ class GDScriptPatcher:
         kids = holder.children
         if recv_node is not None and recv_node.id != kids[0].id:
             # a chained receiver: describe it as written, typed only when it is `x.new()` / known call
-            text = self.src[holder.start_byte:recv_node.end_byte].decode("utf-8")
+            text = self.src[holder.start_byte : recv_node.end_byte].decode("utf-8")
             return Receiver(UNKNOWN, "", text), True
         return self.resolve(recv_node, scope), True
 
@@ -506,8 +543,11 @@ class GDScriptPatcher:
         if parent is None:
             return
         name = self.text(node)
-        if parent.type in ("parameters", "typed_parameter", "default_parameter", "typed_default_parameter") and \
-                parent.children and parent.children[0].id == node.id:
+        if (
+            parent.type in ("parameters", "typed_parameter", "default_parameter", "typed_default_parameter")
+            and parent.children
+            and parent.children[0].id == node.id
+        ):
             return
         if parent.type == "for_statement" or parent.type == "enumerator" or parent.type == "annotation":
             return
@@ -530,8 +570,11 @@ class GDScriptPatcher:
             return
         r = self.k.class_rename(name)
         if r is not None:
-            if name in self.declared or self.index.defines(name, Receiver(UNKNOWN), self.path) or \
-                    getattr(self.index, "is_project_class", lambda n: False)(name):
+            if (
+                name in self.declared
+                or self.index.defines(name, Receiver(UNKNOWN), self.path)
+                or getattr(self.index, "is_project_class", lambda n: False)(name)
+            ):
                 self.keep(node, name, f"the project declares `{name}`")
                 return
             conf = 0.8 if r.old_in_godot4 else 0.95
@@ -546,15 +589,18 @@ class GDScriptPatcher:
             return
         r = self.k.rename("gdscript_properties_renames", name)
         if r is not None and self.base and self.k.has_member3(self.base, name) and name not in self.declared:
-            self.replace(node, r.new, Basis("rename-property", r.record_id, 0.9, f"self (extends {self.base})",
-                                            f"{name} -> {r.new}"))
+            self.replace(
+                node, r.new, Basis("rename-property", r.record_id, 0.9, f"self (extends {self.base})", f"{name} -> {r.new}")
+            )
 
     def rename_member(self, node: Node, name: str, recv_node: Node | None, scope: _Scope) -> None:
         receiver, _ = self.receiver_for(node, scope)
         if receiver.kind == ENGINE and receiver.text == "Color":
             r = self.k.rename("color_renames", name)
             if r is not None:
-                self.replace(node, r.new, Basis("rename-color", r.record_id, 0.95, receiver.describe(), f"Color.{name} -> Color.{r.new}"))
+                self.replace(
+                    node, r.new, Basis("rename-color", r.record_id, 0.95, receiver.describe(), f"Color.{name} -> Color.{r.new}")
+                )
             return
         r = self.k.rename("enum_renames", name)
         if r is not None and name.isupper() and receiver.kind == ENGINE:
@@ -574,10 +620,15 @@ class GDScriptPatcher:
         elif receiver.kind == SELF:
             conf = 0.7
         elif r.old_in_godot4:
-            self.todo(node, rule, name, f"`{name}` is renamed `{r.new}` on {r.context or 'some engine classes'} in Godot 4, "
-                                        f"but `{name}` also exists in Godot 4 and the receiver "
-                                        f"({receiver.describe()}) is not typed: rename it if the receiver is one of those",
-                      r.record_id)
+            self.todo(
+                node,
+                rule,
+                name,
+                f"`{name}` is renamed `{r.new}` on {r.context or 'some engine classes'} in Godot 4, "
+                f"but `{name}` also exists in Godot 4 and the receiver "
+                f"({receiver.describe()}) is not typed: rename it if the receiver is one of those",
+                r.record_id,
+            )
             return
         else:
             conf = 0.75
@@ -594,11 +645,11 @@ class GDScriptPatcher:
                 return
             if r is not None and name.startswith("_") and self.base and self.k.has_member3(self.base, name):
                 # A renamed engine virtual the script overrides: calls follow the declaration.
-                self.replace(node, r.new, Basis("rename-virtual", r.record_id, 0.9, f"self (extends {self.base})",
-                                                f"{name} -> {r.new}"))
+                self.replace(
+                    node, r.new, Basis("rename-virtual", r.record_id, 0.9, f"self (extends {self.base})", f"{name} -> {r.new}")
+                )
                 return
-            if name in _GLOBAL_MOVES and not self.index.defines(name, receiver, self.path) and \
-                    name in self.k.vocabulary.globals3:
+            if name in _GLOBAL_MOVES and not self.index.defines(name, receiver, self.path) and name in self.k.vocabulary.globals3:
                 new, rid = _GLOBAL_MOVES[name]
                 self.replace(node, new, Basis("moved-global", rid, 0.95, "global scope", f"{name}() -> {new}()"))
                 return
@@ -625,14 +676,19 @@ class GDScriptPatcher:
                 return  # a bare call on a script whose base is unknown: not provably the engine's
             elif name == "update":
                 # update() is also AESContext/HashingContext/HMACContext.update(), which stays.
-                self.todo(node, "moved-method", name, f"`{receiver.text}.update()` is queue_redraw() if "
-                                                     f"`{receiver.text}` is a CanvasItem (receiver not typed)",
-                          move.record_id)
+                self.todo(
+                    node,
+                    "moved-method",
+                    name,
+                    f"`{receiver.text}.update()` is queue_redraw() if `{receiver.text}` is a CanvasItem (receiver not typed)",
+                    move.record_id,
+                )
                 return
             else:
                 conf = 0.8
-            self.replace(node, move.new, Basis("moved-method", move.record_id, conf, receiver.describe(),
-                                               f"{name}() -> {move.new}()"))
+            self.replace(
+                node, move.new, Basis("moved-method", move.record_id, conf, receiver.describe(), f"{name}() -> {move.new}()")
+            )
             return
         if dotted and receiver.kind == ENGINE and (receiver.text, name) in _QUALIFIED_MOVES:
             new, rid = _QUALIFIED_MOVES[(receiver.text, name)]
@@ -640,8 +696,12 @@ class GDScriptPatcher:
             if holder is None:
                 return
             recv = holder.children[0]
-            self.add(recv.start_byte, node.end_byte, new,
-                     Basis("moved-method", rid, 0.95, receiver.describe(), f"{receiver.text}.{name} -> {new}"))
+            self.add(
+                recv.start_byte,
+                node.end_byte,
+                new,
+                Basis("moved-method", rid, 0.95, receiver.describe(), f"{receiver.text}.{name} -> {new}"),
+            )
 
     # ------------------------------------------------------------ declarations
 
@@ -651,8 +711,11 @@ class GDScriptPatcher:
             n = self.text(name)
             r = self.k.rename("gdscript_function_renames", n)
             if r is not None and n.startswith("_") and self.base and self.k.has_member3(self.base, n):
-                self.replace(name, r.new, Basis("rename-virtual", r.record_id, 0.9, f"self (extends {self.base})",
-                                                f"func {n} -> func {r.new}"))
+                self.replace(
+                    name,
+                    r.new,
+                    Basis("rename-virtual", r.record_id, 0.9, f"self (extends {self.base})", f"func {n} -> func {r.new}"),
+                )
                 if n in _VIRTUAL_NOTES:
                     self.todo(name, "rename-virtual", n, _VIRTUAL_NOTES[n], r.record_id)
         kw = _child(node, "remote_keyword")
@@ -665,20 +728,37 @@ class GDScriptPatcher:
         if annotation is None:
             return
         if kw.parent is not None and kw.parent.type in _VAR_NODES:
-            self.todo(kw, "rpc-keyword", word, "RPC keywords on variables (rset) are removed in Godot 4: synchronise the "
-                                               "property with a MultiplayerSynchronizer or an @rpc setter function",
-                      "change:rset-removed")
+            self.todo(
+                kw,
+                "rpc-keyword",
+                word,
+                "RPC keywords on variables (rset) are removed in Godot 4: synchronise the "
+                "property with a MultiplayerSynchronizer or an @rpc setter function",
+                "change:rset-removed",
+            )
             return
         self.replace(kw, annotation, Basis("rpc-annotation", "change:rpc-keywords", 0.9, "", f"{word} -> {annotation}"))
         if word in ("master", "mastersync"):
-            self.todo(kw, "rpc-annotation", word, "`master` RPCs are not supported in Godot 4: the function is now callable "
-                                                  "by the authority only; check multiplayer.get_remote_sender_id() "
-                                                  "if it must run for the server only", "change:rpc-keywords")
+            self.todo(
+                kw,
+                "rpc-annotation",
+                word,
+                "`master` RPCs are not supported in Godot 4: the function is now callable "
+                "by the authority only; check multiplayer.get_remote_sender_id() "
+                "if it must run for the server only",
+                "change:rpc-keywords",
+            )
 
     def on_expression_statement(self, node: Node, scope: _Scope) -> None:
         kids = node.children
-        if len(kids) == 1 and kids[0].type == "identifier" and self.text(kids[0]) == "tool" and \
-                node.parent is not None and node.parent.type == "source" and self.indent_of(node) == "":
+        if (
+            len(kids) == 1
+            and kids[0].type == "identifier"
+            and self.text(kids[0]) == "tool"
+            and node.parent is not None
+            and node.parent.type == "source"
+            and self.indent_of(node) == ""
+        ):
             self.replace(node, "@tool", Basis("tool-annotation", "change:tool", 0.99, "", "tool -> @tool"))
             return
         self.move_and_slide(node, scope)
@@ -707,22 +787,47 @@ class GDScriptPatcher:
         if kw is None or var is None or name is None:
             return
         args = _args(_child(node, "arguments"))
-        has_type = _child(node, "type") is not None or _child(node, "inferred_type") is not None or \
-            any(c.type == ":=" for c in node.children)
+        has_type = (
+            _child(node, "type") is not None
+            or _child(node, "inferred_type") is not None
+            or any(c.type == ":=" for c in node.children)
+        )
         annotation, type_text, note = self.export_annotation(args)
-        rid = "change:export-keyword" if not args else "change:export-range" if "range" in annotation else \
-            "change:export-file" if "file" in annotation or "dir" in annotation else \
-            "change:export-enum" if "enum" in annotation else "change:export-color-no-alpha" if "color" in annotation else \
-            "change:export-flags-layers" if "flags" in annotation else "change:export-resource" if type_text else "change:export-keyword"
+        rid = (
+            "change:export-keyword"
+            if not args
+            else "change:export-range"
+            if "range" in annotation
+            else "change:export-file"
+            if "file" in annotation or "dir" in annotation
+            else "change:export-enum"
+            if "enum" in annotation
+            else "change:export-color-no-alpha"
+            if "color" in annotation
+            else "change:export-flags-layers"
+            if "flags" in annotation
+            else "change:export-resource"
+            if type_text
+            else "change:export-keyword"
+        )
         # One edit from `export` to the name: the annotation, `@onready` for `export onready var`, and the
         # type the hint gave (absorbing any rename inside the hint, such as Texture -> Texture2D).
         onready = _child(node, "onready")
         text = annotation + " " + ("@onready " if onready is not None else "") + self.render(var.start_byte, name.end_byte)
         if type_text and not has_type:
             text += f": {type_text}"
-        self.add(kw.start_byte, name.end_byte, text,
-                 Basis("export-annotation", rid, 0.95 if not note else 0.8, "",
-                       f"{self.src[kw.start_byte:var.start_byte].decode().strip()} -> {annotation}"))
+        self.add(
+            kw.start_byte,
+            name.end_byte,
+            text,
+            Basis(
+                "export-annotation",
+                rid,
+                0.95 if not note else 0.8,
+                "",
+                f"{self.src[kw.start_byte : var.start_byte].decode().strip()} -> {annotation}",
+            ),
+        )
         if note:
             self.todo(kw, "export-annotation", "export", note, rid)
 
@@ -743,9 +848,9 @@ class GDScriptPatcher:
         words = tuple([raw[0]] + rest)
         if words[:3] in _EXPORT_HINTS or words[:2] in _EXPORT_HINTS:
             key = words[:3] if words[:3] in _EXPORT_HINTS else words[:2]
-            extra = rest[len(key) - 1:]
+            extra = rest[len(key) - 1 :]
             ann = _EXPORT_HINTS[key]
-            if extra and all(a.type == "string" for a in args[len(key):]):
+            if extra and all(a.type == "string" for a in args[len(key) :]):
                 ann += "(" + ", ".join(extra) + ")"
             elif extra:
                 return "@export", first, f"export hint ({', '.join(raw)}) not carried over"
@@ -757,10 +862,16 @@ class GDScriptPatcher:
         if raw[0] == "int" and rest[0] == "FLAGS" and all(a.type == "string" for a in args[2:]) and len(rest) > 1:
             return f"@export_flags({', '.join(rest[1:])})", "int", ""
         if raw[0] == "float" and rest[0] == "EXP" and all(_NUMBER.match(a) for a in rest[1:]) and len(rest) >= 3:
-            return f"@export_range({', '.join(rest[1:])}, \"exp\")", "float", ""
+            return f'@export_range({", ".join(rest[1:])}, "exp")', "float", ""
         if raw[0] == "Array" and len(args) == 2 and args[1].type == "identifier":
-            return "@export", "Array", (f"the element type {rest[0]} of export(Array, {rest[0]}) is not carried over: "
-                                        f"Array[{texts[1]}] would make the array typed")
+            return (
+                "@export",
+                "Array",
+                (
+                    f"the element type {rest[0]} of export(Array, {rest[0]}) is not carried over: "
+                    f"Array[{texts[1]}] would make the array typed"
+                ),
+            )
         return "@export", first, f"export hint ({', '.join(raw)}) not carried over: write the Godot 4 annotation by hand"
 
     def on_setget(self, node: Node, scope: _Scope) -> None:
@@ -779,26 +890,37 @@ class GDScriptPatcher:
         # Replace from the end of the previous token, so `= 100 setget s` becomes `= 100: set = s`.
         prev = node.prev_sibling
         start = prev.end_byte if prev is not None else node.start_byte
-        self.add(start, node.end_byte, ": " + ", ".join(parts),
-                 Basis("setget-property", "change:setget", 0.9, "", f"setget -> {', '.join(parts)}"))
+        self.add(
+            start,
+            node.end_byte,
+            ": " + ", ".join(parts),
+            Basis("setget-property", "change:setget", 0.9, "", f"setget -> {', '.join(parts)}"),
+        )
         decl = node.parent
         name = _child(decl, "name") if decl is not None else None
         var = self.text(name) if name is not None else "the property"
-        self.todo(node, "setget-property", "setget",
-                  f"Godot 4 calls the accessors of `{var}` also from inside the class (Godot 3 only through self. or "
-                  f"from outside): check assignments to `{var}` inside the script, including in its own setter",
-                  "change:setget")
+        self.todo(
+            node,
+            "setget-property",
+            "setget",
+            f"Godot 4 calls the accessors of `{var}` also from inside the class (Godot 3 only through self. or "
+            f"from outside): check assignments to `{var}` inside the script, including in its own setter",
+            "change:setget",
+        )
 
     # ------------------------------------------------------------ calls
 
     def on_base_call(self, node: Node, scope: _Scope) -> None:
-        self.add(node.start_byte, node.start_byte, "super",
-                 Basis("super-call", "change:super-call", 0.99, "parent class", ".method() -> super.method()"))
+        self.add(
+            node.start_byte,
+            node.start_byte,
+            "super",
+            Basis("super-call", "change:super-call", 0.99, "parent class", ".method() -> super.method()"),
+        )
         fn = _child(node, "identifier")
         if fn is not None and self.text(fn) in _SIGNAL_METHODS:
             args = _args(_child(node, "arguments"))
-            self.signal_call((fn.start_byte, node.end_byte), self.text(fn), Receiver(SELF, self.base, "super"), args,
-                             scope, node)
+            self.signal_call((fn.start_byte, node.end_byte), self.text(fn), Receiver(SELF, self.base, "super"), args, scope, node)
 
     def indent_unit(self) -> str:
         m = re.search(rb":[ \t]*(?:#[^\n]*)?\n([ \t]+)\S", self.src)
@@ -863,8 +985,7 @@ class GDScriptPatcher:
         else:
             self.engine_call(node, fn, name, args, receiver, scope)
 
-    def engine_call(self, node: Node, fn: Node, name: str, args: list[Node], receiver: Receiver | None,
-                    scope: _Scope) -> None:
+    def engine_call(self, node: Node, fn: Node, name: str, args: list[Node], receiver: Receiver | None, scope: _Scope) -> None:
         """Calls whose arguments changed: move_and_collide, GridMap cells, impulses, focus owner, create_from_image."""
         if name == "move_and_collide":
             self.move_and_collide(node, fn, args, scope)
@@ -887,32 +1008,57 @@ class GDScriptPatcher:
         if name in ("set_cell_item", "get_cell_item", "get_cell_item_orientation", "map_to_world"):
             new_name = "map_to_local" if name == "map_to_world" else name
             packed = f"Vector3i({', '.join(texts[:3])})"
-            self.replace(node, f"{new_name}({', '.join([packed] + texts[3:])})",
-                         replace_note(basis, f"{name}(x, y, z, ...) -> {new_name}(Vector3i(x, y, z), ...)"))
+            self.replace(
+                node,
+                f"{new_name}({', '.join([packed] + texts[3:])})",
+                replace_note(basis, f"{name}(x, y, z, ...) -> {new_name}(Vector3i(x, y, z), ...)"),
+            )
         elif name == "apply_impulse":
-            self.replace(node, f"apply_impulse({texts[1]}, {texts[0]})",
-                         replace_note(basis, "apply_impulse(position, impulse) -> apply_impulse(impulse, position)"))
+            self.replace(
+                node,
+                f"apply_impulse({texts[1]}, {texts[0]})",
+                replace_note(basis, "apply_impulse(position, impulse) -> apply_impulse(impulse, position)"),
+            )
         elif name == "add_force":
             r = self.k.rename("gdscript_function_renames", "add_force")
             is2d = receiver.type_name in ("RigidBody2D", "Physics2DDirectBodyState")
             if not is2d and receiver.type_name not in ("RigidBody", "PhysicsDirectBodyState"):
-                self.todo(node, "argument-change", name, "add_force is apply_force in Godot 4 with the force first: "
-                                                         "Godot 3's 2D add_force(offset, force) swaps its arguments, the 3D "
-                                                         "add_force(force, position) does not; the receiver's type is not known",
-                          r.record_id if r else "")
+                self.todo(
+                    node,
+                    "argument-change",
+                    name,
+                    "add_force is apply_force in Godot 4 with the force first: "
+                    "Godot 3's 2D add_force(offset, force) swaps its arguments, the 3D "
+                    "add_force(force, position) does not; the receiver's type is not known",
+                    r.record_id if r else "",
+                )
                 return
             order = [texts[1], texts[0]] if is2d else texts
-            self.replace(node, f"apply_force({', '.join(order)})",
-                         Basis("argument-change", r.record_id if r else rid, conf, receiver.describe(),
-                               "add_force(offset, force) -> apply_force(force, position)" if is2d else "add_force -> apply_force"))
+            self.replace(
+                node,
+                f"apply_force({', '.join(order)})",
+                Basis(
+                    "argument-change",
+                    r.record_id if r else rid,
+                    conf,
+                    receiver.describe(),
+                    "add_force(offset, force) -> apply_force(force, position)" if is2d else "add_force -> apply_force",
+                ),
+            )
         elif name in ("lock", "unlock"):
             stmt = node.parent
             if stmt is not None and node.type == "attribute_call":
                 stmt = stmt.parent
             if receiver.type_name != "Image":
-                self.todo(node, "argument-change", name, f"if `{receiver.text}` is an Image, remove this {name}() call "
-                                                         "(Godot 4 images need no locking); Mutex and Semaphore keep "
-                                                         f"{name}()", rid)
+                self.todo(
+                    node,
+                    "argument-change",
+                    name,
+                    f"if `{receiver.text}` is an Image, remove this {name}() call "
+                    "(Godot 4 images need no locking); Mutex and Semaphore keep "
+                    f"{name}()",
+                    rid,
+                )
             elif stmt is not None and stmt.type == "expression_statement" and len(stmt.children) == 1:
                 self.replace(stmt, "pass", replace_note(basis, f"Image.{name}() removed: Godot 4 images need no locking"))
         elif name in ("tween_callback", "tween_method"):
@@ -925,40 +1071,68 @@ class GDScriptPatcher:
                 binds = f".bind({inner})" if b.type == "array" else f".bindv({self.rn(b)})"
             callable_text = f"Callable({obj}, {method}){binds}"
             rest = "" if name == "tween_callback" else ", " + ", ".join(texts[2:5])
-            self.replace(node, f"{name}({callable_text}{rest})",
-                         replace_note(basis, f"{name}(object, method, ...) -> {name}(Callable(object, method), ...)"))
+            self.replace(
+                node,
+                f"{name}({callable_text}{rest})",
+                replace_note(basis, f"{name}(object, method, ...) -> {name}(Callable(object, method), ...)"),
+            )
         elif name == "join":
             if node.type != "attribute_call":
                 return
             # Godot 3's String.join(parts) is already Godot 4's form: only a PoolStringArray receiver (typed, or
             # proven by a string-literal delimiter, which String.join cannot take) is rewritten.
             if receiver.type_name != "PoolStringArray" and args[0].type != "string":
-                self.todo(node, "argument-change", name, f"if `{receiver.text}` is a PoolStringArray, write "
-                                                         f"`{texts[0]}.join({receiver.text})` (String.join stays)", rid)
+                self.todo(
+                    node,
+                    "argument-change",
+                    name,
+                    f"if `{receiver.text}` is a PoolStringArray, write `{texts[0]}.join({receiver.text})` (String.join stays)",
+                    rid,
+                )
                 return
             holder = node.parent
             dot = node.prev_sibling
             if holder is None or dot is None or holder.children[-1].id != node.id:
                 return
             recv = self.render(holder.start_byte, dot.start_byte)
-            self.replace(holder, f"{texts[0]}.join({recv})",
-                         replace_note(basis, "PoolStringArray.join(delimiter) -> delimiter.join(array)"))
+            self.replace(
+                holder, f"{texts[0]}.join({recv})", replace_note(basis, "PoolStringArray.join(delimiter) -> delimiter.join(array)")
+            )
         elif name == "list_dir_begin":
             if args:
-                self.todo(node, "argument-change", name, "DirAccess.list_dir_begin() takes no arguments in Godot 4: set "
-                                                         "include_navigational / include_hidden on the DirAccess instead "
-                                                         "(they are the opposite of skip_navigational / skip_hidden)", rid)
+                self.todo(
+                    node,
+                    "argument-change",
+                    name,
+                    "DirAccess.list_dir_begin() takes no arguments in Godot 4: set "
+                    "include_navigational / include_hidden on the DirAccess instead "
+                    "(they are the opposite of skip_navigational / skip_hidden)",
+                    rid,
+                )
             else:
-                self.todo(node, "argument-change", name, "Godot 3 listed '.' and '..' by default; Godot 4's "
-                                                         "include_navigational defaults to false", rid)
+                self.todo(
+                    node,
+                    "argument-change",
+                    name,
+                    "Godot 3 listed '.' and '..' by default; Godot 4's include_navigational defaults to false",
+                    rid,
+                )
         elif name == "get_focus_owner":
-            self.replace(node, "get_viewport().gui_get_focus_owner()",
-                         replace_note(basis, "get_focus_owner() -> get_viewport().gui_get_focus_owner()"))
+            self.replace(
+                node,
+                "get_viewport().gui_get_focus_owner()",
+                replace_note(basis, "get_focus_owner() -> get_viewport().gui_get_focus_owner()"),
+            )
         elif name == "create_from_image":
-            self.todo(node, "argument-change", name, "ImageTexture.create_from_image() is static in Godot 4 and returns a "
-                                                     "new texture (flags are gone): write `tex = ImageTexture."
-                                                     "create_from_image(image)`; calling it on an instance changes nothing",
-                      rid)
+            self.todo(
+                node,
+                "argument-change",
+                name,
+                "ImageTexture.create_from_image() is static in Godot 4 and returns a "
+                "new texture (flags are gone): write `tex = ImageTexture."
+                "create_from_image(image)`; calling it on an instance changes nothing",
+                rid,
+            )
 
     def color_hex(self, node: Node, arg: Node) -> None:
         """Color("#ARGB") in Godot 3 is Color("#RGBA") in Godot 4: the alpha digits move to the end."""
@@ -971,8 +1145,17 @@ class GDScriptPatcher:
         q, hash_, digits = m.groups()
         n = 1 if len(digits) == 4 else 2
         new = f"{q}{hash_}{digits[n:]}{digits[:n]}{q}"
-        self.replace(arg, new, Basis("color-hex-argb", self.k.example_id("Color(\"#"), 0.95, "Color constructor",
-                                     f"Color({raw}) ARGB -> Color({new}) RGBA"))
+        self.replace(
+            arg,
+            new,
+            Basis(
+                "color-hex-argb",
+                self.k.example_id('Color("#'),
+                0.95,
+                "Color constructor",
+                f"Color({raw}) ARGB -> Color({new}) RGBA",
+            ),
+        )
 
     def on_attribute(self, node: Node, scope: _Scope) -> None:
         kids = node.children
@@ -980,21 +1163,44 @@ class GDScriptPatcher:
             return
         head, last = kids[0], kids[-1]
         head_text = self.text(head)
-        if head.type == "identifier" and head_text == "OS" and len(kids) == 3 and \
-                not self.index.defines("OS", Receiver(UNKNOWN), self.path):
+        if (
+            head.type == "identifier"
+            and head_text == "OS"
+            and len(kids) == 3
+            and not self.index.defines("OS", Receiver(UNKNOWN), self.path)
+        ):
             self.os_window(node, last, scope)
             return
-        if head.type == "identifier" and head_text == "JSON" and len(kids) >= 3 and kids[2].type == "attribute_call" and \
-                self.text(kids[2].children[0]) == "parse":
+        if (
+            head.type == "identifier"
+            and head_text == "JSON"
+            and len(kids) >= 3
+            and kids[2].type == "attribute_call"
+            and self.text(kids[2].children[0]) == "parse"
+        ):
             args = _args(_child(kids[2], "arguments"))
             if len(kids) == 5 and kids[4].type == "identifier" and self.text(kids[4]) == "result" and len(args) == 1:
-                self.replace(node, f"JSON.parse_string({self.rn(args[0])})",
-                             Basis("json-parse", "change:json-parse", 0.9, "engine type JSON",
-                                   "JSON.parse(text).result -> JSON.parse_string(text)"))
+                self.replace(
+                    node,
+                    f"JSON.parse_string({self.rn(args[0])})",
+                    Basis(
+                        "json-parse",
+                        "change:json-parse",
+                        0.9,
+                        "engine type JSON",
+                        "JSON.parse(text).result -> JSON.parse_string(text)",
+                    ),
+                )
             else:
-                self.todo(node, "json-parse", "JSON.parse", "JSON.parse(text) returned a JSONParseResult (.result, .error) "
-                                                            "in Godot 3: use JSON.parse_string(text) (null on error) or "
-                                                            "JSON.new().parse(text) and get_data()", "change:json-parse")
+                self.todo(
+                    node,
+                    "json-parse",
+                    "JSON.parse",
+                    "JSON.parse(text) returned a JSONParseResult (.result, .error) "
+                    "in Godot 3: use JSON.parse_string(text) (null on error) or "
+                    "JSON.new().parse(text) and get_data()",
+                    "change:json-parse",
+                )
             return
         if last.type == "attribute_call" and self.text(last.children[0]) in ("xform", "xform_inv"):
             self.xform(node, last, scope)
@@ -1007,9 +1213,17 @@ class GDScriptPatcher:
             name = self.text(member)
             m = re.fullmatch(r"SCREEN_ORIENTATION_([A-Z_]+)", name)
             if m:
-                self.replace(node, f"DisplayServer.SCREEN_{m.group(1)}",
-                             Basis("os-window", "change:os-window-fullscreen", 0.9, "engine singleton OS",
-                                   f"OS.{name} -> DisplayServer.SCREEN_{m.group(1)}"))
+                self.replace(
+                    node,
+                    f"DisplayServer.SCREEN_{m.group(1)}",
+                    Basis(
+                        "os-window",
+                        "change:os-window-fullscreen",
+                        0.9,
+                        "engine singleton OS",
+                        f"OS.{name} -> DisplayServer.SCREEN_{m.group(1)}",
+                    ),
+                )
                 return
             if name not in _OS_WINDOW:
                 return
@@ -1030,27 +1244,51 @@ class GDScriptPatcher:
             setter = _OS_WINDOW[_OS_SETTERS[name]][1]
             text = setter.format(v=self.rn(args[0]))
             if " = " in setter and not (node.parent is not None and node.parent.type == "expression_statement"):
-                self.todo(node, "os-window", name, f"OS.{name}() inside an expression: write `{text}` as its own statement",
-                          "change:os-window-fullscreen")
+                self.todo(
+                    node,
+                    "os-window",
+                    name,
+                    f"OS.{name}() inside an expression: write `{text}` as its own statement",
+                    "change:os-window-fullscreen",
+                )
                 return
             self.os_edit(node, text, f"OS.{name}(v) -> {setter}")
 
     def os_edit(self, node: Node, text: str, note: str) -> None:
         if "get_window()" in text and self.base and not self.k.has_member3(self.base, "get_tree"):
-            self.todo(node, "os-window", "OS", f"{note}: get_window() needs a Node, and this script extends {self.base}",
-                      "change:os-window-fullscreen")
+            self.todo(
+                node,
+                "os-window",
+                "OS",
+                f"{note}: get_window() needs a Node, and this script extends {self.base}",
+                "change:os-window-fullscreen",
+            )
             return
         rid = "change:os-vsync" if "vsync" in text.lower() else "change:os-window-fullscreen"
-        self.replace(node, text, Basis("os-window", rid, 0.85 if self.base else 0.75,
-                                       f"self (extends {self.base})" if self.base else "self (base class not resolved)", note))
+        self.replace(
+            node,
+            text,
+            Basis(
+                "os-window",
+                rid,
+                0.85 if self.base else 0.75,
+                f"self (extends {self.base})" if self.base else "self (base class not resolved)",
+                note,
+            ),
+        )
 
     def on_assignment(self, node: Node, scope: _Scope) -> None:
         kids = node.children
         if len(kids) != 3 or kids[1].type != "=" or kids[0].type != "attribute":
             return
         left = kids[0].children
-        if len(left) == 3 and self.text(left[0]) == "OS" and left[2].type == "identifier" and \
-                self.text(left[2]) in _OS_WINDOW and not self.index.defines("OS", Receiver(UNKNOWN), self.path):
+        if (
+            len(left) == 3
+            and self.text(left[0]) == "OS"
+            and left[2].type == "identifier"
+            and self.text(left[2]) in _OS_WINDOW
+            and not self.index.defines("OS", Receiver(UNKNOWN), self.path)
+        ):
             name = self.text(left[2])
             setter = _OS_WINDOW[name][1]
             text = setter.format(v=self.rn(kids[2]))
@@ -1075,11 +1313,26 @@ class GDScriptPatcher:
         recv = self.render(node.start_byte, dot.start_byte)
         arg = self.rn(args[0])
         text = f"{recv} * ({arg})" if name == "xform" else f"({arg}) * {recv}"
-        if node.parent is not None and node.parent.type not in ("expression_statement", "assignment", "variable_statement",
-                                                                 "arguments", "return_statement", "parenthesized_expression"):
+        if node.parent is not None and node.parent.type not in (
+            "expression_statement",
+            "assignment",
+            "variable_statement",
+            "arguments",
+            "return_statement",
+            "parenthesized_expression",
+        ):
             text = f"({text})"
-        self.replace(node, text, Basis("xform-operator", self.k.example_id(".xform("), 0.85, receiver.describe(),
-                                       f"{name}(v) -> {'t * v' if name == 'xform' else 'v * t'}"))
+        self.replace(
+            node,
+            text,
+            Basis(
+                "xform-operator",
+                self.k.example_id(".xform("),
+                0.85,
+                receiver.describe(),
+                f"{name}(v) -> {'t * v' if name == 'xform' else 'v * t'}",
+            ),
+        )
 
     def button_pressed(self, node: Node, member: Node, scope: _Scope) -> None:
         parent = node.parent
@@ -1091,15 +1344,24 @@ class GDScriptPatcher:
             return
         if receiver.type_name:
             if self.k.has_member3(receiver.type_name, "toggle_mode"):
-                self.replace(member, "button_pressed", Basis("button-pressed", "change:button-pressed", 0.9,
-                                                             receiver.describe(), "pressed -> button_pressed"))
+                self.replace(
+                    member,
+                    "button_pressed",
+                    Basis("button-pressed", "change:button-pressed", 0.9, receiver.describe(), "pressed -> button_pressed"),
+                )
             return
-        self.todo(member, "button-pressed", "pressed", f"if `{receiver.text}` is a Button (BaseButton), `pressed` is "
-                                                       f"`button_pressed` in Godot 4; on an InputEvent it stays `pressed`",
-                  "change:button-pressed")
+        self.todo(
+            member,
+            "button-pressed",
+            "pressed",
+            f"if `{receiver.text}` is a Button (BaseButton), `pressed` is "
+            f"`button_pressed` in Godot 4; on an InputEvent it stays `pressed`",
+            "change:button-pressed",
+        )
 
-    def signal_call(self, span: tuple[int, int], name: str, receiver: Receiver, args: list[Node], scope: _Scope,
-                    node: Node) -> None:
+    def signal_call(
+        self, span: tuple[int, int], name: str, receiver: Receiver, args: list[Node], scope: _Scope, node: Node
+    ) -> None:
         if self.index.defines(name, receiver, self.path):
             self.keep(node, name, f"the project defines `{name}` for {receiver.describe()}")
             return
@@ -1108,14 +1370,20 @@ class GDScriptPatcher:
         sig = self.string_name(args[0], self.src)
         if name == "emit_signal":
             # Only a signal the receiver provably has: declared by the script or by its engine class.
-            if sig is None or not (receiver.kind == SELF and receiver.text != "super" and
-                                   (sig in self.declared or (receiver.type_name and self.k.has_member3(receiver.type_name, sig)))):
+            if sig is None or not (
+                receiver.kind == SELF
+                and receiver.text != "super"
+                and (sig in self.declared or (receiver.type_name and self.k.has_member3(receiver.type_name, sig)))
+            ):
                 return
             sig_new, sig_basis = self.signal_rename(sig, receiver, args[0])
             rest = ", ".join(self.rn(a) for a in args[1:])
-            self._signal_edit(span, f"{sig_new}.emit({rest})", Basis("emit-signal", "change:emit-signal", 0.95,
-                                                                     receiver.describe(), f'emit_signal("{sig}") -> {sig_new}.emit()'),
-                              (sig_basis,) if sig_basis else ())
+            self._signal_edit(
+                span,
+                f"{sig_new}.emit({rest})",
+                Basis("emit-signal", "change:emit-signal", 0.95, receiver.describe(), f'emit_signal("{sig}") -> {sig_new}.emit()'),
+                (sig_basis,) if sig_basis else (),
+            )
             return
         if len(args) < 3 or (name != "connect" and len(args) > 3):
             return  # connect("sig", callable): already the Godot 4 form
@@ -1131,14 +1399,24 @@ class GDScriptPatcher:
             else:
                 binds = f".bindv({self.rn(b)})"
         tail = (", " + ", ".join(self.rn(a) for a in args[4:])) if name == "connect" and len(args) >= 5 else ""
-        rid = "change:connect-binds" if binds else "change:disconnect-callable" if name == "disconnect" else \
-            "change:connect-callable"
+        rid = (
+            "change:connect-binds" if binds else "change:disconnect-callable" if name == "disconnect" else "change:connect-callable"
+        )
         if sig is None or method is None or receiver.text == "super":
             # Names not provable from literals: keep the call, pass a Callable.
             callable_text = f"Callable({target_text}, {self.rn(args[2])}){binds}"
-            self._signal_edit(span, f"{name}({self.rn(args[0])}, {callable_text}{tail})",
-                              Basis("connect-callable", rid, 0.85, receiver.describe(),
-                                    f"{name}(signal, target, method) -> {name}(signal, Callable(target, method))"), ())
+            self._signal_edit(
+                span,
+                f"{name}({self.rn(args[0])}, {callable_text}{tail})",
+                Basis(
+                    "connect-callable",
+                    rid,
+                    0.85,
+                    receiver.describe(),
+                    f"{name}(signal, target, method) -> {name}(signal, Callable(target, method))",
+                ),
+                (),
+            )
             return
         sig_new, sig_basis = self.signal_rename(sig, receiver, args[0])
         if target.type == "identifier" and target_text == "self":
@@ -1152,10 +1430,18 @@ class GDScriptPatcher:
             callable_text = f"{target_text}.{method}"
         else:
             callable_text = f'Callable({target_text}, "{method}")'
-        self._signal_edit(span, f"{sig_new}.{name}({callable_text}{binds}{tail})",
-                          Basis("connect-callable", rid, 0.9, receiver.describe(),
-                                f'{name}("{sig}", {self.text(target)}, "{method}") -> {sig_new}.{name}({callable_text}{binds})'),
-                          (sig_basis,) if sig_basis else ())
+        self._signal_edit(
+            span,
+            f"{sig_new}.{name}({callable_text}{binds}{tail})",
+            Basis(
+                "connect-callable",
+                rid,
+                0.9,
+                receiver.describe(),
+                f'{name}("{sig}", {self.text(target)}, "{method}") -> {sig_new}.{name}({callable_text}{binds})',
+            ),
+            (sig_basis,) if sig_basis else (),
+        )
 
     def _signal_edit(self, span: tuple[int, int], text: str, basis: Basis, extra: tuple[Basis, ...]) -> None:
         if self.add(span[0], span[1], text, basis) and extra:
@@ -1164,42 +1450,61 @@ class GDScriptPatcher:
 
     def yield_await(self, node: Node, args: list[Node], scope: _Scope) -> None:
         if not args:
-            self.todo(node, "yield-await", "yield()", "a bare yield() (resumed with .resume()) has no Godot 4 "
-                                                      "equivalent: make the caller await a signal or the coroutine",
-                      "change:yield-coroutine")
+            self.todo(
+                node,
+                "yield-await",
+                "yield()",
+                "a bare yield() (resumed with .resume()) has no Godot 4 "
+                "equivalent: make the caller await a signal or the coroutine",
+                "change:yield-coroutine",
+            )
             return
         if len(args) != 2:
             return
         sig = self.string_name(args[1], self.src)
         if sig is None:
-            self.todo(node, "yield-await", "yield", "yield with a signal name that is not a plain string literal: "
-                                                    "write `await obj.signal` by hand", "change:yield-await")
+            self.todo(
+                node,
+                "yield-await",
+                "yield",
+                "yield with a signal name that is not a plain string literal: write `await obj.signal` by hand",
+                "change:yield-await",
+            )
             return
         obj = args[0]
         obj_text = self.rn(obj)
-        if sig == "completed" and obj.type in ("call", "attribute") and obj.children and \
-                (obj.type == "call" or obj.children[-1].type == "attribute_call"):
-            self.replace(node, f"await {obj_text}",
-                         Basis("yield-await", "change:yield-coroutine", 0.9, "coroutine call",
-                               'yield(f(), "completed") -> await f()'))
+        if (
+            sig == "completed"
+            and obj.type in ("call", "attribute")
+            and obj.children
+            and (obj.type == "call" or obj.children[-1].type == "attribute_call")
+        ):
+            self.replace(
+                node,
+                f"await {obj_text}",
+                Basis("yield-await", "change:yield-coroutine", 0.9, "coroutine call", 'yield(f(), "completed") -> await f()'),
+            )
             return
         receiver = self.resolve(obj, scope)
         sig_new, basis = self.signal_rename(sig, receiver, obj)
         wrapped = obj_text if obj.type in ("identifier", "attribute", "call", "get_node") else f"({obj_text})"
         b = Basis("yield-await", "change:yield-await", 0.95, receiver.describe(), f'yield(obj, "{sig}") -> await obj.{sig_new}')
         if self.replace(node, f"await {wrapped}.{sig_new}", b) and basis is not None:
-            self.edits[-1] = Edit(self.edits[-1].start, self.edits[-1].end, self.edits[-1].replacement,
-                                  self.edits[-1].basis + (basis,))
+            self.edits[-1] = Edit(
+                self.edits[-1].start, self.edits[-1].end, self.edits[-1].replacement, self.edits[-1].basis + (basis,)
+            )
 
     def signal_rename(self, sig: str, receiver: Receiver, node: Node) -> tuple[str, Basis | None]:
         r = self.k.rename("gdscript_signals_renames", sig)
         if r is None and sig in _SIGNAL_MOVES:
             owner, new, rid = _SIGNAL_MOVES[sig]
-            if self.index.defines(sig, receiver, self.path) or \
-                    (receiver.type_name and not self.k.is_subclass3(receiver.type_name, owner)):
+            if self.index.defines(sig, receiver, self.path) or (
+                receiver.type_name and not self.k.is_subclass3(receiver.type_name, owner)
+            ):
                 return sig, None
-            return new, Basis("rename-signal", rid, 0.9 if receiver.type_name else 0.75, receiver.describe(),
-                              f"{owner}.{sig} -> {new}")
+            return new, Basis(
+                "rename-signal", rid, 0.9 if receiver.type_name else 0.75, receiver.describe(), f"{owner}.{sig} -> {new}"
+            )
         if r is None:
             return sig, None
         if self.index.defines(sig, receiver, self.path):
@@ -1230,9 +1535,14 @@ class GDScriptPatcher:
             return
         indent = self.indent_of(stmt)
         if indent is None:
-            self.todo(stmt, "move-and-slide", name, f"{name}() with arguments on a line shared with other code: set the "
-                                                    "velocity property and call move_and_slide() by hand",
-                      "change:move-and-slide")
+            self.todo(
+                stmt,
+                "move-and-slide",
+                name,
+                f"{name}() with arguments on a line shared with other code: set the "
+                "velocity property and call move_and_slide() by hand",
+                "change:move-and-slide",
+            )
             return
         prefix = (self.rn(recv_node) + ".") if recv_node is not None else ""
         props = ["velocity", "up_direction", "floor_stop_on_slope", "max_slides", "floor_max_angle", None]
@@ -1245,29 +1555,39 @@ class GDScriptPatcher:
             if prop is None:
                 notes.append(f"infinite_inertia ({value}) is removed in Godot 4")
             elif prop == "floor_snap":
-                notes.append(f"the snap vector ({value}) became floor_snap_length, a float, in Godot 4: "
-                             f"set floor_snap_length by hand")
+                notes.append(
+                    f"the snap vector ({value}) became floor_snap_length, a float, in Godot 4: set floor_snap_length by hand"
+                )
             elif not (prop == "velocity" and value == f"{prefix}velocity"):
                 lines.append(f"{prefix}{prop} = {value}")
         up_given = len(args) > props.index("up_direction")
         if not up_given:
-            notes.append("Godot 3 used no up direction here (Vector2.ZERO: no floor, every collision a wall); Godot 4's "
-                         "default up_direction is UP: set up_direction = Vector2.ZERO to keep Godot 3's behaviour")
+            notes.append(
+                "Godot 3 used no up direction here (Vector2.ZERO: no floor, every collision a wall); Godot 4's "
+                "default up_direction is UP: set up_direction = Vector2.ZERO to keep Godot 3's behaviour"
+            )
         if len(args) <= props.index("floor_stop_on_slope"):
             notes.append("Godot 3's stop_on_slope defaulted to false, Godot 4's floor_stop_on_slope to true")
         lines.append(f"{prefix}move_and_slide()")
         whole = stmt.type == "expression_statement" and stmt.children and stmt.children[0].id == call.id
         if not whole:
             first = stmt.children[0] if stmt.children else None
-            is_velocity_assignment = stmt.type == "expression_statement" and first is not None and \
-                first.type == "assignment" and first.children and self.text(first.children[0]) == f"{prefix}velocity" and \
-                first.children[-1].id == call.id
+            is_velocity_assignment = (
+                stmt.type == "expression_statement"
+                and first is not None
+                and first.type == "assignment"
+                and first.children
+                and self.text(first.children[0]) == f"{prefix}velocity"
+                and first.children[-1].id == call.id
+            )
             if not is_velocity_assignment:
                 lines.append(self.render(stmt.start_byte, stmt.end_byte, ((call.start_byte, call.end_byte, f"{prefix}velocity"),)))
         record = "change:move-and-slide-with-snap" if name == "move_and_slide_with_snap" else "change:move-and-slide"
-        ok = self.replace(stmt, (self.nl + indent).join(lines),
-                          Basis("move-and-slide", record, 0.9, receiver.describe(),
-                                f"{name}(args) -> velocity property + move_and_slide()"))
+        ok = self.replace(
+            stmt,
+            (self.nl + indent).join(lines),
+            Basis("move-and-slide", record, 0.9, receiver.describe(), f"{name}(args) -> velocity property + move_and_slide()"),
+        )
         if ok:
             for n in notes:
                 self.todo(call, "move-and-slide", name, n, record)
@@ -1278,8 +1598,12 @@ class GDScriptPatcher:
             n = stack.pop()
             if n.type in ("lambda", "body"):
                 continue
-            if n.type == "call" and n.children and n.children[0].type == "identifier" and \
-                    self.text(n.children[0]) in ("move_and_slide", "move_and_slide_with_snap"):
+            if (
+                n.type == "call"
+                and n.children
+                and n.children[0].type == "identifier"
+                and self.text(n.children[0]) in ("move_and_slide", "move_and_slide_with_snap")
+            ):
                 return n, n.children[0], self.text(n.children[0]), _args(_child(n, "arguments")), None
             if n.type == "attribute" and len(n.children) == 3 and n.children[-1].type == "attribute_call":
                 ac = n.children[-1]
@@ -1299,14 +1623,26 @@ class GDScriptPatcher:
         dropped = [self.text(a) for a in args[1:3]]
         if len(args) >= 4:
             kept.append(self.rn(args[3]))
-        self.replace(node, f"move_and_collide({', '.join(kept)})",
-                     Basis("move-and-collide", "change:move-and-slide", 0.85, receiver.describe(),
-                           "move_and_collide(motion, infinite_inertia, exclude_raycast_shapes, test_only) -> "
-                           "move_and_collide(motion, test_only)"))
+        self.replace(
+            node,
+            f"move_and_collide({', '.join(kept)})",
+            Basis(
+                "move-and-collide",
+                "change:move-and-slide",
+                0.85,
+                receiver.describe(),
+                "move_and_collide(motion, infinite_inertia, exclude_raycast_shapes, test_only) -> "
+                "move_and_collide(motion, test_only)",
+            ),
+        )
         if any(d.strip() not in ("true",) for d in dropped):
-            self.todo(node, "move-and-collide", "move_and_collide",
-                      f"infinite_inertia / exclude_raycast_shapes ({', '.join(dropped)}) are removed in Godot 4",
-                      "change:move-and-slide")
+            self.todo(
+                node,
+                "move-and-collide",
+                "move_and_collide",
+                f"infinite_inertia / exclude_raycast_shapes ({', '.join(dropped)}) are removed in Godot 4",
+                "change:move-and-slide",
+            )
 
     def inherited_velocity(self, node: Node) -> None:
         """`var velocity` in a KinematicBody script collides with CharacterBody's own velocity property."""
@@ -1323,19 +1659,34 @@ class GDScriptPatcher:
         line_start = self._line_starts[self.line(node.start_byte) - 1]
         line_end = self.src.find(b"\n", node.end_byte)
         line_end = len(self.src) if line_end < 0 else line_end + 1
-        rest = self.src[node.end_byte:line_end].strip()
+        rest = self.src[node.end_byte : line_end].strip()
         if type_ok and (not has_value or value_text in _ZERO_VECTORS) and not rest and self.indent_of(node) == "":
-            self.add(line_start, line_end, "",
-                     Basis("inherited-velocity", "change:move-and-slide", 0.9, f"self (extends {self.base})",
-                           "remove `var velocity`: CharacterBody's own velocity property (same zero default) replaces it"))
+            self.add(
+                line_start,
+                line_end,
+                "",
+                Basis(
+                    "inherited-velocity",
+                    "change:move-and-slide",
+                    0.9,
+                    f"self (extends {self.base})",
+                    "remove `var velocity`: CharacterBody's own velocity property (same zero default) replaces it",
+                ),
+            )
         else:
-            self.todo(node, "inherited-velocity", "velocity",
-                      "the script declares `velocity`, which CharacterBody already has in Godot 4 (a parse error there): "
-                      "remove the declaration and set the initial value in _ready()", "change:move-and-slide")
+            self.todo(
+                node,
+                "inherited-velocity",
+                "velocity",
+                "the script declares `velocity`, which CharacterBody already has in Godot 4 (a parse error there): "
+                "remove the declaration and set the initial value in _ready()",
+                "change:move-and-slide",
+            )
 
 
-def patch_gdscript(path: str, source: str, knowledge: PatchKnowledge, index: ProjectSymbols,
-                   parser: Parser | None = None) -> tuple[list[Edit], list[Todo], list[Kept], bool]:
+def patch_gdscript(
+    path: str, source: str, knowledge: PatchKnowledge, index: ProjectSymbols, parser: Parser | None = None
+) -> tuple[list[Edit], list[Todo], list[Kept], bool]:
     """Edits, TODOs and kept names for one .gd file; the bool says whether it parsed without errors."""
     p = GDScriptPatcher(path, source.encode("utf-8"), knowledge, index, parser)
     clean = not p.tree.root_node.has_error

@@ -79,7 +79,8 @@ class PatchKnowledge:
                 # (SIDE_LEFT -> MARGIN_LEFT is written the wrong way round in the table).
                 continue
             k.renames.setdefault(table, {}).setdefault(
-                old, Rename(rid, table, old, new, p.get("context") or "", bool(p.get("old_in_godot4"))))
+                old, Rename(rid, table, old, new, p.get("context") or "", bool(p.get("old_in_godot4")))
+            )
         return k
 
     def rename(self, table: str, old: str) -> Rename | None:
@@ -125,7 +126,8 @@ def shipped_knowledge() -> PatchKnowledge:
     names4 = set(vocab.classes4 | vocab.member_names4 | vocab.globals4 | vocab.constants4 | vocab.singletons4)
     records = rename_records(read_jsonl_gz("godot_renames_3to4.jsonl.gz"), names3, names4)
     k = PatchKnowledge.from_records(((r.id, r.payload) for r in records), vocab)
-    k.examples = [(r.id, r.payload["before_code"])
-                  for r in converter_example_records(read_jsonl_gz("godot_converter_examples_3to4.jsonl.gz"))]
+    k.examples = [
+        (r.id, r.payload["before_code"]) for r in converter_example_records(read_jsonl_gz("godot_converter_examples_3to4.jsonl.gz"))
+    ]
     k.changes = [(f"change:{row['id']}", row["old_symbol"], row["description"]) for row in read_jsonl("api_mapping_extra.jsonl")]
     return k

@@ -32,8 +32,13 @@ class Basis:
     note: str = ""  # old -> new, or what the rule did
 
     def as_dict(self) -> dict:
-        return {"rule": self.rule, "record_id": self.record_id, "confidence": round(self.confidence, 3),
-                "receiver": self.receiver, "note": self.note}
+        return {
+            "rule": self.rule,
+            "record_id": self.record_id,
+            "confidence": round(self.confidence, 3),
+            "receiver": self.receiver,
+            "note": self.note,
+        }
 
 
 @dataclass(frozen=True)
@@ -58,8 +63,14 @@ class Todo:
     record_id: str = ""
 
     def as_dict(self) -> dict:
-        return {"file": self.path, "line": self.line, "rule": self.rule, "symbol": self.symbol, "note": self.note,
-                "record_id": self.record_id}
+        return {
+            "file": self.path,
+            "line": self.line,
+            "rule": self.rule,
+            "symbol": self.symbol,
+            "note": self.note,
+            "record_id": self.record_id,
+        }
 
 
 @dataclass(frozen=True)
@@ -133,7 +144,7 @@ def apply_edits(source: bytes, edits: list[Edit]) -> bytes:
     for e in sorted(edits, key=lambda e: (e.start, e.end)):
         if e.start < pos:
             raise EditConflict(f"edits overlap at byte {e.start}")
-        out.append(source[pos:e.start])
+        out.append(source[pos : e.start])
         out.append(e.replacement.encode("utf-8"))
         pos = e.end
     out.append(source[pos:])

@@ -99,8 +99,9 @@ class SharedProjectSymbols:
         return cls(ProjectIndex.build(sorted(files.items())), engine_classes)
 
     @classmethod
-    def from_json(cls, index_json: str, files: Mapping[str, str],
-                  engine_classes: frozenset[str] | set[str]) -> SharedProjectSymbols:
+    def from_json(
+        cls, index_json: str, files: Mapping[str, str], engine_classes: frozenset[str] | set[str]
+    ) -> SharedProjectSymbols:
         """The index stored with an analysis; rebuilt from ``files`` when it is missing or of another version."""
         index = ProjectIndex.from_json(index_json)
         if not index.scripts and any(p.endswith(".gd") for p in files):
@@ -118,7 +119,7 @@ class SharedProjectSymbols:
         if ref in self.index.autoloads:
             key = self.index.autoload_key(ref)
             return key if key.startswith("script:") else ""
-        path = ref[len("res://"):] if ref.startswith("res://") else ref
+        path = ref[len("res://") :] if ref.startswith("res://") else ref
         return script_key(path) if path in self.index.scripts else ""
 
     def _chain_members(self, key: str) -> frozenset[str]:
@@ -149,7 +150,7 @@ class SharedProjectSymbols:
 
     def script_of(self, name: str) -> str:
         key = self._key_of(name) if (name in self.index.class_names or name in self.index.autoloads) else ""
-        return key[len("script:"):] if key else ""
+        return key[len("script:") :] if key else ""
 
     def is_project_class(self, name: str) -> bool:
         return bool(self.script_of(name))
@@ -162,7 +163,7 @@ class SharedProjectSymbols:
             found: dict[str, tuple[str, str]] = {}
             for rel, ref in self.index.node_types(script).items():
                 if ref.type_key.startswith("script:"):
-                    path = ref.type_key[len("script:"):]
+                    path = ref.type_key[len("script:") :]
                     found[rel] = (self.engine_base(path), path)
                 else:
                     found[rel] = (ref.type_key, "")

@@ -59,8 +59,14 @@ def _value_renames(k: PatchKnowledge, line_no: int, start: int, line: str, from_
         if r is None:
             continue
         s = start + _boff(line, from_char + m.start(1))
-        edits.append(Edit(s, s + len(m.group(1).encode()), r.new,
-                          (Basis("rename-builtin-value", r.record_id, 0.95, "value constructor", f"{r.old}( -> {r.new}("),)))
+        edits.append(
+            Edit(
+                s,
+                s + len(m.group(1).encode()),
+                r.new,
+                (Basis("rename-builtin-value", r.record_id, 0.95, "value constructor", f"{r.old}( -> {r.new}("),),
+            )
+        )
 
 
 def patch_project_godot(path: str, text: str, k: PatchKnowledge) -> tuple[list[Edit], list[Todo]]:
@@ -81,19 +87,39 @@ def patch_project_godot(path: str, text: str, k: PatchKnowledge) -> tuple[list[E
                 vm = re.match(r"config_version\s*=\s*([34])\s*$", line)
                 if vm:
                     s = start + _boff(line, vm.start(1))
-                    edits.append(Edit(s, s + 1, "5", (Basis("config-version", "change:config-version", 0.95, "",
-                                                            f"config_version={vm.group(1)} -> 5"),)))
+                    edits.append(
+                        Edit(
+                            s,
+                            s + 1,
+                            "5",
+                            (Basis("config-version", "change:config-version", 0.95, "", f"config_version={vm.group(1)} -> 5"),),
+                        )
+                    )
                 continue
             full = f"{section}/{key}" if section else key
             r = k.rename("project_settings_renames", full)
             if r is not None:
                 if section and r.new.startswith(section + "/"):
-                    new_key = r.new[len(section) + 1:]
-                    edits.append(Edit(start, start + _boff(line, len(key)), new_key,
-                                      (Basis("rename-project-setting", r.record_id, 0.95, f"[{section}]", f"{full} -> {r.new}"),)))
+                    new_key = r.new[len(section) + 1 :]
+                    edits.append(
+                        Edit(
+                            start,
+                            start + _boff(line, len(key)),
+                            new_key,
+                            (Basis("rename-project-setting", r.record_id, 0.95, f"[{section}]", f"{full} -> {r.new}"),),
+                        )
+                    )
                 else:
-                    todos.append(Todo(path, n, "rename-project-setting", full,
-                                      f"setting {full} is {r.new} in Godot 4, in another section: move it by hand", r.record_id))
+                    todos.append(
+                        Todo(
+                            path,
+                            n,
+                            "rename-project-setting",
+                            full,
+                            f"setting {full} is {r.new} in Godot 4, in another section: move it by hand",
+                            r.record_id,
+                        )
+                    )
             value_from = km.end()
         else:
             value_from = 0
@@ -108,16 +134,35 @@ def _input_events(k: PatchKnowledge, start: int, line: str, edits: list[Edit]) -
     for old, r in k.renames.get("input_map_renames", {}).items():
         for m in re.finditer(re.escape(old), line):
             s = start + _boff(line, m.start())
-            edits.append(Edit(s, s + len(old.encode()), r.new,
-                              (Basis("rename-input-event", r.record_id, 0.95, "InputEvent value", f"{old} -> {r.new}"),)))
+            edits.append(
+                Edit(
+                    s,
+                    s + len(old.encode()),
+                    r.new,
+                    (Basis("rename-input-event", r.record_id, 0.95, "InputEvent value", f"{old} -> {r.new}"),),
+                )
+            )
     for m in re.finditer(r"\"(?:physical_)?scancode\":(\d+)", line):
         value = int(m.group(1))
         if value >= _SPECIAL_KEY_3:
             new = value - _SPECIAL_KEY_3 + _SPECIAL_KEY_4
             s = start + _boff(line, m.start(1))
-            edits.append(Edit(s, s + len(m.group(1)), str(new),
-                              (Basis("input-keycode", "change:input-scancode", 0.95, "InputEventKey value",
-                                     f"special key {value} -> {new} (Godot 4 numbers special keys from 1<<22)"),)))
+            edits.append(
+                Edit(
+                    s,
+                    s + len(m.group(1)),
+                    str(new),
+                    (
+                        Basis(
+                            "input-keycode",
+                            "change:input-scancode",
+                            0.95,
+                            "InputEventKey value",
+                            f"special key {value} -> {new} (Godot 4 numbers special keys from 1<<22)",
+                        ),
+                    ),
+                )
+            )
 
 
 _NO_PROPERTY_KEYS = frozenset({"script", "__meta__", "resource_name", "resource_local_to_scene", "resource_path"})
@@ -153,8 +198,25 @@ def _lost_properties(k: PatchKnowledge, old: str, new: str, keys: list[str]) -> 
 
 
 # Godot 3 -> 4 joypad button indices (SDL order in Godot 4); 6 and 7 (L2, R2) became the trigger axes.
-_JOY_BUTTONS = {4: 9, 5: 10, 8: 7, 9: 8, 10: 4, 11: 6, 12: 11, 13: 12, 14: 13, 15: 14, 16: 5, 17: 15, 18: 16, 19: 17,
-                20: 18, 21: 19, 22: 20}
+_JOY_BUTTONS = {
+    4: 9,
+    5: 10,
+    8: 7,
+    9: 8,
+    10: 4,
+    11: 6,
+    12: 11,
+    13: 12,
+    14: 13,
+    15: 14,
+    16: 5,
+    17: 15,
+    18: 16,
+    19: 17,
+    20: 18,
+    21: 19,
+    22: 20,
+}
 _JOY_TRIGGERS = {6: 4, 7: 5}
 _JOY_AXES = {6: 4, 7: 5}
 
@@ -167,24 +229,51 @@ def _joypad(k: PatchKnowledge, start: int, line: str, edits: list[Edit]) -> None
     for m in triggers.finditer(line):
         old = int(m.group(2))
         new_text = f'InputEventJoypadMotion,{m.group(1)}"axis":{_JOY_TRIGGERS[old]},"axis_value":1.0,'
-        edits.append(Edit(start + _boff(line, m.start()), start + _boff(line, m.end()), new_text,
-                          (Basis("joypad-remap", rid, 0.9, "InputEventJoypadButton value",
-                                 f"trigger button {old} -> InputEventJoypadMotion axis {_JOY_TRIGGERS[old]}"),)))
+        edits.append(
+            Edit(
+                start + _boff(line, m.start()),
+                start + _boff(line, m.end()),
+                new_text,
+                (
+                    Basis(
+                        "joypad-remap",
+                        rid,
+                        0.9,
+                        "InputEventJoypadButton value",
+                        f"trigger button {old} -> InputEventJoypadMotion axis {_JOY_TRIGGERS[old]}",
+                    ),
+                ),
+            )
+        )
         taken.append((m.start(), m.end()))
     for m in re.finditer(r'"button_index":(\d+),"pressure":', line):
         old = int(m.group(1))
         if old in _JOY_BUTTONS and not any(a <= m.start() < b for a, b in taken):
             s = start + _boff(line, m.start(1))
-            edits.append(Edit(s, s + len(m.group(1)), str(_JOY_BUTTONS[old]),
-                              (Basis("joypad-remap", rid, 0.9, "InputEventJoypadButton value",
-                                     f"joypad button {old} -> {_JOY_BUTTONS[old]}"),)))
+            edits.append(
+                Edit(
+                    s,
+                    s + len(m.group(1)),
+                    str(_JOY_BUTTONS[old]),
+                    (
+                        Basis(
+                            "joypad-remap", rid, 0.9, "InputEventJoypadButton value", f"joypad button {old} -> {_JOY_BUTTONS[old]}"
+                        ),
+                    ),
+                )
+            )
     for m in re.finditer(r'"axis":(\d+),', line):
         old = int(m.group(1))
         if old in _JOY_AXES:
             s = start + _boff(line, m.start(1))
-            edits.append(Edit(s, s + len(m.group(1)), str(_JOY_AXES[old]),
-                              (Basis("joypad-remap", rid, 0.9, "InputEventJoypadMotion value",
-                                     f"trigger axis {old} -> {_JOY_AXES[old]}"),)))
+            edits.append(
+                Edit(
+                    s,
+                    s + len(m.group(1)),
+                    str(_JOY_AXES[old]),
+                    (Basis("joypad-remap", rid, 0.9, "InputEventJoypadMotion value", f"trigger axis {old} -> {_JOY_AXES[old]}"),),
+                )
+            )
 
 
 def patch_scene(path: str, text: str, k: PatchKnowledge) -> tuple[list[Edit], list[Todo]]:
@@ -210,9 +299,16 @@ def patch_scene(path: str, text: str, k: PatchKnowledge) -> tuple[list[Edit], li
             if section_kind in ("gd_scene", "gd_resource"):
                 fm = re.search(r"\bformat=2\b", line)
                 if fm:
-                    todos.append(Todo(path, n, "scene-format", "format=2",
-                                      "format=2 and numeric resource ids stay: Godot 4 loads them and writes format=3 "
-                                      "(string ids, uid) when the file is next saved in the editor"))
+                    todos.append(
+                        Todo(
+                            path,
+                            n,
+                            "scene-format",
+                            "format=2",
+                            "format=2 and numeric resource ids stay: Godot 4 loads them and writes format=3 "
+                            "(string ids, uid) when the file is next saved in the editor",
+                        )
+                    )
             if section_kind == "node":
                 name = attrs.get("name", ("", 0))[0].strip('"')
                 parent = attrs.get("parent", (None, 0))[0]
@@ -226,18 +322,40 @@ def patch_scene(path: str, text: str, k: PatchKnowledge) -> tuple[list[Edit], li
                 r = k.class_rename(section_type)
                 lost = _lost_properties(k, section_type, r.new, keys_of.get(n - 1, [])) if r is not None else []
                 if section_kind == "gd_resource" and r is not None:
-                    lost = _lost_properties(k, section_type, r.new, next(
-                        (v for i, v in keys_of.items() if lines[i][1].startswith("[resource]")), []))
+                    lost = _lost_properties(
+                        k, section_type, r.new, next((v for i, v in keys_of.items() if lines[i][1].startswith("[resource]")), [])
+                    )
                 if r is not None and lost:
-                    todos.append(Todo(path, n, "rename-class", section_type,
-                                      f"{section_type} becomes {r.new} in Godot 4, which has no "
-                                      f"{', '.join(lost[:6])}{' ...' if len(lost) > 6 else ''}: the type is left as it is; "
-                                      f"rebuild this resource by hand", r.record_id))
+                    todos.append(
+                        Todo(
+                            path,
+                            n,
+                            "rename-class",
+                            section_type,
+                            f"{section_type} becomes {r.new} in Godot 4, which has no "
+                            f"{', '.join(lost[:6])}{' ...' if len(lost) > 6 else ''}: the type is left as it is; "
+                            f"rebuild this resource by hand",
+                            r.record_id,
+                        )
+                    )
                 elif r is not None:
                     s = start + _boff(line, t[1] + 1)
-                    edits.append(Edit(s, s + len(section_type.encode()), r.new,
-                                      (Basis("rename-class", r.record_id, 0.95 if not r.old_in_godot4 else 0.8,
-                                             f"[{section_kind}] type", f"{section_type} -> {r.new}"),)))
+                    edits.append(
+                        Edit(
+                            s,
+                            s + len(section_type.encode()),
+                            r.new,
+                            (
+                                Basis(
+                                    "rename-class",
+                                    r.record_id,
+                                    0.95 if not r.old_in_godot4 else 0.8,
+                                    f"[{section_kind}] type",
+                                    f"{section_type} -> {r.new}",
+                                ),
+                            ),
+                        )
+                    )
             if section_kind == "connection":
                 sig = attrs.get("signal")
                 src_node = attrs.get("from")
@@ -247,9 +365,14 @@ def patch_scene(path: str, text: str, k: PatchKnowledge) -> tuple[list[Edit], li
                     r = k.rename("gdscript_signals_renames", sig_name)
                     if r is not None and owner and k.has_member3(owner, sig_name):
                         s = start + _boff(line, sig[1] + 1)
-                        edits.append(Edit(s, s + len(sig_name.encode()), r.new,
-                                          (Basis("rename-signal", r.record_id, 0.9, f"node of type {owner}",
-                                                 f"{sig_name} -> {r.new}"),)))
+                        edits.append(
+                            Edit(
+                                s,
+                                s + len(sig_name.encode()),
+                                r.new,
+                                (Basis("rename-signal", r.record_id, 0.9, f"node of type {owner}", f"{sig_name} -> {r.new}"),),
+                            )
+                        )
             continue
         km = _KEY.match(line)
         if not km:
@@ -260,22 +383,46 @@ def patch_scene(path: str, text: str, k: PatchKnowledge) -> tuple[list[Edit], li
         if owner:
             r = k.rename("gdscript_properties_renames", head)
             if r is not None and k.has_member3(owner, head):
-                edits.append(Edit(start, start + len(head.encode()), r.new,
-                                  (Basis("rename-property", r.record_id, 0.9, f"property of {owner}", f"{head} -> {r.new}"),)))
+                edits.append(
+                    Edit(
+                        start,
+                        start + len(head.encode()),
+                        r.new,
+                        (Basis("rename-property", r.record_id, 0.9, f"property of {owner}", f"{head} -> {r.new}"),),
+                    )
+                )
                 if head == "pause_mode":
                     vm = re.match(r"pause_mode\s*=\s*(\d)\s*$", line)
                     if vm and vm.group(1) != _PAUSE_TO_PROCESS.get(vm.group(1), vm.group(1)):
                         s = start + _boff(line, vm.start(1))
-                        edits.append(Edit(s, s + 1, _PAUSE_TO_PROCESS[vm.group(1)],
-                                          (Basis("pause-mode-value", r.record_id, 0.95, f"property of {owner}",
-                                                 "pause_mode 2 (process) -> process_mode 3 (always)"),)))
+                        edits.append(
+                            Edit(
+                                s,
+                                s + 1,
+                                _PAUSE_TO_PROCESS[vm.group(1)],
+                                (
+                                    Basis(
+                                        "pause-mode-value",
+                                        r.record_id,
+                                        0.95,
+                                        f"property of {owner}",
+                                        "pause_mode 2 (process) -> process_mode 3 (always)",
+                                    ),
+                                ),
+                            )
+                        )
             # Theme override prefixes apply to Controls: only Control and its
             # descendants have rect_min_size in Godot 3.
             for old, tr in k.renames.get("theme_override_renames", {}).items():
                 if old.endswith("/") and key.startswith(old) and k.has_member3(owner, "rect_min_size"):
-                    edits.append(Edit(start, start + len(old.encode()), tr.new,
-                                      (Basis("rename-theme-override", tr.record_id, 0.95, f"Control {owner}",
-                                             f"{old} -> {tr.new}"),)))
+                    edits.append(
+                        Edit(
+                            start,
+                            start + len(old.encode()),
+                            tr.new,
+                            (Basis("rename-theme-override", tr.record_id, 0.95, f"Control {owner}", f"{old} -> {tr.new}"),),
+                        )
+                    )
                     break
         _value_renames(k, n, start, line, km.end(), edits)
     return edits, todos

@@ -80,8 +80,9 @@ def trigram_terms(query: RetrieverQuery) -> list[str]:
     return [t for t in query.query_terms if t not in prompt][:24]
 
 
-def fuse(rows: list[dict], limit: int, *, with_vector: bool, with_lexical: bool = True,
-         config: SearchConfig = DEFAULT_CONFIG) -> list[tuple[float, dict, dict]]:
+def fuse(
+    rows: list[dict], limit: int, *, with_vector: bool, with_lexical: bool = True, config: SearchConfig = DEFAULT_CONFIG
+) -> list[tuple[float, dict, dict]]:
     """(score, row, components) of the best ``limit`` candidates of one table.
 
     Components, each 0..1: keys = idf-weighted key match / the best among the
@@ -96,11 +97,13 @@ def fuse(rows: list[dict], limit: int, *, with_vector: bool, with_lexical: bool 
     max_keys = max(float(r.get("key_score") or 0) for r in rows) or 1.0
     comps = []
     for r in rows:
-        comp = {"keys": round(float(r.get("key_score") or 0) / max_keys, 6),
-                "text": round(float(r["text_score"] or 0) / max_text, 6),
-                "trigram": round(float(r["trigram_score"] or 0), 6),
-                "keys_raw": round(float(r.get("key_score") or 0), 6),
-                "text_raw": round(float(r["text_score"] or 0), 6)}
+        comp = {
+            "keys": round(float(r.get("key_score") or 0) / max_keys, 6),
+            "text": round(float(r["text_score"] or 0) / max_text, 6),
+            "trigram": round(float(r["trigram_score"] or 0), 6),
+            "keys_raw": round(float(r.get("key_score") or 0), 6),
+            "text_raw": round(float(r["text_score"] or 0), 6),
+        }
         if with_vector and r["vector_score"] is not None:
             comp["vector"] = round(max(0.0, float(r["vector_score"])), 6)
         comps.append(comp)
@@ -117,8 +120,12 @@ def fuse(rows: list[dict], limit: int, *, with_vector: bool, with_lexical: bool 
         # is scored on the lexical components alone, rescaled to the same 0..1
         # range, instead of losing the vector weight.
         wv, wk, wt, wg = config.weights_hybrid
-        score = [wv * c["vector"] + wk * c["keys"] + wt * c["text"] + wg * c["trigram"] if "vector" in c
-                 else (wk * c["keys"] + wt * c["text"] + wg * c["trigram"]) / (wk + wt + wg) for c in comps]
+        score = [
+            wv * c["vector"] + wk * c["keys"] + wt * c["text"] + wg * c["trigram"]
+            if "vector" in c
+            else (wk * c["keys"] + wt * c["text"] + wg * c["trigram"]) / (wk + wt + wg)
+            for c in comps
+        ]
     elif with_vector:
         score = [c.get("vector", 0.0) for c in comps]
     else:

@@ -63,10 +63,23 @@ RENAME_TABLE_CHANGE_TYPE = {
     "theme_override_renames": "theme",
 }
 
-CHANGE_TYPES = frozenset({
-    "class", "method", "property", "signal", "enum", "constant", "builtin_type", "project_setting", "input", "theme",
-    "shader", "syntax", "behaviour",
-})
+CHANGE_TYPES = frozenset(
+    {
+        "class",
+        "method",
+        "property",
+        "signal",
+        "enum",
+        "constant",
+        "builtin_type",
+        "project_setting",
+        "input",
+        "theme",
+        "shader",
+        "syntax",
+        "behaviour",
+    }
+)
 PROTOTYPE_LABELS = frozenset({"godot3", "godot4", "neutral"})
 
 DOCS_BASE_URL = {"4": "https://docs.godotengine.org/en/4.4/", "3": "https://docs.godotengine.org/en/3.6/"}
@@ -129,12 +142,64 @@ _IDENT_RE = re.compile(r"[A-Za-z_@][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 # Words every GDScript chunk has; as lexemes they match half the knowledge
 # base and say nothing about the version.
-COMMON_LEXEMES: frozenset[str] = frozenset({
-    "func", "var", "const", "if", "elif", "else", "for", "while", "in", "return", "pass", "self", "true", "false",
-    "null", "and", "or", "not", "is", "as", "break", "continue", "match", "extends", "class", "static", "void",
-    "int", "float", "bool", "string", "delta", "value", "the", "to", "of", "a", "an", "it", "this", "be", "with",
-    "that", "on", "by", "at", "from", "can", "will", "are", "was", "use", "used", "new",
-})
+COMMON_LEXEMES: frozenset[str] = frozenset(
+    {
+        "func",
+        "var",
+        "const",
+        "if",
+        "elif",
+        "else",
+        "for",
+        "while",
+        "in",
+        "return",
+        "pass",
+        "self",
+        "true",
+        "false",
+        "null",
+        "and",
+        "or",
+        "not",
+        "is",
+        "as",
+        "break",
+        "continue",
+        "match",
+        "extends",
+        "class",
+        "static",
+        "void",
+        "int",
+        "float",
+        "bool",
+        "string",
+        "delta",
+        "value",
+        "the",
+        "to",
+        "of",
+        "a",
+        "an",
+        "it",
+        "this",
+        "be",
+        "with",
+        "that",
+        "on",
+        "by",
+        "at",
+        "from",
+        "can",
+        "will",
+        "are",
+        "was",
+        "use",
+        "used",
+        "new",
+    }
+)
 
 
 def identifier_lexemes(text: str) -> list[str]:
@@ -200,6 +265,7 @@ def _short(text: str, limit: int) -> str:
 
 
 # ---------------------------------------------------------------- class references
+
 
 def _major(engine_version: str) -> str:
     return engine_version.split(".", 1)[0]
@@ -272,10 +338,19 @@ def class_reference_records(rows: Iterable[dict]) -> list[KnowledgeRecord]:
         if is_class:
             inherits = f" (inherits {row['inherits']})" if row.get("inherits") else ""
             embed_text = f"{version_words} class {cls}{inherits}: {brief} {_short(description, 300)}".strip()
-        records.append(KnowledgeRecord(
-            "docs_chunks", rid, f"godot{major}_class_reference.jsonl", payload, search_text,
-            tuple(lex_a), tuple(lex_b), tuple(lex_c), embed_text,
-        ))
+        records.append(
+            KnowledgeRecord(
+                "docs_chunks",
+                rid,
+                f"godot{major}_class_reference.jsonl",
+                payload,
+                search_text,
+                tuple(lex_a),
+                tuple(lex_b),
+                tuple(lex_c),
+                embed_text,
+            )
+        )
     return records
 
 
@@ -344,7 +419,10 @@ def _split_windows(body: str, limit: int = 1200) -> list[str]:
     return windows
 
 
-_RST_DIRECTIVE_NOISE = re.compile(r"^\s*\.\. (_[^:]+:|tabs::|code-tab::.*|code-block::.*|note::|warning::|tip::|seealso::|image::.*|figure::.*|important::|danger::|caution::|table::.*)\s*$", re.M)
+_RST_DIRECTIVE_NOISE = re.compile(
+    r"^\s*\.\. (_[^:]+:|tabs::|code-tab::.*|code-block::.*|note::|warning::|tip::|seealso::|image::.*|figure::.*|important::|danger::|caution::|table::.*)\s*$",
+    re.M,
+)
 
 
 def guide_records(pages: Iterable[tuple[str, str]]) -> list[KnowledgeRecord]:
@@ -364,7 +442,9 @@ def guide_records(pages: Iterable[tuple[str, str]]) -> list[KnowledgeRecord]:
             if not heading_path:
                 continue
             literals = re.findall(r"``([^`]+)``", body)
-            code_blocks = re.findall(r"(?:::|code-tab:: gdscript[^\n]*|code-block:: gdscript[^\n]*)\n\n((?:[ \t]+[^\n]*\n?|\n)+)", body)
+            code_blocks = re.findall(
+                r"(?:::|code-tab:: gdscript[^\n]*|code-block:: gdscript[^\n]*)\n\n((?:[ \t]+[^\n]*\n?|\n)+)", body
+            )
             cleaned = clean_markup(_RST_DIRECTIVE_NOISE.sub("", body))
             windows = _split_windows(cleaned)
             for n, window in enumerate(windows, 1):
@@ -393,13 +473,24 @@ def guide_records(pages: Iterable[tuple[str, str]]) -> list[KnowledgeRecord]:
                 }
                 search_text = f"Godot {major} {doc_type.replace('_', ' ')} {title}\n{window}"
                 embed_text = f"Godot {major} {doc_type.replace('_', ' ')}: {title}. {_short(window, 700)}"
-                records.append(KnowledgeRecord(
-                    "docs_chunks", rid, relpath, payload, search_text, tuple(lex_a), (), tuple(lex_c), embed_text,
-                ))
+                records.append(
+                    KnowledgeRecord(
+                        "docs_chunks",
+                        rid,
+                        relpath,
+                        payload,
+                        search_text,
+                        tuple(lex_a),
+                        (),
+                        tuple(lex_c),
+                        embed_text,
+                    )
+                )
     return records
 
 
 # ---------------------------------------------------------------- api_mapping
+
 
 def _rename_code(change_type: str, name: str) -> str:
     if change_type in ("class", "builtin_type"):
@@ -460,31 +551,109 @@ def rename_records(rows: Iterable[dict], godot3_names: set[str], godot4_names: s
             "old_in_godot4": old in godot4_names,
             "new_in_godot3": new in godot3_names,
         }
-        search_text = " ".join(
-            [old, new, change_type, desc, payload["before_code"], payload["after_code"]]
-        )
-        lex_a = identifier_lexemes(f"{old} {new}") if change_type not in ("project_setting", "input", "theme", "shader") \
+        search_text = " ".join([old, new, change_type, desc, payload["before_code"], payload["after_code"]])
+        lex_a = (
+            identifier_lexemes(f"{old} {new}")
+            if change_type not in ("project_setting", "input", "theme", "shader")
             else identifier_lexemes(f"{old} {new}") + [p for p in re.split(r"[/.]", f"{old}/{new}".lower()) if len(p) > 1]
+        )
         lex_a = list(dict.fromkeys(lex_a))
         lex_b = [c.lower() for c in _context_classes(context) if c.lower() not in lex_a]
-        embed_text = (f"Godot 3 {change_type.replace('_', ' ')} {old} renamed to {new} in Godot 4"
-                      + (f" ({_context_classes(context)[0]})" if _context_classes(context) else "")
-                      + f". {payload['before_code']} -> {payload['after_code']}")
-        records.append(KnowledgeRecord("api_mapping", rid, "godot_renames_3to4.jsonl", payload, search_text,
-                                       tuple(lex_a), tuple(dict.fromkeys(lex_b)), (), embed_text))
+        embed_text = (
+            f"Godot 3 {change_type.replace('_', ' ')} {old} renamed to {new} in Godot 4"
+            + (f" ({_context_classes(context)[0]})" if _context_classes(context) else "")
+            + f". {payload['before_code']} -> {payload['after_code']}"
+        )
+        records.append(
+            KnowledgeRecord(
+                "api_mapping",
+                rid,
+                "godot_renames_3to4.jsonl",
+                payload,
+                search_text,
+                tuple(lex_a),
+                tuple(dict.fromkeys(lex_b)),
+                (),
+                embed_text,
+            )
+        )
     return records
 
 
 # Words the authored old/new patterns use as placeholders ("yield(obj, \"signal\")"):
 # not keys of the record.
-PLACEHOLDER_WORDS = frozenset({
-    "obj", "signal", "method", "target", "args", "callable", "value", "path", "text", "index", "item", "name", "removed",
-    "use", "an", "function", "coroutine", "property", "node", "type", "with", "after", "inspector", "shown", "in",
-    "degrees", "smaller", "larger", "closer", "position", "length", "resource", "image", "flags", "offset", "impulse",
-    "velocity", "up_direction", "snap", "up", "begin", "end_inclusive", "end_exclusive", "id", "tile", "layer", "coords",
-    "source_id", "atlas_coords", "from", "to", "color", "width", "antialiased", "seed", "instance", "userdata",
-    "group", "project", "godot", "immediate", "parent", "called", "implicitly", "call", "is", "setter", "getter",
-})
+PLACEHOLDER_WORDS = frozenset(
+    {
+        "obj",
+        "signal",
+        "method",
+        "target",
+        "args",
+        "callable",
+        "value",
+        "path",
+        "text",
+        "index",
+        "item",
+        "name",
+        "removed",
+        "use",
+        "an",
+        "function",
+        "coroutine",
+        "property",
+        "node",
+        "type",
+        "with",
+        "after",
+        "inspector",
+        "shown",
+        "in",
+        "degrees",
+        "smaller",
+        "larger",
+        "closer",
+        "position",
+        "length",
+        "resource",
+        "image",
+        "flags",
+        "offset",
+        "impulse",
+        "velocity",
+        "up_direction",
+        "snap",
+        "up",
+        "begin",
+        "end_inclusive",
+        "end_exclusive",
+        "id",
+        "tile",
+        "layer",
+        "coords",
+        "source_id",
+        "atlas_coords",
+        "from",
+        "to",
+        "color",
+        "width",
+        "antialiased",
+        "seed",
+        "instance",
+        "userdata",
+        "group",
+        "project",
+        "godot",
+        "immediate",
+        "parent",
+        "called",
+        "implicitly",
+        "call",
+        "is",
+        "setter",
+        "getter",
+    }
+)
 
 
 def extra_mapping_records(rows: Iterable[dict], godot3_names: set[str], godot4_names: set[str]) -> list[KnowledgeRecord]:
@@ -529,11 +698,15 @@ def extra_mapping_records(rows: Iterable[dict], godot3_names: set[str], godot4_n
         symbol_lex = [t for t in key_lexemes(f"{old} {new}") if t.split(".")[-1] not in PLACEHOLDER_WORDS]
         lex_a = list(dict.fromkeys(key_lexemes(" ".join(keys)) + symbol_lex))
         lex_c = [t for t in key_lexemes(row["before_code"] + "\n" + row["after_code"]) if t not in lex_a]
-        search_text = " ".join([old, new, row["change_type"], row["description"], row.get("rationale", ""),
-                                row["before_code"], row["after_code"]])
+        search_text = " ".join(
+            [old, new, row["change_type"], row["description"], row.get("rationale", ""), row["before_code"], row["after_code"]]
+        )
         embed_text = f"{row['description']}\nGodot 3: {row['before_code']}\nGodot 4: {row['after_code']}"
-        records.append(KnowledgeRecord("api_mapping", rid, "api_mapping_extra.jsonl", payload, search_text,
-                                       tuple(lex_a), (), tuple(lex_c), embed_text))
+        records.append(
+            KnowledgeRecord(
+                "api_mapping", rid, "api_mapping_extra.jsonl", payload, search_text, tuple(lex_a), (), tuple(lex_c), embed_text
+            )
+        )
     return records
 
 
@@ -557,24 +730,44 @@ def prototype_records(rows: Iterable[dict]) -> list[KnowledgeRecord]:
         if row["label"] not in PROTOTYPE_LABELS:
             raise ValueError(f"label_prototypes.jsonl {row['id']}: label {row['label']!r}")
         payload = {k: row[k] for k in PROTOTYPE_FIELDS}
-        payload.update({"name": row.get("name", row["id"]), "source": row.get("source", "authored"),
-                        "keys": row.get("keys", []), "origin": "authored"})
+        payload.update(
+            {
+                "name": row.get("name", row["id"]),
+                "source": row.get("source", "authored"),
+                "keys": row.get("keys", []),
+                "origin": "authored",
+            }
+        )
         code = row["input_pattern"]
         keys = row.get("keys") or []
         lex_a = list(dict.fromkeys(key_lexemes(" ".join(keys))))
         lex_c = [t for t in key_lexemes(code + "\n" + row["before_code"] + "\n" + row["after_code"]) if t not in lex_a]
         search_text = "\n".join(row[k] for k in PROTOTYPE_FIELDS)
         embed_text = f"{code}\n{row['explanation']}"
-        records.append(KnowledgeRecord("label_prototypes", rid, "label_prototypes.jsonl", payload, search_text,
-                                       tuple(lex_a), (), tuple(lex_c), embed_text))
+        records.append(
+            KnowledgeRecord(
+                "label_prototypes", rid, "label_prototypes.jsonl", payload, search_text, tuple(lex_a), (), tuple(lex_c), embed_text
+            )
+        )
     return records
 
 
 _EXAMPLE_CATEGORY_CHANGE = {
-    "gdscript keyword": "syntax", "custom rename": "behaviour", "classes": "class", "pause_mode": "property",
-    "color literals": "constant", "color constants": "constant", "enum": "enum", "gdscript function": "method",
-    "gdscript property": "property", "shader": "shader", "gdscript signal": "signal", "project setting": "project_setting",
-    "input map": "input", "builtin type": "builtin_type", "theme overrides": "theme",
+    "gdscript keyword": "syntax",
+    "custom rename": "behaviour",
+    "classes": "class",
+    "pause_mode": "property",
+    "color literals": "constant",
+    "color constants": "constant",
+    "enum": "enum",
+    "gdscript function": "method",
+    "gdscript property": "property",
+    "shader": "shader",
+    "gdscript signal": "signal",
+    "project setting": "project_setting",
+    "input map": "input",
+    "builtin type": "builtin_type",
+    "theme overrides": "theme",
 }
 
 
@@ -596,8 +789,10 @@ def converter_example_records(rows: Iterable[dict]) -> list[KnowledgeRecord]:
         used[base] = used.get(base, 0) + 1
         rid = f"{base}#{used[base]}"
         change = _EXAMPLE_CATEGORY_CHANGE.get(row["category"], "behaviour")
-        explanation = (f"The Godot 4 project converter (step {row['step']}, {row['category']}) rewrites this Godot 3 code "
-                       f"to: {after.strip()[:300]}")
+        explanation = (
+            f"The Godot 4 project converter (step {row['step']}, {row['category']}) rewrites this Godot 3 code "
+            f"to: {after.strip()[:300]}"
+        )
         payload = {
             "label": "godot3",
             "name": f"{row['step']} ({row['category']})",
@@ -616,6 +811,17 @@ def converter_example_records(rows: Iterable[dict]) -> list[KnowledgeRecord]:
         lex_c = [t for t in key_lexemes(after) if t not in lex_a]
         search_text = "\n".join([before, after, explanation])
         embed_text = f"{before}\nGodot 3 code the converter rewrites ({row['category']}); Godot 4: {after[:200]}"
-        records.append(KnowledgeRecord("label_prototypes", rid, "godot_converter_examples_3to4.jsonl", payload, search_text,
-                                       tuple(lex_a), (), tuple(lex_c), embed_text))
+        records.append(
+            KnowledgeRecord(
+                "label_prototypes",
+                rid,
+                "godot_converter_examples_3to4.jsonl",
+                payload,
+                search_text,
+                tuple(lex_a),
+                (),
+                tuple(lex_c),
+                embed_text,
+            )
+        )
     return records

@@ -48,16 +48,43 @@ TABLE_PRIORITY = {
 
 # Intent cues in English, Korean, Portuguese and German (lower-cased match).
 _MIGRATION_CUES = (
-    "migrat", "convert", "conversion", "port to", "upgrade",
-    "변환", "마이그레이션", "이전", "업그레이드",
-    "conver", "migra", "atualiz",
-    "konvert", "umwand", "umstell", "portier", "aktualisier",
+    "migrat",
+    "convert",
+    "conversion",
+    "port to",
+    "upgrade",
+    "변환",
+    "마이그레이션",
+    "이전",
+    "업그레이드",
+    "conver",
+    "migra",
+    "atualiz",
+    "konvert",
+    "umwand",
+    "umstell",
+    "portier",
+    "aktualisier",
 )
 _EXPLAIN_CUES = (
-    "explain", "what does", "what is this", "meaning", "describe",
-    "설명", "뜻", "무엇", "의미",
-    "explica", "o que", "significa", "descrev",
-    "erklär", "erklar", "bedeutet", "was macht", "beschreib",
+    "explain",
+    "what does",
+    "what is this",
+    "meaning",
+    "describe",
+    "설명",
+    "뜻",
+    "무엇",
+    "의미",
+    "explica",
+    "o que",
+    "significa",
+    "descrev",
+    "erklär",
+    "erklar",
+    "bedeutet",
+    "was macht",
+    "beschreib",
 )
 _VERSION_CUES = ("version", "버전", "versão", "versao", "godot 3", "godot 4", "godot3", "godot4")
 
@@ -121,9 +148,7 @@ def build_retriever_query(*, prompt: str, chunk: Chunk) -> RetrieverQuery:
     prompt_terms = extract_prompt_terms(prompt)
     references = [r for r in chunk.reference_candidates if _searchable_reference(r)]
     name_terms = [chunk.name] if chunk.chunk_kind == "function" and chunk.name else []
-    query_terms = unique_keep_order(
-        list(chunk.api_call_candidates) + list(chunk.symbol_candidates) + name_terms + prompt_terms
-    )
+    query_terms = unique_keep_order(list(chunk.api_call_candidates) + list(chunk.symbol_candidates) + name_terms + prompt_terms)
     return RetrieverQuery(
         query_text=" ".join(query_terms),
         query_terms=tuple(query_terms),

@@ -73,20 +73,29 @@ def rank_text(r: SearchRank) -> str:
     if not r.used:
         return "not run for this chunk"
     if r.rank is None:
-        return "not reached (no shared key)" if r.search == "keys" else (
-            "no vector for this record" if r.search == "vector" else "scores 0")
+        return (
+            "not reached (no shared key)"
+            if r.search == "keys"
+            else ("no vector for this record" if r.search == "vector" else "scores 0")
+        )
     return f"rank {r.rank} of {r.out_of}"
 
 
 def explain(f: RankFacts) -> Explanation:
     """The cut that dropped the record (or where it stands when it was kept)."""
-    details = [f"{SEARCH_NAMES.get(r.search, r.search)}: {rank_text(r)}"
-               + (f", score {r.score:.4g}" if r.score is not None and r.rank is not None else "") for r in f.ranks]
+    details = [
+        f"{SEARCH_NAMES.get(r.search, r.search)}: {rank_text(r)}"
+        + (f", score {r.score:.4g}" if r.score is not None and r.rank is not None else "")
+        for r in f.ranks
+    ]
     if f.kb_changed:
         details.append("the knowledge base was rebuilt after this retrieval: ranks are measured against the current one")
     if not f.searched:
-        return Explanation(CUT_TABLE, f"{f.table} is not searched for this prompt's intent "
-                           f"(searched: {', '.join(f.tables_searched) or 'none'})", tuple(details))
+        return Explanation(
+            CUT_TABLE,
+            f"{f.table} is not searched for this prompt's intent (searched: {', '.join(f.tables_searched) or 'none'})",
+            tuple(details),
+        )
     if not (f.key_candidate or f.vector_candidate):
         by = {r.search: r for r in f.ranks}
         why = []
@@ -98,11 +107,14 @@ def explain(f: RankFacts) -> Explanation:
                 why.append("it shares no key with the chunk" if name == "keys" else "it has no vector")
             else:
                 why.append(f"{SEARCH_NAMES[name]} rank {r.rank} > {f.candidates_per_index}")
-        summary = (f"dropped at candidate selection in {f.table}: only the best {f.candidates_per_index} of each index "
-                   f"are scored, and " + "; ".join(why))
+        summary = (
+            f"dropped at candidate selection in {f.table}: only the best {f.candidates_per_index} of each index "
+            f"are scored, and " + "; ".join(why)
+        )
         if f.fused_rank is not None and f.fused_score is not None:
-            details.append(f"had it been a candidate, its fused score {f.fused_score:.4f} would rank {f.fused_rank} "
-                           f"of {f.candidate_count}")
+            details.append(
+                f"had it been a candidate, its fused score {f.fused_score:.4f} would rank {f.fused_rank} of {f.candidate_count}"
+            )
         return Explanation(CUT_CANDIDATES, summary, tuple(details))
     via = " and ".join(n for n, ok in (("key index", f.key_candidate), ("vector index", f.vector_candidate)) if ok)
     if f.fused_rank is not None and f.fused_rank > f.limit_per_table:
@@ -114,8 +126,10 @@ def explain(f: RankFacts) -> Explanation:
             f"are kept{last}",
             tuple(details),
         )
-    kept = f"retrieved: rank {f.fused_rank} of {f.candidate_count} in {f.table} (fused score {(f.fused_score or 0):.4f}), " \
-           f"a candidate through the {via}"
+    kept = (
+        f"retrieved: rank {f.fused_rank} of {f.candidate_count} in {f.table} (fused score {(f.fused_score or 0):.4f}), "
+        f"a candidate through the {via}"
+    )
     if f.stored_rank is None:
         details.append("not among the hits stored for this chunk: the knowledge base or the search changed since")
     return Explanation(CUT_RETRIEVED, kept, tuple(details))
