@@ -100,6 +100,18 @@ class Child:
     budget: RestartBudget = field(default_factory=RestartBudget)
 
 
+# How long a service may take to answer health checks at start (imports, pool and
+# NATS connections); generous, since a loaded 2-core machine starts six at once.
+START_TIMEOUT_S = 120.0
+
+
+def _log_tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError as exc:
+        return f"(no log: {exc})"
+
+
 def wait_healthy(addr: str, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     last_error = ""
@@ -185,7 +197,16 @@ class Supervisor:
                 self.children[key] = child
                 self._spawn(child)
         for key, child in self.children.items():
-            wait_healthy(f"{s.host}:{child.port}", 60)
+            try:
+                wait_healthy(f"{s.host}:{child.port}", START_TIMEOUT_S)
+            except SupervisorError as exc:
+                # Say why: the process's exit status and the end of its log.
+                state = (
+                    "running"
+                    if child.proc is not None and child.proc.poll() is None
+                    else f"exited with {child.proc.returncode if child.proc is not None else '?'}"
+                )
+                raise SupervisorError(f"{key} ({state}): {exc}; its log ends with:\n{_log_tail(child.log_path)}") from exc
             self.echo(f"{key:<12} gRPC on {s.host}:{child.port}, metrics on {self.metrics_url(child)}")
         runtime = {
             "pid": os.getpid(),

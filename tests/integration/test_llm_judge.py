@@ -146,7 +146,8 @@ def test_pipeline_with_the_llm_judge_completes_and_accounts_for_every_chunk(llm_
         last = None
         for progress in gateway.WatchProgress(spb.GetRequest(analysis_id=submitted.analysis_id), timeout=600):
             last = progress
-        assert last is not None and last.status == "done", last
+        # A 135M model fails some judgments: the analysis then ends "completed with failures", never plain "done".
+        assert last is not None and last.status in ("done", "completed_with_failures"), last
         doc = result_to_json(gateway.Get(spb.GetRequest(analysis_id=submitted.analysis_id), timeout=60))
     chunks = doc["chunks"]
     assert chunks and all(c["judge"]["kind"] in ("rules", "llm") for c in chunks)
@@ -164,6 +165,7 @@ def test_pipeline_with_the_llm_judge_completes_and_accounts_for_every_chunk(llm_
         else:
             assert c["status"] == "done" and c["signal"] in ("godot3", "godot4", "neutral")
     assert doc["verdict"]["counts"]["failed"] == len(failed)
+    assert doc["status"] == ("completed_with_failures" if failed else "done")
     assert doc["verdict"]["counts"]["total"] == len(chunks)
     stats = doc["judge_stats"]
     assert stats["judged"] == len(chunks) and stats["failed"] == len(failed)
