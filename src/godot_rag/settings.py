@@ -101,6 +101,8 @@ class Settings:
     # PostgreSQL connections each service process keeps: the consumers' handlers
     # share them, so a pool smaller than the in-flight messages makes them queue.
     pg_pool_size: int = 8
+    # Set by `godot-rag up` for its services: they get SIGTERM when this process dies (0 = not supervised).
+    parent_pid: int = 0
     log_level: str = "INFO"
     log_format: str = "text"  # text | json (one JSON object a line, with trace_id, analysis_id, chunk_id)
     # Prometheus /metrics of each service on this port (host = HOST); 0 picks a free one.

@@ -30,7 +30,6 @@ from godot_rag.infra.embedded import (
     EmbeddedError,
     EmbeddedNats,
     EmbeddedPostgres,
-    die_with_parent,
     free_port,
     start_watchdog,
 )
@@ -230,7 +229,8 @@ class Supervisor:
 
     def _spawn(self, child: Child) -> None:
         # A restarted child keeps its ports, so runtime.json stays true.
-        overrides = {f"{child.name}_port": child.port, "metrics_port": child.metrics_port}
+        # parent_pid: the service arms its own death signal on this process (infra.embedded.die_with_parent).
+        overrides = {f"{child.name}_port": child.port, "metrics_port": child.metrics_port, "parent_pid": os.getpid()}
         env = {**os.environ, **self.child_settings.with_overrides(**overrides).to_env(), "PYTHONUNBUFFERED": "1"}
         fh = open(child.log_path, "ab")
         # SIGTERM to the service when the supervisor dies (even by kill -9): no orphan keeps consuming.
@@ -239,7 +239,6 @@ class Supervisor:
             env=env,
             stdout=fh,
             stderr=subprocess.STDOUT,
-            preexec_fn=die_with_parent,
         )
         fh.close()
 

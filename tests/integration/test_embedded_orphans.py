@@ -33,9 +33,11 @@ def test_a_start_stops_the_nats_server_left_running_on_its_store(tmp_path):
 
 
 def test_nats_server_dies_with_the_process_that_started_it(tmp_path):
-    # A stand-in supervisor: starts the embedded nats-server, prints its pid, and is killed with -9.
-    script = ("import sys, time; from pathlib import Path; from godot_rag.infra.embedded import EmbeddedNats; "
-              "n = EmbeddedNats(Path(sys.argv[1]), '127.0.0.1', 0); n.start(); print(n.proc.pid, flush=True); time.sleep(600)")
+    # A stand-in supervisor: starts the embedded nats-server and the watchdog as `godot-rag up` does,
+    # prints the server's pid, and is killed with -9.
+    script = ("import sys, time; from pathlib import Path; from godot_rag.infra.embedded import EmbeddedNats, start_watchdog; "
+              "n = EmbeddedNats(Path(sys.argv[1]), '127.0.0.1', 0); n.start(); start_watchdog(Path(sys.argv[1]), nats=True, pg=False); "
+              "print(n.proc.pid, flush=True); time.sleep(600)")
     parent = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:
         server = int(parent.stdout.readline())

@@ -73,10 +73,19 @@ def nats_server_binary() -> str:
 _PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent() -> None:
-    """preexec_fn: the child gets SIGTERM when the thread that started it dies (Linux; elsewhere the watchdog covers it)."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+def die_with_parent(parent_pid: int) -> None:
+    """Called by a service at start: SIGTERM to it when its supervisor dies (Linux; elsewhere the watchdog covers it).
+
+    Set in the child after exec, never as a Popen preexec_fn: running Python between
+    fork and exec in a process with gRPC threads (the supervisor's health checks)
+    runs gRPC's fork handlers, and the child aborts before it execs.
+    """
+    if parent_pid <= 0 or not sys.platform.startswith("linux"):
+        return
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent_pid:
+        # The supervisor died before the signal was armed.
+        raise SystemExit(f"the supervisor (pid {parent_pid}) is gone")
 
 
 def pid_alive(pid: int) -> bool:
@@ -171,7 +180,7 @@ class EmbeddedNats:
             stdout=log_file,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=die_with_parent,
+            # No preexec_fn (see die_with_parent): the supervisor's watchdog stops this server when the supervisor dies.
         )
         log_file.close()
         try:

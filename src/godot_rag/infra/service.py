@@ -14,6 +14,7 @@ from grpc_reflection.v1alpha import reflection
 
 from godot_rag.infra.auth import server_interceptors
 from godot_rag.infra.bus import Bus
+from godot_rag.infra.embedded import die_with_parent
 from godot_rag.infra.logs import configure_logging
 from godot_rag.infra.metrics import serve_metrics
 from godot_rag.infra.store import Store
@@ -48,6 +49,7 @@ async def run_service(
     register: Callable[[grpc.aio.Server, ServiceContext], list[str]],
     start_consumers: Callable[[ServiceContext], Awaitable[list[asyncio.Task]]] | None = None,
 ) -> None:
+    die_with_parent(settings.parent_pid)
     configure_logging(name, settings.log_level, settings.log_format)
     try:
         settings.check_listen_security()
