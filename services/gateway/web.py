@@ -12,23 +12,33 @@ import json
 import logging
 from datetime import datetime
 from importlib import resources
-from ipaddress import ip_address
 from typing import Any
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode
 
 import jinja2
 from aiohttp import web
 
 from godot_rag.domain.ingest.policy import IngestError
-from godot_rag.errors import AccessDeniedError, InvalidInputError, NotFoundError, NotReadyError, OverloadedError
+from godot_rag.errors import AccessDeniedError, GodotRagError, InvalidInputError, NotFoundError, OverloadedError
 from godot_rag.infra.auth import COOKIE_NAME, bearer_of, token_matches
+from godot_rag.infra.grpc_edge import http_status_for
 from godot_rag.infra.service import ServiceContext
 from godot_rag.pipeline import web_data
 from godot_rag.pipeline import web_views as wv
 from godot_rag.pipeline.export import result_to_json
-from godot_rag.pipeline.replay import ReplayOptions, replay_status, start_replay
+from godot_rag.pipeline.replay import replay_status, start_replay
 from godot_rag.pipeline.results import analysis_result
+from godot_rag.pipeline.submit import collect_and_submit
 from godot_rag.pipeline.versions import diff_results, list_versions
+from godot_rag.pipeline.web_requests import (
+    SAFE_METHODS,
+    allowed_host_names,
+    check_request,
+    form_body,
+    replay_json,
+    replay_options_of,
+    submit_input_of,
+)
 from godot_rag.pipeline.why_not import why_not_retrieved
 
 log = logging.getLogger(__name__)
@@ -36,8 +46,6 @@ log = logging.getLogger(__name__)
 DEFAULT_PROMPT = "Is this Godot 3 or Godot 4, and what is the basis for converting it?"
 POLL_S = 0.5  # how often a live list asks the store for changes
 HEARTBEAT_S = 15.0
-SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 # Everything the pages use is served from here: no inline script, nothing from elsewhere.
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -60,82 +68,6 @@ def _default(value):
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-# ---------------------------------------------------------------- request checks (CSRF, DNS rebinding)
-
-
-def allowed_host_names(configured_host: str) -> frozenset[str]:
-    """Loopback names and the host the gateway is configured to listen on (a
-    wildcard address names no host)."""
-    names = set(LOOPBACK_NAMES)
-    host = configured_host.strip().strip("[]").lower()
-    if host and host not in ("0.0.0.0", "::"):
-        names.add(host)
-    return frozenset(names)
-
-
-def split_host(value: str) -> tuple[str, str] | None:
-    """'Host' header -> (name, port), IPv6 brackets removed; None when malformed."""
-    value = value.strip().lower()
-    if not value:
-        return None
-    if value.startswith("["):
-        end = value.find("]")
-        if end < 0:
-            return None
-        name, rest = value[1:end], value[end + 1 :]
-        if rest and not rest.startswith(":"):
-            return None
-        return name, rest[1:]
-    if value.count(":") > 1:
-        return None
-    name, _, port = value.partition(":")
-    if port and not port.isdigit():
-        return None
-    return name, port
-
-
-def _origin_matches(origin: str, host: tuple[str, str]) -> bool:
-    try:
-        parts = urlsplit(origin)
-        port = parts.port
-    except ValueError:
-        return False
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return False
-    default = "443" if parts.scheme == "https" else "80"
-    return (parts.hostname.lower(), str(port) if port else default) == (host[0], host[1] or default)
-
-
-def check_request(method: str, headers, allowed: frozenset[str]) -> str:
-    """Why a request is refused ('' when it is accepted).
-
-    Host must name this server (a DNS-rebound name does not); a browser's
-    cross-origin request carries a foreign Origin (or Referer), refused; a
-    state-changing request from a browser must come from this very origin.
-    """
-    host = split_host(headers.get("Host", ""))
-    if host is None or not (host[0] in allowed or _is_loopback_ip(host[0])):
-        return "unexpected Host header"
-    origin = headers.get("Origin")
-    if origin is not None and not _origin_matches(origin, host):
-        return "cross-origin request"
-    if method not in SAFE_METHODS:
-        if origin is None:
-            referer = headers.get("Referer")
-            if referer is not None and not _origin_matches(referer, host):
-                return "cross-origin request"
-            if headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
-                return "cross-origin request"
-    return ""
-
-
-def _is_loopback_ip(name: str) -> bool:
-    try:
-        return ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
 # Reachable without the token: the sign-in page and the static files it uses.
 OPEN_PATHS = frozenset({"/login", "/static/app.css", "/static/early.js", "/static/app.js"})
 
@@ -144,14 +76,6 @@ def _authorized(request: web.Request, token: str) -> bool:
     """The token as ``Authorization: Bearer`` (API clients) or the sign-in cookie (browsers)."""
     given = bearer_of(request.headers.get("Authorization", "")) or request.cookies.get(COOKIE_NAME, "")
     return token_matches(given, token)
-
-
-def _http_status(exc: Exception) -> int:
-    if isinstance(exc, AccessDeniedError):
-        return 403
-    if isinstance(exc, OverloadedError):
-        return 429
-    return 400
 
 
 def _is_json(request: web.Request) -> bool:
@@ -255,46 +179,16 @@ def build_app(ctx: ServiceContext) -> web.Application:
         data, name = b"", ""
         if isinstance(archive, web.FileField) and archive.filename:
             data, name = archive.file.read(), archive.filename
-        text = form["text"]
-        body = {
-            "prompt": form["prompt"],
-            "path": form["path"].strip(),
-            "git_url": form["git_url"].strip(),
-            "git_ref": form["git_ref"].strip(),
-        }
-        if not (body["path"] or body["git_url"] or data) and text.strip():
-            body["expanded_text" if text.lstrip().startswith("# ") else "snippet"] = text
+        body = form_body(form, has_archive=bool(data))
         try:
             submitted = await _submit(request, body, data, name)
         except (InvalidInputError, AccessDeniedError, OverloadedError) as exc:
-            return await index_page(str(exc), form, _http_status(exc))
+            return await index_page(str(exc), form, http_status_for(exc))
         raise web.HTTPSeeOther(f"/a/{quote(submitted[0].analysis_id, safe='')}")
 
     async def _submit(request: web.Request, body: dict, archive: bytes = b"", archive_name: str = "") -> list:
-        from godot_rag.pipeline.submit import SubmitInput, collect_and_submit
-
-        def text(key: str) -> str:
-            value = body.get(key, "")
-            return value if isinstance(value, str) else ""
-
-        client = request.remote or ""
         _, submitted = await collect_and_submit(
-            ctx.store,
-            ctx.bus,
-            ctx.settings,
-            SubmitInput(
-                prompt=text("prompt").strip(),
-                path=text("path"),
-                expanded_text=text("expanded_text"),
-                snippet=text("snippet"),
-                snippet_kind=text("snippet_kind"),
-                git_url=text("git_url"),
-                git_ref=text("git_ref"),
-                archive=archive,
-                archive_name=archive_name,
-                client=client,
-                local_caller=_is_loopback_ip(client),
-            ),
+            ctx.store, ctx.bus, ctx.settings, submit_input_of(body, archive, archive_name, request.remote or "")
         )
         if not submitted:
             raise IngestError("no project found in the input")
@@ -528,42 +422,18 @@ def build_app(ctx: ServiceContext) -> web.Application:
         if not isinstance(body, dict):
             return _json({"error": "the body must be a JSON object"}, 400)
         try:
-            opts = ReplayOptions(
-                analysis_id=request.match_info["analysis_id"],
-                stage=str(body.get("stage") or "judge"),
-                chunk_ids=tuple(str(c) for c in body.get("chunk_ids") or ()),
-                source_files=tuple(str(f) for f in body.get("source_files") or ()),
-                judge=str(body.get("judge") or ""),
-                prompt_version=str(body.get("prompt_version") or ""),
-                cascade=str(body.get("cascade") or ""),
-                limit_per_table=int(body.get("limit_per_table") or 0),
-            )
+            opts = replay_options_of(request.match_info["analysis_id"], body)
             started = await start_replay(ctx.store, ctx.bus, ctx.settings, opts)
-        except (ValueError, InvalidInputError) as exc:
-            return _json({"error": str(exc)}, 400)
-        except NotFoundError as exc:
-            return _json({"error": str(exc)}, 404)
-        except NotReadyError as exc:
-            return _json({"error": str(exc)}, 409)
-        return _json(_replay_json(started))
+        except GodotRagError as exc:
+            return _json({"error": str(exc)}, http_status_for(exc))
+        return _json(replay_json(started))
 
     @routes.get("/api/replays/{replay_id}")
     async def replay_state(request: web.Request) -> web.Response:
         try:
-            return _json(_replay_json(await replay_status(ctx.store, request.match_info["replay_id"])))
+            return _json(replay_json(await replay_status(ctx.store, request.match_info["replay_id"])))
         except NotFoundError as exc:
-            return _json({"error": str(exc)}, 404)
-
-    def _replay_json(r) -> dict:
-        return {
-            "replay_id": r.replay_id,
-            "analysis_id": r.analysis_id,
-            "stage": r.stage,
-            "run": r.run,
-            "status": r.status,
-            "judgment_version": r.judgment_version,
-            "chunks": [{"chunk_id": c.chunk_id, "source": c.source, "published": c.published} for c in r.chunks],
-        }
+            return _json({"error": str(exc)}, http_status_for(exc))
 
     @routes.post("/api/analyses")
     async def submit(request: web.Request) -> web.Response:
@@ -582,7 +452,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
         try:
             submitted = await _submit(request, body, archive, str(body.get("archive_name") or ""))
         except (InvalidInputError, AccessDeniedError, OverloadedError) as exc:
-            return _json({"error": str(exc)}, _http_status(exc))
+            return _json({"error": str(exc)}, http_status_for(exc))
         return _json(
             {
                 "analysis_id": submitted[0].analysis_id,

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from godot_rag.pipeline import web_views as wv
-from services.gateway.web import allowed_host_names, check_request, split_host
+from godot_rag.pipeline.web_requests import allowed_host_names, check_request, split_host
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -74,3 +74,23 @@ def grpc_errors(method: F) -> F:
             raise  # abort raises; this line only tells the type checker the call does not return
 
     return unary  # type: ignore[return-value]
+
+
+# The same errors over HTTP (the web screen's JSON API and forms).
+HTTP_STATUS_BY_ERROR: tuple[tuple[type[GodotRagError], int], ...] = (
+    (NotFoundError, 404),
+    (AccessDeniedError, 403),
+    (OverloadedError, 429),
+    (InvalidInputError, 400),
+    (NotReadyError, 409),
+    (LLMRequestError, 409),
+    (PoisonError, 409),
+    (RetryableError, 503),
+)
+
+
+def http_status_for(exc: GodotRagError) -> int:
+    for cls, code in HTTP_STATUS_BY_ERROR:
+        if isinstance(exc, cls):
+            return code
+    return 500
