@@ -38,7 +38,8 @@ from godot_rag.domain.chunking.gdscript import parse_gdscript  # noqa: E402
 from godot_rag.domain.retrieval import fusion  # noqa: E402
 from godot_rag.domain.retrieval.query import build_embedding_text, build_retriever_query  # noqa: E402
 from godot_rag.infra import kb_store  # noqa: E402
-from godot_rag.infra.embedder import MiniLMEmbedder  # noqa: E402
+from godot_rag.infra.embedder import EMBEDDER_BACKENDS, MiniLMEmbedder  # noqa: E402
+from godot_rag.settings import Settings  # noqa: E402
 
 CASES = REPO / "tests" / "retrieval_set" / "cases.jsonl"
 TABLES = ("docs_chunks", "api_mapping", "label_prototypes")
@@ -111,13 +112,14 @@ def print_table(rows: list[tuple[str, dict]]) -> None:
 
 async def main_async(args) -> int:
     cases = load_cases()
-    embedder = MiniLMEmbedder()
-    with knowledge_base(args.dsn, embedder=embedder) as (dsn, _report):
+    # The KB's vectors come from the shipped float32 file; only query vectors use --backend.
+    embedder = MiniLMEmbedder(backend=args.backend)
+    with knowledge_base(args.dsn, embedder=MiniLMEmbedder()) as (dsn, _report):
         check_expected(dsn, cases)
         started = time.monotonic()
         texts = [build_embedding_text(c["query"]) for c in cases]
         vectors = dict(zip([c["id"] for c in cases], embedder.embed(texts)))
-        print(f"{len(cases)} cases; query vectors in {time.monotonic() - started:.1f}s")
+        print(f"{len(cases)} cases; query vectors ({args.backend}) in {time.monotonic() - started:.1f}s")
         base = fusion.DEFAULT_CONFIG
         modes = [("vector-only", replace(base, mode=fusion.MODE_VECTOR)),
                  ("lexical-only", replace(base, mode=fusion.MODE_LEXICAL)),
@@ -165,6 +167,8 @@ def main() -> int:
     p.add_argument("--weights", nargs="*", help="extra hybrid weights 'vector,keys,text,trigram' to measure")
     p.add_argument("--misses", action="store_true", help="list the hybrid misses")
     p.add_argument("--json", help="write per-case results here")
+    p.add_argument("--backend", default=Settings.embedder_backend, choices=EMBEDDER_BACKENDS,
+                   help="runtime of the query embedder (default: the pipeline's, GODOT_RAG_EMBEDDER_BACKEND's default)")
     return asyncio.run(main_async(p.parse_args()))
 
 

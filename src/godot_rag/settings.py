@@ -94,7 +94,7 @@ class Settings:
     tei_url: str = ""
     # Runtime of the in-process minilm model: onnx (ONNX Runtime, graph exported once from the
     # packaged weights into data_dir/models) or torch (sentence-transformers); same vectors.
-    embedder_backend: str = "onnx"
+    embedder_backend: str = "onnx-int8"
     # Alias of OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT (infra/telemetry.py);
     # all empty = spans are kept in-process only.
     otlp_endpoint: str = ""
@@ -222,8 +222,10 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         raise SettingsError(f"{ENV_PREFIX}STREAM_RETENTION_DAYS must be more than 0, not {settings.stream_retention_days}")
     if settings.stage_workers < 1:
         raise SettingsError(f"{ENV_PREFIX}STAGE_WORKERS must be at least 1, not {settings.stage_workers}")
-    if settings.embedder_backend not in ("torch", "onnx"):
-        raise SettingsError(f"{ENV_PREFIX}EMBEDDER_BACKEND must be 'torch' or 'onnx', not {settings.embedder_backend!r}")
+    if settings.embedder_backend not in ("torch", "onnx", "onnx-int8"):
+        raise SettingsError(
+            f"{ENV_PREFIX}EMBEDDER_BACKEND must be 'torch', 'onnx' or 'onnx-int8', not {settings.embedder_backend!r}"
+        )
     for name in (
         "max_prompt_bytes",
         "walk_max_entries",

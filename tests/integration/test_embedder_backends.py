@@ -1,4 +1,4 @@
-"""The two runtimes of the in-process all-MiniLM-L6-v2 give the same vectors.
+"""The runtimes of the in-process all-MiniLM-L6-v2 give the same vectors (int8: nearly).
 
 Query vectors of either must be comparable with the knowledge base vectors
 shipped in the package (made with torch), so ONNX Runtime is checked against
@@ -36,6 +36,11 @@ def runtimes(tmp_path_factory):
     return MiniLMEmbedder(backend="torch"), MiniLMEmbedder(backend="onnx", cache_dir=cache)
 
 
+@pytest.fixture(scope="module")
+def int8(tmp_path_factory):
+    return MiniLMEmbedder(backend="onnx-int8", cache_dir=tmp_path_factory.mktemp("models-int8"))
+
+
 def test_onnx_matches_torch_in_one_padded_batch(runtimes):
     torch_e, onnx_e = runtimes
     a = np.asarray(torch_e.embed(TEXTS))
@@ -63,3 +68,24 @@ def test_onnx_agrees_with_the_shipped_knowledge_base_vectors(runtimes):
     want = np.asarray([struct.unpack_from(f"<{dim}e", body, shipped[text_sha256(t)] + 32) for t in texts], dtype=np.float32)
     want /= np.linalg.norm(want, axis=1, keepdims=True)
     assert (got * want).sum(axis=1).min() > 0.999
+
+
+def test_int8_stays_close_to_float32_and_keeps_the_neighbours(runtimes, int8):
+    """Quantised query vectors are compared with float32 knowledge-base vectors: each must stay
+    close to its float32 twin, and the nearest of a set of texts must stay the nearest."""
+    _, onnx_e = runtimes
+    texts = TEXTS + [
+        "func _ready():\n\tyield(get_tree(), \"idle_frame\")",
+        "await get_tree().process_frame",
+        "var tween = create_tween()",
+        "export(int) var speed = 200",
+        "@export var speed: int = 200",
+    ]
+    full = np.asarray(onnx_e.embed(texts))
+    quant = np.asarray(int8.embed(texts))
+    assert int8.onnx_int8_path().is_file(), "the quantised graph is cached where the embedder said"
+    assert int8.onnx_int8_path().stat().st_size < int8.onnx_path().stat().st_size / 2
+    assert np.allclose(np.linalg.norm(quant, axis=1), 1.0, atol=1e-4)
+    assert (full * quant).sum(axis=1).min() > 0.985
+    # Every quantised vector's nearest float32 vector is its own text's.
+    assert list(np.argmax(quant @ full.T, axis=1)) == list(range(len(texts)))

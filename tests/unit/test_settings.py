@@ -24,7 +24,7 @@ def test_bad_values_are_clear_errors(tmp_path: Path):
 def test_stage_workers_and_embedder_backend(tmp_path: Path):
     s = load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_STAGE_WORKERS": "4", "GODOT_RAG_EMBEDDER_BACKEND": "torch"})
     assert s.stage_workers == 4 and s.embedder_backend == "torch"
-    assert load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path)}).embedder_backend == "onnx"
+    assert load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path)}).embedder_backend == "onnx-int8"
     with pytest.raises(SettingsError, match="GODOT_RAG_STAGE_WORKERS"):
         load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_STAGE_WORKERS": "0"})
     with pytest.raises(SettingsError, match="GODOT_RAG_EMBEDDER_BACKEND"):
