@@ -44,8 +44,8 @@ async def why_not_retrieved(store: Store, analysis_id: str, chunk_id: str, recor
     if not matches:
         return out
     target = matches[0]
-    query = convert.query_from_pb(convert.from_dict(retrieval["query"], pb.RetrieverQuery))
-    mode, kb_changed = _search_mode(retrieval["kb_version"], kb)
+    query = convert.query_from_pb(convert.from_dict(retrieval.query, pb.RetrieverQuery))
+    mode, kb_changed = _search_mode(retrieval.kb_version, kb)
     vector = None
     if mode != "lexical":
         vector = await store.cached_embedding(mode, text_sha256(build_embedding_text(query)))
@@ -53,7 +53,7 @@ async def why_not_retrieved(store: Store, analysis_id: str, chunk_id: str, recor
             out["notes"].append(f"the query vector ({mode}) is not in the embedding cache: the vector search is left out")
     tables = TABLE_PRIORITY.get(query.intent, TABLE_PRIORITY[INTENT_VERSION])
     stored = [
-        h.get("record_id", "") for h in retrieval["hits"] or [] if (h.get("table") or h.get("table_name")) == target["table_name"]
+        h.get("record_id", "") for h in retrieval.hits or [] if (h.get("table") or h.get("table_name")) == target["table_name"]
     ]
     facts = await store.rank_record(
         query,
