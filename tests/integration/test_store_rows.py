@@ -129,5 +129,8 @@ async def test_every_typed_read_matches_its_query(stack, analysed):
         assert aid in [v.analysis_id for v in file_versions]
         latest = await store.web_latest_analysis(result.project_id)
         assert isinstance(latest, rows.LatestAnalysis)
+
+        matches = await store.find_records("Vector2")
+        assert matches and all(isinstance(m, rows.KbRecordMatch) and m.table_name and m.id for m in matches)
     finally:
         await store.close()

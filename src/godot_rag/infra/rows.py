@@ -374,6 +374,18 @@ class StartedReplay:
     settled: list[str]
 
 
+# ---------------------------------------------------------------- knowledge base
+
+
+@dataclass(frozen=True, slots=True)
+class KbRecordMatch(Row):
+    """A knowledge record found by id or title (``Store.find_records``)."""
+
+    table_name: str
+    id: str
+    title: str
+
+
 # ---------------------------------------------------------------- web screen
 
 
@@ -468,6 +480,7 @@ ROW_TYPES: tuple[type[Row], ...] = (
     ReplayRow,
     ReplayChunkRow,
     ReplayChunkStageRow,
+    KbRecordMatch,
     WebChunkRow,
     WebTiming,
     WebFileChunkRow,

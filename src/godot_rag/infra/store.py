@@ -34,6 +34,7 @@ from godot_rag.infra.rows import (
     FileVersionRow,
     JudgmentRow,
     JudgmentVersionRow,
+    KbRecordMatch,
     LatestAnalysis,
     Progress,
     ReplayChunkRow,
@@ -1213,11 +1214,11 @@ class Store:
             text = await kb_store.get_cached_embedding(conn, model, sha)
         return None if text is None else [float(x) for x in text.strip("[]").split(",")]
 
-    async def find_records(self, text: str) -> list[dict]:
+    async def find_records(self, text: str) -> list[KbRecordMatch]:
         async with self.pool.connection() as conn:
             rows = await kb_store.find_records(conn, text)
             await conn.rollback()
-        return rows
+        return KbRecordMatch.from_rows(rows)
 
     async def rank_record(self, query: RetrieverQuery, **kwargs):
         async with self.pool.connection() as conn:
