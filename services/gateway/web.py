@@ -343,7 +343,8 @@ def build_app(ctx: ServiceContext) -> web.Application:
 
     @routes.get(r"/export/analyses.{fmt:json|csv}")
     async def export_analyses(request: web.Request) -> web.Response:
-        return _export(await ctx.store.list_analyses(), wv.EXPORT_COLUMNS["analyses"], request.match_info["fmt"], "analyses")
+        rows = [a.to_dict() for a in await ctx.store.list_analyses()]
+        return _export(rows, wv.EXPORT_COLUMNS["analyses"], request.match_info["fmt"], "analyses")
 
     @routes.get(r"/a/{aid}/export/{what:files|chunks|candidates}.{fmt:json|csv}")
     async def export_list(request: web.Request) -> web.Response:
@@ -361,7 +362,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
 
     @routes.get("/api/analyses")
     async def analyses(request: web.Request) -> web.Response:
-        return _json(await ctx.store.list_analyses())
+        return _json([a.to_json() for a in await ctx.store.list_analyses()])
 
     @routes.get("/api/analyses/{analysis_id}")
     async def analysis(request: web.Request) -> web.Response:
@@ -370,7 +371,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
         except NotFoundError as exc:
             return _json({"error": str(exc)}, 404)
         doc = result_to_json(result)
-        doc["progress"] = await ctx.store.progress(result.analysis_id)
+        doc["progress"] = (await ctx.store.progress(result.analysis_id)).to_json()
         return _json(doc)
 
     @routes.get("/api/analyses/{analysis_id}/why-not")
@@ -394,11 +395,11 @@ def build_app(ctx: ServiceContext) -> web.Application:
         stages = await ctx.store.chunk_stages(aid, chunk_id)
         return _json(
             {
-                "chunk": row["chunk"],
-                "source_file": row["source_file"],
-                "retrieval": retrieval,
-                "judgment": judgment,
-                "stages": stages,
+                "chunk": row.chunk,
+                "source_file": row.source_file,
+                "retrieval": retrieval.to_json() if retrieval is not None else None,
+                "judgment": judgment.to_json() if judgment is not None else None,
+                "stages": [s.to_json() for s in stages],
             }
         )
 

@@ -70,6 +70,11 @@ class OverloadedError(GodotRagError):
     """The caller already has as many requests running as it may. gRPC: RESOURCE_EXHAUSTED; web: 429."""
 
 
+class RowShapeError(GodotRagError):
+    """A query's columns and the typed row built from them disagree (a column missing or unexpected):
+    the code and the schema are out of step, a bug that no retry fixes. gRPC: INTERNAL."""
+
+
 class ContractViolation(GodotRagError):
     """A judgment (from a model or the rules) that breaks the judgment contract; ``errors`` lists every problem."""
 

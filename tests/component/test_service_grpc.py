@@ -240,7 +240,7 @@ async def test_web_pages_escape_script_in_file_names_chunk_text_and_node_names(s
     try:
         from urllib.parse import quote
 
-        files = [f["source_file"] for f in await store.list_files(aid)]
+        files = [f.source_file for f in await store.list_files(aid)]
         assert any(payload in f for f in files) and "level.tscn" in files
         for path in ("/", f"/a/{aid}", *(f"/a/{aid}/f/{quote(f, safe='')}" for f in files)):
             resp = await client.get(path)

@@ -139,7 +139,7 @@ async def test_a_dead_letter_on_the_aggregate_stage_still_finalises_the_analysis
         await settle_dead_letter(ctx, dead, "gave up after 6 deliveries: test", stage="aggregator")
         assert (await ctx.store.get_analysis(aid))["status"] == "completed_with_failures"
         assert await ctx.store.get_verdict(aid) is not None
-        assert [d["stage"] for d in await ctx.store.dead_letters(aid)] == ["aggregator"]
+        assert [d.stage for d in await ctx.store.dead_letters(aid)] == ["aggregator"]
     finally:
         await _close(ctx)
 
@@ -153,6 +153,6 @@ async def test_an_advisory_for_a_message_no_longer_in_the_stream_is_still_record
     try:
         await handle_max_deliveries(ctx, advisory)
         rows = await ctx.store.dead_letters("")
-        assert any(r["key"] == f"{STREAM_CHUNKS}#{seq}" and r["stage"] == "judge" for r in rows)
+        assert any(r.key == f"{STREAM_CHUNKS}#{seq}" and r.stage == "judge" for r in rows)
     finally:
         await _close(ctx)

@@ -13,6 +13,7 @@ import signal
 import urllib.request
 import uuid
 import zipfile
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
@@ -90,6 +91,14 @@ def test_web_api_serves_the_analysis(stack, repo):
     # Tracking data never appears among the search clues.
     assert "player.gd" not in detail["retrieval"]["query"]["query_text"]
     assert {s["stage"] for s in detail["stages"]} == {"retrieve", "judge", "aggregate"}
+    assert all(isinstance(s["updated_at"], str) for s in detail["stages"])  # timestamps as ISO 8601 text
+    assert doc["progress"]["chunks_done"] == doc["progress"]["chunks_total"] > 0
+    listed = next(a for a in _get(stack, "api/analyses") if a["analysis_id"] == aid)
+    assert listed["status"] == "done" and listed["label"] == doc["verdict"]["label"]
+    assert datetime.fromisoformat(listed["created_at"]).tzinfo is not None
+    with urllib.request.urlopen(f"{stack.runtime['web']}export/analyses.csv") as r:
+        exported = list(csv.DictReader(io.StringIO(r.read().decode("utf-8"))))
+    assert next(a for a in exported if a["analysis_id"] == aid)["created_at"] == listed["created_at"]
 
 
 @needs_chromium

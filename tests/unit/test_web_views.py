@@ -8,16 +8,31 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from godot_rag.infra.rows import FileRow, FileVersionRow, WebChunkRow, WebTiming
 from godot_rag.pipeline import web_views as wv
 from godot_rag.pipeline.web_requests import allowed_host_names, check_request, split_host
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def _row(chunk_id="player.gd:function:_process", start=12, end=26, stages=None, **kw):
-    return {"chunk_id": chunk_id, "source_file": kw.pop("source_file", "player.gd"), "chunk_order": kw.pop("order", 5),
-            "file_order": 1, "chunk_kind": kw.pop("chunk_kind", "function"), "name": "_process", "start_line": start,
-            "end_line": end, "stages": stages or {}, **kw}
+def _row(chunk_id="player.gd:function:_process", start=12, end=26, stages=None, **kw) -> WebChunkRow:
+    fields = {"chunk_id": chunk_id, "source_file": "player.gd", "chunk_order": 5, "chunk_kind": "function",
+              "start_line": start, "end_line": end, "name": "_process", "source_kind": "gdscript", "file_order": 1,
+              "stages": stages or {}, "changed_at": None, "signal": None, "needs_migration": None, "confidence": None,
+              "judgment_status": None, "migration_notes": []}
+    return WebChunkRow.from_row(fields | kw)
+
+
+def _timing(**kw) -> WebTiming:
+    return WebTiming.from_row({"done": 0, "recent": 0, "first_done": None, "last_done": None, "now": T0, "created_at": None,
+                               "cursor": None} | kw)
+
+
+def _file(source_file: str, source_kind: str, status: str, included: bool, **kw) -> FileRow:
+    return FileRow.from_row({"analysis_id": "a1", "source_file": source_file, "file_order": 1, "source_kind": source_kind,
+                             "included": included, "excluded_reason": "", "sha256": "", "size": 0, "status": status,
+                             "parse_status": "", "chunk_count": 0, "errors": [], "error": "", "chunks_reused": False,
+                             "updated_at": T0} | kw)
 
 
 DONE = {"retrieve": {"status": "done"}, "judge": {"status": "done"}, "aggregate": {"status": "done"}}
@@ -73,21 +88,20 @@ def test_filters_combine():
 
 def test_progress_pace_and_time_left():
     counts = {"total": 100, "done": 40, "failed": 0}
-    p = wv.progress_view(counts, {"recent": 15, "done": 40, "created_at": T0, "last_done": T0 + timedelta(seconds=20),
-                                  "now": T0 + timedelta(seconds=21)}, running=True, window_s=30)
+    p = wv.progress_view(counts, _timing(recent=15, done=40, created_at=T0, last_done=T0 + timedelta(seconds=20),
+                                         now=T0 + timedelta(seconds=21)), running=True, window_s=30)
     assert p["throughput"] == "0.5 chunks/s" and p["eta"] == "2 min 00 s" and p["percent"] == 40
-    p = wv.progress_view(counts, {"recent": 0, "done": 0, "created_at": T0, "now": T0}, running=True)
+    p = wv.progress_view(counts, _timing(created_at=T0), running=True)
     assert p["eta"] == "not known yet" and p["throughput"] == "-"
-    p = wv.progress_view({"total": 10, "done": 10, "failed": 0}, {"recent": 0, "done": 10, "created_at": T0,
-                                                                  "last_done": T0 + timedelta(seconds=5)}, running=False)
+    p = wv.progress_view({"total": 10, "done": 10, "failed": 0},
+                         _timing(done=10, created_at=T0, last_done=T0 + timedelta(seconds=5)), running=False)
     assert p["eta"] == "finished" and p["throughput"] == "2.0 chunks/s" and p["elapsed"] == "5 s"
 
 
 def test_file_tree_nests_folders_and_keeps_excluded_apart():
-    files = [{"source_file": "scripts/player.gd", "source_kind": "gdscript", "status": "chunked", "included": True, "chunk_count": 1},
-             {"source_file": "scripts/ai/enemy.gd", "source_kind": "gdscript", "status": "queued", "included": True},
-             {"source_file": "README.md", "source_kind": "markdown", "status": "excluded", "included": False,
-              "excluded_reason": "documentation files are excluded by default"}]
+    files = [_file("scripts/player.gd", "gdscript", "chunked", True, chunk_count=1),
+             _file("scripts/ai/enemy.gd", "gdscript", "queued", True),
+             _file("README.md", "markdown", "excluded", False, excluded_reason="documentation files are excluded by default")]
     views = [wv.chunk_view(_row("p:1", source_file="scripts/player.gd", stages=DONE, signal="godot3", needs_migration=True), False)]
     tree = wv.file_tree(files, views)
     scripts = tree["root"]["folders"][0]
@@ -129,11 +143,11 @@ def test_pick_chunk_exact_or_covering():
 
 
 def test_outdated_only_for_a_later_different_copy():
-    versions = [{"analysis_id": "new", "created_at": T0 + timedelta(hours=1), "sha256": "bbb"},
-                {"analysis_id": "old", "created_at": T0, "sha256": "aaa"}]
+    versions = [FileVersionRow("new", T0 + timedelta(hours=1), "done", "bbb", True),
+                FileVersionRow("old", T0, "done", "aaa", True)]
     assert wv.outdated_view("old", T0, "aaa", versions)["analysis_id"] == "new"
     assert wv.outdated_view("new", T0 + timedelta(hours=1), "bbb", versions) is None
-    same = [{"analysis_id": "new", "created_at": T0 + timedelta(hours=1), "sha256": "aaa"}] + versions[1:]
+    same = [FileVersionRow("new", T0 + timedelta(hours=1), "done", "aaa", True)] + versions[1:]
     assert wv.outdated_view("old", T0, "aaa", same) is None
 
 

@@ -23,6 +23,32 @@ from godot_rag.domain.redact import redact_credentials
 from godot_rag.errors import StoreError
 from godot_rag.infra import kb_store
 from godot_rag.infra.metrics import observe_kb_search
+from godot_rag.infra.rows import (
+    AnalysisSummary,
+    ChunkPlace,
+    ChunkResultRow,
+    ChunkRow,
+    ChunkTaskRow,
+    DeadLetterRow,
+    FileRow,
+    FileVersionRow,
+    JudgmentRow,
+    JudgmentVersionRow,
+    KbRecordMatch,
+    LatestAnalysis,
+    Progress,
+    ReplayChunkRow,
+    ReplayChunkStageRow,
+    ReplayRow,
+    ResultVersionRow,
+    RetrievalRow,
+    StageRow,
+    StartedReplay,
+    VerdictRow,
+    WebChunkRow,
+    WebFileChunkRow,
+    WebTiming,
+)
 
 SCHEMA = "godot_rag"
 _MIGRATION_LOCK = 0x60D07A6  # advisory lock id: one migrator at a time
@@ -201,12 +227,19 @@ class Store:
     async def get_analysis(self, analysis_id: str) -> dict | None:
         return await self._fetchone(f"select * from {SCHEMA}.analyses where analysis_id = %s", (analysis_id,))
 
-    async def list_files(self, analysis_id: str) -> list[dict]:
-        return await self._fetchall(f"select * from {SCHEMA}.files where analysis_id = %s order by file_order", (analysis_id,))
+    async def list_files(self, analysis_id: str) -> list[FileRow]:
+        return FileRow.from_rows(
+            await self._fetchall(
+                f"select {FileRow.select_list()} from {SCHEMA}.files where analysis_id = %s order by file_order", (analysis_id,)
+            )
+        )
 
-    async def get_file(self, analysis_id: str, source_file: str) -> dict | None:
-        return await self._fetchone(
-            f"select * from {SCHEMA}.files where analysis_id = %s and source_file = %s", (analysis_id, source_file)
+    async def get_file(self, analysis_id: str, source_file: str) -> FileRow | None:
+        return FileRow.from_optional(
+            await self._fetchone(
+                f"select {FileRow.select_list()} from {SCHEMA}.files where analysis_id = %s and source_file = %s",
+                (analysis_id, source_file),
+            )
         )
 
     async def get_project_symbols(self, analysis_id: str) -> str:
@@ -300,9 +333,12 @@ class Store:
                         ),
                     )
 
-    async def get_chunk(self, analysis_id: str, chunk_id: str) -> dict | None:
-        return await self._fetchone(
-            f"select * from {SCHEMA}.chunks where analysis_id = %s and chunk_id = %s", (analysis_id, chunk_id)
+    async def get_chunk(self, analysis_id: str, chunk_id: str) -> ChunkRow | None:
+        return ChunkRow.from_optional(
+            await self._fetchone(
+                f"select {ChunkRow.select_list()} from {SCHEMA}.chunks where analysis_id = %s and chunk_id = %s",
+                (analysis_id, chunk_id),
+            )
         )
 
     async def file_symbol_scope(self, analysis_id: str, source_file: str) -> str:
@@ -535,15 +571,21 @@ class Store:
                             (version_id, analysis_id),
                         )
 
-    async def get_retrieval_version(self, analysis_id: str, chunk_id: str, version_id: str) -> dict | None:
-        return await self._fetchone(
-            f"select * from {SCHEMA}.retrieval_versions where analysis_id = %s and chunk_id = %s and version_id = %s",
-            (analysis_id, chunk_id, version_id),
+    async def get_retrieval_version(self, analysis_id: str, chunk_id: str, version_id: str) -> RetrievalRow | None:
+        return RetrievalRow.from_optional(
+            await self._fetchone(
+                f"""select {RetrievalRow.select_list()} from {SCHEMA}.retrieval_versions
+                where analysis_id = %s and chunk_id = %s and version_id = %s""",
+                (analysis_id, chunk_id, version_id),
+            )
         )
 
-    async def get_retrieval(self, analysis_id: str, chunk_id: str) -> dict | None:
-        return await self._fetchone(
-            f"select * from {SCHEMA}.retrievals where analysis_id = %s and chunk_id = %s", (analysis_id, chunk_id)
+    async def get_retrieval(self, analysis_id: str, chunk_id: str) -> RetrievalRow | None:
+        return RetrievalRow.from_optional(
+            await self._fetchone(
+                f"select {RetrievalRow.select_list()} from {SCHEMA}.retrievals where analysis_id = %s and chunk_id = %s",
+                (analysis_id, chunk_id),
+            )
         )
 
     async def api_mapping_payloads(self) -> list[tuple[str, dict]]:
@@ -629,34 +671,39 @@ class Store:
         row = cast("dict", await cur.fetchone())
         return bool(row["f"])
 
-    async def list_analyses(self, limit: int = 100) -> list[dict]:
-        return await self._fetchall(
+    async def list_analyses(self, limit: int = 100) -> list[AnalysisSummary]:
+        rows = await self._fetchall(
             f"""select a.analysis_id, a.project_id, a.prompt, a.status, a.source_origin, a.input_ref, a.created_at, a.finished_at,
                   a.files_total, a.files_included, v.label, v.confidence
                 from {SCHEMA}.analyses a left join {SCHEMA}.verdicts v on v.analysis_id = a.analysis_id
                 order by a.created_at desc limit %s""",
             (limit,),
         )
+        return AnalysisSummary.from_rows(rows)
 
-    async def get_judgment(self, analysis_id: str, chunk_id: str) -> dict | None:
-        return await self._fetchone(
-            f"""select judgment, judge_kind, model, prompt_version, latency_ms, judgment_key, version_id from {SCHEMA}.judgments
-            where analysis_id = %s and chunk_id = %s""",
-            (analysis_id, chunk_id),
+    async def get_judgment(self, analysis_id: str, chunk_id: str) -> JudgmentRow | None:
+        return JudgmentRow.from_optional(
+            await self._fetchone(
+                f"select {JudgmentRow.select_list()} from {SCHEMA}.judgments where analysis_id = %s and chunk_id = %s",
+                (analysis_id, chunk_id),
+            )
         )
 
-    async def chunk_stages(self, analysis_id: str, chunk_id: str) -> list[dict]:
-        return await self._fetchall(
-            f"""select stage, status, attempts, last_error, worker, trace_id, started_at, updated_at from {SCHEMA}.chunk_stages
+    async def chunk_stages(self, analysis_id: str, chunk_id: str) -> list[StageRow]:
+        rows = await self._fetchall(
+            f"""select {StageRow.select_list()} from {SCHEMA}.chunk_stages
             where analysis_id = %s and chunk_id = %s order by stage""",
             (analysis_id, chunk_id),
         )
+        return StageRow.from_rows(rows)
 
-    async def get_verdict(self, analysis_id: str) -> dict | None:
-        return await self._fetchone(f"select * from {SCHEMA}.verdicts where analysis_id = %s", (analysis_id,))
+    async def get_verdict(self, analysis_id: str) -> VerdictRow | None:
+        return VerdictRow.from_optional(
+            await self._fetchone(f"select {VerdictRow.select_list()} from {SCHEMA}.verdicts where analysis_id = %s", (analysis_id,))
+        )
 
-    async def list_chunk_results(self, analysis_id: str, source_file: str = "", chunk_id: str = "") -> list[dict]:
-        return await self._fetchall(
+    async def list_chunk_results(self, analysis_id: str, source_file: str = "", chunk_id: str = "") -> list[ChunkResultRow]:
+        rows = await self._fetchall(
             f"""select c.chunk_id, c.source_file, c.chunk_order, c.chunk_kind, c.start_line, c.end_line, c.chunk,
                   f.sha256, a.project_id,
                   (select jsonb_object_agg(s.stage, jsonb_build_object('status', s.status, 'attempts', s.attempts,
@@ -672,8 +719,9 @@ class Store:
                 order by f.file_order, c.chunk_order""",
             (analysis_id, source_file, source_file, chunk_id, chunk_id),
         )
+        return ChunkResultRow.from_rows(rows)
 
-    async def progress(self, analysis_id: str) -> dict:
+    async def progress(self, analysis_id: str) -> Progress:
         row = await self._fetchone(
             f"""select
                 (select count(*) from {SCHEMA}.files where analysis_id = %(a)s and included) as files_total,
@@ -683,7 +731,8 @@ class Store:
                 (select count(distinct chunk_id) from {SCHEMA}.chunk_stages where analysis_id = %(a)s and status = 'failed') as chunks_failed""",
             {"a": analysis_id},
         )
-        return row or {}
+        # Counts over sub-selects: always one row.
+        return Progress.from_row(cast("dict", row))
 
     async def record_dead_letter(
         self, *, analysis_id: str, stage: str, subject: str, key: str, error: str, deliveries: int
@@ -695,8 +744,13 @@ class Store:
                 (analysis_id, stage, subject, key, redact_credentials(error)[:4000], deliveries),
             )
 
-    async def dead_letters(self, analysis_id: str) -> list[dict]:
-        return await self._fetchall(f"select * from {SCHEMA}.dead_letters where analysis_id = %s order by id", (analysis_id,))
+    async def dead_letters(self, analysis_id: str) -> list[DeadLetterRow]:
+        return DeadLetterRow.from_rows(
+            await self._fetchall(
+                f"select {DeadLetterRow.select_list()} from {SCHEMA}.dead_letters where analysis_id = %s order by id",
+                (analysis_id,),
+            )
+        )
 
     # ------------------------------------------------------------ judgments with accounting (judge service)
 
@@ -827,22 +881,27 @@ class Store:
                 ),
             )
 
-    async def result_versions(self, analysis_id: str) -> list[dict]:
-        return await self._fetchall(
-            f"""select rv.*, v.label, v.confidence, v.counts, v.basis from {SCHEMA}.result_versions rv
+    async def result_versions(self, analysis_id: str) -> list[ResultVersionRow]:
+        rows = await self._fetchall(
+            f"""select rv.analysis_id, rv.version_id, rv.stage, rv.config, rv.base_version, rv.replay_id, rv.created_at,
+              v.label, v.confidence, v.counts, v.basis from {SCHEMA}.result_versions rv
             left join {SCHEMA}.verdict_versions v on v.analysis_id = rv.analysis_id and v.version_id = rv.version_id
             where rv.analysis_id = %s order by rv.created_at, rv.version_id""",
             (analysis_id,),
         )
+        return ResultVersionRow.from_rows(rows)
 
-    async def verdict_version(self, analysis_id: str, version_id: str) -> dict | None:
-        return await self._fetchone(
-            f"select * from {SCHEMA}.verdict_versions where analysis_id = %s and version_id = %s", (analysis_id, version_id)
+    async def verdict_version(self, analysis_id: str, version_id: str) -> VerdictRow | None:
+        return VerdictRow.from_optional(
+            await self._fetchone(
+                f"select {VerdictRow.select_list()} from {SCHEMA}.verdict_versions where analysis_id = %s and version_id = %s",
+                (analysis_id, version_id),
+            )
         )
 
-    async def judgment_version_rows(self, analysis_id: str, chunk_id: str = "") -> list[dict]:
+    async def judgment_version_rows(self, analysis_id: str, chunk_id: str = "") -> list[JudgmentVersionRow]:
         """Every judgment version of the analysis's chunks (or one chunk's), each with the hits of the retrieval it judged."""
-        return await self._fetchall(
+        rows = await self._fetchall(
             f"""select j.chunk_id, j.version_id, j.retrieval_version, j.judgment, j.created_at, r.hits, r.query, r.kb_version
             from {SCHEMA}.judgment_versions j
             left join {SCHEMA}.retrieval_versions r on r.analysis_id = j.analysis_id and r.chunk_id = j.chunk_id
@@ -850,17 +909,19 @@ class Store:
             where j.analysis_id = %s and (%s = '' or j.chunk_id = %s) order by j.chunk_id, j.created_at desc""",
             (analysis_id, chunk_id, chunk_id),
         )
+        return JudgmentVersionRow.from_rows(rows)
 
-    async def retrieval_version_rows(self, analysis_id: str, chunk_id: str) -> list[dict]:
-        return await self._fetchall(
-            f"""select version_id, kb_version, query, hits, created_at from {SCHEMA}.retrieval_versions
+    async def retrieval_version_rows(self, analysis_id: str, chunk_id: str) -> list[RetrievalRow]:
+        rows = await self._fetchall(
+            f"""select {RetrievalRow.select_list()} from {SCHEMA}.retrieval_versions
             where analysis_id = %s and chunk_id = %s order by created_at desc""",
             (analysis_id, chunk_id),
         )
+        return RetrievalRow.from_rows(rows)
 
-    async def chunk_places(self, analysis_id: str) -> list[dict]:
+    async def chunk_places(self, analysis_id: str) -> list[ChunkPlace]:
         """Every chunk's place and aggregate status, in file then chunk order."""
-        return await self._fetchall(
+        rows = await self._fetchall(
             f"""select c.chunk_id, c.source_file, c.chunk_order, c.chunk_kind, c.start_line, c.end_line, f.source_kind,
                   coalesce(s.status, 'waiting') as agg_status
             from {SCHEMA}.chunks c
@@ -869,10 +930,11 @@ class Store:
             where c.analysis_id = %s order by f.file_order, c.chunk_order""",
             (analysis_id,),
         )
+        return ChunkPlace.from_rows(rows)
 
-    async def chunk_task_rows(self, analysis_id: str, chunk_ids: Sequence[str], source_files: Sequence[str]) -> list[dict]:
+    async def chunk_task_rows(self, analysis_id: str, chunk_ids: Sequence[str], source_files: Sequence[str]) -> list[ChunkTaskRow]:
         """The trace fields of the chosen chunks (all chunks when both lists are empty), for rebuilding their messages."""
-        return await self._fetchall(
+        rows = await self._fetchall(
             f"""select c.chunk_id, c.source_file, c.chunk_order, c.chunk_kind, f.sha256, a.project_id
             from {SCHEMA}.chunks c
             join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
@@ -882,6 +944,7 @@ class Store:
             order by f.file_order, c.chunk_order""",
             {"a": analysis_id, "c": list(chunk_ids), "f": list(source_files)},
         )
+        return ChunkTaskRow.from_rows(rows)
 
     async def start_replay(
         self,
@@ -893,10 +956,10 @@ class Store:
         base_version: str,
         chunk_ids: Sequence[str],
         stages: Sequence[str],
-    ) -> dict:
+    ) -> StartedReplay:
         """Record the replay (or find it again: one more run) and a waiting row per chunk and stage not yet settled.
 
-        Returns the replay row; ``settled`` lists the chunks this replay already finished.
+        Returns the replay row and the chunks this replay already finished.
         """
         async with self.pool.connection() as conn:
             async with conn.transaction():
@@ -905,10 +968,10 @@ class Store:
                     values (%s, %s, %s, %s, %s)
                     on conflict (replay_id) do update set run = {SCHEMA}.replays.run + 1, updated_at = now(),
                       status = 'running', finished_at = null
-                    returning *""",
+                    returning {ReplayRow.select_list()}""",
                     (replay_id, analysis_id, from_stage, Jsonb(config), base_version),
                 )
-                replay = cast("dict", await cur.fetchone())
+                replay = ReplayRow.from_row(cast("dict", await cur.fetchone()))
                 cur = await conn.execute(
                     f"""select chunk_id from {SCHEMA}.replay_chunks where replay_id = %s and stage = 'aggregate'
                     and status in ('done', 'failed') and chunk_id = any(%s)""",
@@ -929,8 +992,7 @@ class Store:
                           finished_at = coalesce(finished_at, now()) where replay_id = %(r)s""",
                         {"r": replay_id},
                     )
-                replay["settled"] = sorted(settled)
-                return replay
+                return StartedReplay(replay, sorted(settled))
 
     async def set_replay_source(self, replay_id: str, chunk_id: str, source: str) -> None:
         async with self.pool.connection() as conn:
@@ -940,12 +1002,20 @@ class Store:
             )
 
     async def get_replay(self, replay_id: str) -> dict | None:
+        """The replay row as a dict; ``replay_row`` gives it typed."""
         return await self._fetchone(f"select * from {SCHEMA}.replays where replay_id = %s", (replay_id,))
 
-    async def replay_chunk_rows(self, replay_id: str) -> list[dict]:
-        return await self._fetchall(
-            f"select * from {SCHEMA}.replay_chunks where replay_id = %s order by chunk_id, stage", (replay_id,)
+    async def replay_row(self, replay_id: str) -> ReplayRow | None:
+        return ReplayRow.from_optional(
+            await self._fetchone(f"select {ReplayRow.select_list()} from {SCHEMA}.replays where replay_id = %s", (replay_id,))
         )
+
+    async def replay_chunk_rows(self, replay_id: str) -> list[ReplayChunkRow]:
+        rows = await self._fetchall(
+            f"select {ReplayChunkRow.select_list()} from {SCHEMA}.replay_chunks where replay_id = %s order by chunk_id, stage",
+            (replay_id,),
+        )
+        return ReplayChunkRow.from_rows(rows)
 
     async def claim_replay_stage(self, replay_id: str, chunk_id: str, stage: str, *, worker: str, trace_id: str = "") -> bool:
         """The replay's claim of one chunk stage: like claim_stage, on the replay's own rows."""
@@ -999,7 +1069,7 @@ class Store:
         )
         return bool(row and row["unfinished"])
 
-    async def finish_replay_if_complete(self, replay_id: str) -> dict | None:
+    async def finish_replay_if_complete(self, replay_id: str) -> ReplayRow | None:
         """Mark the replay finished once no chunk of it is unsettled; the replay row when this call finished it."""
         async with self.pool.connection() as conn:
             async with conn.transaction():
@@ -1018,10 +1088,10 @@ class Store:
                     return None
                 cur = await conn.execute(
                     f"""update {SCHEMA}.replays set status = %s, finished_at = now(), updated_at = now() where replay_id = %s
-                    returning *""",
+                    returning {ReplayRow.select_list()}""",
                     ("completed_with_failures" if row["failed"] else "done", replay_id),
                 )
-                return cast("dict", await cur.fetchone())
+                return ReplayRow.from_row(cast("dict", await cur.fetchone()))
 
     async def set_current_versions(
         self, analysis_id: str, *, judgment_version: str = "", retrieval_version: str = "", verdict: dict | None = None
@@ -1044,20 +1114,22 @@ class Store:
                         (analysis_id, verdict["label"], verdict["confidence"], Jsonb(verdict["counts"]), Jsonb(verdict["basis"])),
                     )
 
-    async def replay_stage_rows_of_chunk(self, analysis_id: str, chunk_id: str) -> list[dict]:
-        return await self._fetchall(
-            f"""select rc.*, r.from_stage from {SCHEMA}.replay_chunks rc join {SCHEMA}.replays r on r.replay_id = rc.replay_id
+    async def replay_stage_rows_of_chunk(self, analysis_id: str, chunk_id: str) -> list[ReplayChunkStageRow]:
+        rows = await self._fetchall(
+            f"""select {ReplayChunkRow.select_list("rc")}, r.from_stage
+            from {SCHEMA}.replay_chunks rc join {SCHEMA}.replays r on r.replay_id = rc.replay_id
             where rc.analysis_id = %s and rc.chunk_id = %s order by rc.updated_at, rc.stage""",
             (analysis_id, chunk_id),
         )
+        return ReplayChunkStageRow.from_rows(rows)
 
     # ------------------------------------------------------------ web screen (read only)
 
-    async def web_chunk_rows(self, analysis_id: str, since: Any = None) -> list[dict]:
+    async def web_chunk_rows(self, analysis_id: str, since: Any = None) -> list[WebChunkRow]:
         """One row per chunk for the live list: place, per-stage state, judgment summary,
         and ``changed_at`` (latest stage update). With ``since``, only the chunks
         whose stage rows changed after it."""
-        return await self._fetchall(
+        rows = await self._fetchall(
             f"""select c.chunk_id, c.source_file, c.chunk_order, c.chunk_kind, c.start_line, c.end_line,
                   coalesce(c.chunk->>'name', '') as name, f.source_kind, f.file_order, st.stages, st.changed_at,
                   j.signal, j.needs_migration, j.confidence, j.status as judgment_status,
@@ -1073,31 +1145,36 @@ class Store:
                 order by f.file_order, c.chunk_order""",
             {"a": analysis_id, "since": since},
         )
+        return WebChunkRow.from_rows(rows)
 
-    async def web_files_changed(self, analysis_id: str, since: Any = None) -> list[dict]:
-        return await self._fetchall(
-            f"""select * from {SCHEMA}.files where analysis_id = %(a)s
+    async def web_files_changed(self, analysis_id: str, since: Any = None) -> list[FileRow]:
+        rows = await self._fetchall(
+            f"""select {FileRow.select_list()} from {SCHEMA}.files where analysis_id = %(a)s
                 and (%(since)s::timestamptz is null or updated_at > %(since)s::timestamptz) order by file_order""",
             {"a": analysis_id, "since": since},
         )
+        return FileRow.from_rows(rows)
 
-    async def web_timing(self, analysis_id: str, window_s: float = 30.0) -> dict:
+    async def web_timing(self, analysis_id: str, window_s: float = 30.0) -> WebTiming:
         """Chunks finished (aggregate done) in total and within the last ``window_s``, with the clock of the database."""
-        return (
-            await self._fetchone(
-                f"""select count(*) as done, count(*) filter (where s.updated_at > now() - make_interval(secs => %(w)s)) as recent,
+        # An aggregate without group by: always one row.
+        return WebTiming.from_row(
+            cast(
+                "dict",
+                await self._fetchone(
+                    f"""select count(*) as done, count(*) filter (where s.updated_at > now() - make_interval(secs => %(w)s)) as recent,
                   min(s.updated_at) as first_done, max(s.updated_at) as last_done, now() as now,
                   (select created_at from {SCHEMA}.analyses where analysis_id = %(a)s) as created_at,
                   (select max(updated_at) from {SCHEMA}.chunk_stages where analysis_id = %(a)s) as cursor
                 from {SCHEMA}.chunk_stages s where s.analysis_id = %(a)s and s.stage = 'aggregate' and s.status = 'done'""",
-                {"a": analysis_id, "w": window_s},
+                    {"a": analysis_id, "w": window_s},
+                ),
             )
-            or {}
         )
 
-    async def web_file_chunks(self, analysis_id: str, source_file: str) -> list[dict]:
+    async def web_file_chunks(self, analysis_id: str, source_file: str) -> list[WebFileChunkRow]:
         """Every chunk of one file with its retrieval, judgment (and accounting) and stage rows."""
-        return await self._fetchall(
+        rows = await self._fetchall(
             f"""select c.chunk_id, c.chunk_order, c.start_line, c.end_line, c.chunk,
                   (select jsonb_agg(jsonb_build_object('stage', s.stage, 'status', s.status, 'attempts', s.attempts,
                       'last_error', s.last_error, 'worker', s.worker, 'trace_id', s.trace_id,
@@ -1112,20 +1189,24 @@ class Store:
                 where c.analysis_id = %s and c.source_file = %s order by c.chunk_order""",
             (analysis_id, source_file),
         )
+        return WebFileChunkRow.from_rows(rows)
 
-    async def web_file_versions(self, project_id: str, source_file: str) -> list[dict]:
+    async def web_file_versions(self, project_id: str, source_file: str) -> list[FileVersionRow]:
         """The analyses of a project that list this file, newest first, with the file's content hash."""
-        return await self._fetchall(
+        rows = await self._fetchall(
             f"""select a.analysis_id, a.created_at, a.status, f.sha256, f.included from {SCHEMA}.analyses a
                 join {SCHEMA}.files f on f.analysis_id = a.analysis_id and f.source_file = %s
                 where a.project_id = %s order by a.created_at desc limit 20""",
             (source_file, project_id),
         )
+        return FileVersionRow.from_rows(rows)
 
-    async def web_latest_analysis(self, project_id: str) -> dict | None:
-        return await self._fetchone(
-            f"select analysis_id, created_at from {SCHEMA}.analyses where project_id = %s order by created_at desc limit 1",
-            (project_id,),
+    async def web_latest_analysis(self, project_id: str) -> LatestAnalysis | None:
+        return LatestAnalysis.from_optional(
+            await self._fetchone(
+                f"select analysis_id, created_at from {SCHEMA}.analyses where project_id = %s order by created_at desc limit 1",
+                (project_id,),
+            )
         )
 
     async def cached_embedding(self, model: str, sha: str) -> list[float] | None:
@@ -1133,11 +1214,11 @@ class Store:
             text = await kb_store.get_cached_embedding(conn, model, sha)
         return None if text is None else [float(x) for x in text.strip("[]").split(",")]
 
-    async def find_records(self, text: str) -> list[dict]:
+    async def find_records(self, text: str) -> list[KbRecordMatch]:
         async with self.pool.connection() as conn:
             rows = await kb_store.find_records(conn, text)
             await conn.rollback()
-        return rows
+        return KbRecordMatch.from_rows(rows)
 
     async def rank_record(self, query: RetrieverQuery, **kwargs):
         async with self.pool.connection() as conn:

@@ -19,6 +19,7 @@ from godot_rag.domain.chunking.validation import validate_chunking
 from godot_rag.domain.ids import message_id, subject_token
 from godot_rag.domain.models import PARSE_FAILED, ChunkingResult
 from godot_rag.errors import PoisonError, RetryableError
+from godot_rag.infra.rows import FileRow
 from godot_rag.infra.service import ServiceContext
 from godot_rag.stages import FILE_DONE, STAGE_VERSION, FileStatus, Stage, chunk_subject
 from godot_rag.v1 import messages_pb2 as pb
@@ -68,7 +69,7 @@ async def chunk_output_for(
 
 
 async def _committed_output(
-    ctx: ServiceContext, req: pb.AnalysisRequest, file_row: dict, chunk_fn: ChunkFn, version: str | None
+    ctx: ServiceContext, req: pb.AnalysisRequest, file_row: FileRow, chunk_fn: ChunkFn, version: str | None
 ) -> dict:
     """The chunks a redelivered task republishes for a file already chunked (or failed).
 
@@ -77,8 +78,8 @@ async def _committed_output(
     this file when its source_file is this one; otherwise the chunks are cut
     again (deterministic, so the same ids the first delivery committed).
     """
-    if file_row["status"] != FileStatus.CHUNKED:
-        return {"chunks": [], "status": file_row["parse_status"]}
+    if file_row.status != FileStatus.CHUNKED:
+        return {"chunks": [], "status": file_row.parse_status}
     cached = await ctx.store.get_chunking_cache(req.source_sha256, req.source_kind, version or producer_version(req.source_kind))
     if cached is not None and cached.get("source_file") == req.source_file:
         return cached
@@ -96,7 +97,7 @@ async def handle_file_task(ctx: ServiceContext, data: bytes, chunk_fn: ChunkFn =
     file_row = await ctx.store.get_file(aid, req.source_file)
     if file_row is None:
         raise PoisonError(f"file {req.source_file} of analysis {aid} is not recorded")
-    if file_row["status"] == FileStatus.QUEUED:
+    if file_row.status == FileStatus.QUEUED:
         blob = await ctx.store.get_blob(req.source_sha256)
         if blob is None:
             raise RetryableError(f"content {req.source_sha256} of {req.source_file} not in the store yet")

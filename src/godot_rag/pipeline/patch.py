@@ -75,17 +75,17 @@ async def patch_analysis(store: Store, analysis_id: str) -> AnalysisPatch:
     files: dict[str, str] = {}
     shas: dict[str, str] = {}
     for row in await store.list_files(analysis_id):
-        path = row["source_file"]
-        if not row["included"] or not source_kind(path):
+        path = row.source_file
+        if not row.included or not source_kind(path):
             continue
-        data = await store.get_blob(row["sha256"])
+        data = await store.get_blob(row.sha256)
         if data is None:
             continue  # a file row without its content (never the case for an included file): nothing to patch
         try:
             files[path] = data.decode("utf-8")
         except UnicodeDecodeError:
             continue  # the ingest policy includes text only; a blob that is not UTF-8 is not a script
-        shas[path] = row["sha256"]
+        shas[path] = row.sha256
     index_json = await store.get_project_symbols(analysis_id)
     # Patching parses every script: CPU work kept off the gateway's event loop.
     result = await asyncio.to_thread(patch_project, files, index_json)

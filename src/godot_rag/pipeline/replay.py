@@ -21,6 +21,7 @@ from godot_rag.domain.aggregation.versions import replay_id_of
 from godot_rag.domain.ids import message_id, replay_message_version, subject_token
 from godot_rag.errors import InvalidInputError, NotFoundError, NotReadyError
 from godot_rag.infra.bus import Bus
+from godot_rag.infra.rows import ChunkTaskRow
 from godot_rag.infra.store import Store
 from godot_rag.pipeline.judging import check_judge_config
 from godot_rag.prompts import JUDGE_PROMPT_VERSION
@@ -96,17 +97,17 @@ def stages_from(stage: Stage) -> list[Stage]:
     return stages
 
 
-def task_from_row(analysis_id: str, row: dict) -> pb.ChunkTask:
+def task_from_row(analysis_id: str, row: ChunkTaskRow) -> pb.ChunkTask:
     """The chunk's message as the chunking stage published it, rebuilt from the stored chunk."""
     return pb.ChunkTask(
         analysis_id=analysis_id,
         trace=pb.ChunkTrace(
-            project_id=row["project_id"],
-            source_file=row["source_file"],
-            source_sha256=row["sha256"],
-            chunk_id=row["chunk_id"],
-            chunk_order=row["chunk_order"],
-            chunk_kind=row["chunk_kind"],
+            project_id=row.project_id,
+            source_file=row.source_file,
+            source_sha256=row.sha256,
+            chunk_id=row.chunk_id,
+            chunk_order=row.chunk_order,
+            chunk_kind=row.chunk_kind,
         ),
     )
 
@@ -122,30 +123,33 @@ async def start_replay(store: Store, bus: Bus, settings: Settings, opts: ReplayO
     base_version = analysis.get("current_judgment_version", "")
     if stage == Stage.JUDGE:
         # Judged as of the base version's retrieval: part of the configuration (and of the replay's id).
-        base = {v["version_id"]: v for v in await store.result_versions(opts.analysis_id)}.get(base_version)
-        config["retrieval_version"] = str(((base or {}).get("config") or {}).get("retrieval_version", base_version))
+        base = {v.version_id: v for v in await store.result_versions(opts.analysis_id)}.get(base_version)
+        config["retrieval_version"] = str(
+            ((base.config if base is not None else None) or {}).get("retrieval_version", base_version)
+        )
     rows = await store.chunk_task_rows(opts.analysis_id, opts.chunk_ids, opts.source_files)
-    found = {r["chunk_id"] for r in rows}
+    found = {r.chunk_id for r in rows}
     missing = [c for c in opts.chunk_ids if c not in found]
     if missing:
         raise NotFoundError(f"analysis {opts.analysis_id} has no chunk {', '.join(missing)}")
-    files = {r["source_file"] for r in rows}
+    files = {r.source_file for r in rows}
     missing_files = [f for f in opts.source_files if f not in files]
     if missing_files:
         raise NotFoundError(f"analysis {opts.analysis_id} has no chunk in {', '.join(missing_files)}")
     if not rows:
         raise InvalidInputError(f"analysis {opts.analysis_id} has no chunks to replay")
     replay_id = replay_id_of(opts.analysis_id, stage, config)
-    replay = await store.start_replay(
+    recorded = await store.start_replay(
         replay_id=replay_id,
         analysis_id=opts.analysis_id,
         from_stage=stage,
         config=config,
         base_version=base_version,
-        chunk_ids=[r["chunk_id"] for r in rows],
+        chunk_ids=[r.chunk_id for r in rows],
         stages=stages_from(stage),
     )
-    run = int(replay["run"])
+    replay = recorded.replay
+    run = replay.run
     spec = pb.ReplaySpec(
         replay_id=replay_id,
         from_stage=stage,
@@ -157,17 +161,17 @@ async def start_replay(store: Store, bus: Bus, settings: Settings, opts: ReplayO
         run=run,
         retrieval_version=config.get("retrieval_version", ""),
     )
-    settled = set(replay["settled"])
+    settled = set(recorded.settled)
     started = ReplayStarted(
         replay_id=replay_id,
         analysis_id=opts.analysis_id,
         stage=stage,
         run=run,
-        status=replay["status"],
-        judgment_version=replay["judgment_version"],
+        status=replay.status,
+        judgment_version=replay.judgment_version,
     )
     for row in rows:
-        chunk_id = row["chunk_id"]
+        chunk_id = row.chunk_id
         if chunk_id in settled:
             started.chunks.append(ReplayedChunk(chunk_id, "", False))
             continue
@@ -181,37 +185,37 @@ async def start_replay(store: Store, bus: Bus, settings: Settings, opts: ReplayO
         )
         started.chunks.append(ReplayedChunk(chunk_id, source, True))
     if not any(c.published for c in started.chunks):
-        done = await store.get_replay(replay_id)
-        started.status = (done or {}).get("status", started.status)
+        done = await store.replay_row(replay_id)
+        started.status = done.status if done is not None else started.status
     return started
 
 
-async def _message_of(bus: Bus, subject: str, analysis_id: str, row: dict) -> tuple[pb.ChunkTask, str]:
+async def _message_of(bus: Bus, subject: str, analysis_id: str, row: ChunkTaskRow) -> tuple[pb.ChunkTask, str]:
     """The stage's last message for the chunk from the stream, else the one rebuilt from the store."""
     data = await bus.last_message(STREAM_CHUNKS, subject)
     if data is not None:
         task = pb.ChunkTask.FromString(data)
         # Subjects are hashes of the chunk id: a mismatch would be a collision, so the store decides then.
-        if task.analysis_id == analysis_id and task.trace.chunk_id == row["chunk_id"]:
+        if task.analysis_id == analysis_id and task.trace.chunk_id == row.chunk_id:
             task.ClearField("replay")
             return task, SOURCE_STREAM
     return task_from_row(analysis_id, row), SOURCE_STORE
 
 
 async def replay_status(store: Store, replay_id: str) -> ReplayStarted:
-    replay = await store.get_replay(replay_id)
+    replay = await store.replay_row(replay_id)
     if replay is None:
         raise NotFoundError(f"no replay {replay_id}")
     chunks = {}
     for r in await store.replay_chunk_rows(replay_id):
-        if r["stage"] == replay["from_stage"]:
-            chunks[r["chunk_id"]] = ReplayedChunk(r["chunk_id"], r["source"], True)
+        if r.stage == replay.from_stage:
+            chunks[r.chunk_id] = ReplayedChunk(r.chunk_id, r.source, True)
     return ReplayStarted(
         replay_id=replay_id,
-        analysis_id=replay["analysis_id"],
-        stage=replay["from_stage"],
-        run=int(replay["run"]),
-        status=replay["status"],
-        judgment_version=replay["judgment_version"],
+        analysis_id=replay.analysis_id,
+        stage=replay.from_stage,
+        run=replay.run,
+        status=replay.status,
+        judgment_version=replay.judgment_version,
         chunks=list(chunks.values()),
     )

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
 
 from godot_rag import convert
 from godot_rag.domain.aggregation.verdict import ChunkOutcome, compute_verdict
 from godot_rag.errors import NotFoundError, NotReadyError
+from godot_rag.infra.rows import VerdictRow
 from godot_rag.infra.store import Store
 from godot_rag.stages import CHUNK_STAGES, AnalysisStatus, ChunkStatus, Stage, Status
 from godot_rag.v1 import messages_pb2 as pb
@@ -61,11 +63,11 @@ async def watch_progress(store: Store, analysis_id: str, stop: asyncio.Event, ev
         progress = spb.Progress(
             analysis_id=analysis_id,
             status=analysis["status"],
-            files_total=p["files_total"],
-            files_chunked=p["files_chunked"],
-            chunks_total=p["chunks_total"],
-            chunks_done=p["chunks_done"],
-            chunks_failed=p["chunks_failed"],
+            files_total=p.files_total,
+            files_chunked=p.files_chunked,
+            chunks_total=p.chunks_total,
+            chunks_done=p.chunks_done,
+            chunks_failed=p.chunks_failed,
         )
         finished = not is_running(analysis)
         if finished:
@@ -133,38 +135,46 @@ async def finalize_analysis(store: Store, analysis_id: str) -> dict | None:
     return verdict
 
 
-def verdict_pb(row: dict | None) -> pb.Verdict | None:
+def verdict_message(label: str, confidence: float, counts: Mapping[str, int], basis: Iterable[str]) -> pb.Verdict:
+    return pb.Verdict(label=label, confidence=confidence, counts={k: int(v) for k, v in counts.items()}, basis=list(basis))
+
+
+def verdict_pb(row: VerdictRow | None) -> pb.Verdict | None:
+    """A stored verdict as its message (None when there is none)."""
     if row is None:
         return None
-    return pb.Verdict(
-        label=row["label"], confidence=row["confidence"], counts={k: int(v) for k, v in row["counts"].items()}, basis=row["basis"]
-    )
+    return verdict_message(row.label, row.confidence, row.counts, row.basis)
+
+
+def computed_verdict_pb(verdict: Mapping[str, Any]) -> pb.Verdict:
+    """A verdict computed by ``outcome_rows_to_verdict`` as its message."""
+    return verdict_message(verdict["label"], verdict["confidence"], verdict["counts"], verdict["basis"])
 
 
 async def chunk_results(store: Store, analysis_id: str, source_file: str = "", running: bool = True) -> list[spb.ChunkResult]:
     results: list[spb.ChunkResult] = []
     for r in await store.list_chunk_results(analysis_id, source_file):
-        chunk = convert.from_dict(r["chunk"], pb.Chunk)
-        status, stage, last_error = chunk_status(r["stages"], running)
+        chunk = convert.from_dict(r.chunk, pb.Chunk)
+        status, stage, last_error = chunk_status(r.stages, running)
         cr = spb.ChunkResult(
             trace=pb.ChunkTrace(
-                project_id=r["project_id"],
-                source_file=r["source_file"],
-                source_sha256=r["sha256"],
-                chunk_id=r["chunk_id"],
-                chunk_order=r["chunk_order"],
-                chunk_kind=r["chunk_kind"],
+                project_id=r.project_id,
+                source_file=r.source_file,
+                source_sha256=r.sha256,
+                chunk_id=r.chunk_id,
+                chunk_order=r.chunk_order,
+                chunk_kind=r.chunk_kind,
             ),
             span=chunk.span,
             status=status,
             last_error=last_error,
         )
-        if r["query"]:
-            cr.retriever_query.CopyFrom(convert.from_dict(r["query"], pb.RetrieverQuery))
-        for h in r["hits"] or []:
+        if r.query:
+            cr.retriever_query.CopyFrom(convert.from_dict(r.query, pb.RetrieverQuery))
+        for h in r.hits or []:
             cr.hits.append(convert.from_dict(h, pb.RetrievalHit))
-        if r["judgment"]:
-            cr.judgment.CopyFrom(convert.from_dict(r["judgment"], pb.Judgment))
+        if r.judgment:
+            cr.judgment.CopyFrom(convert.from_dict(r.judgment, pb.Judgment))
         results.append(cr)
     return results
 
@@ -183,21 +193,21 @@ async def analysis_result(store: Store, analysis_id: str) -> spb.AnalysisResult:
     for f in await store.list_files(analysis_id):
         result.files.append(
             spb.FileResult(
-                source_file=f["source_file"],
-                source_kind=f["source_kind"],
-                status=f["status"],
-                excluded_reason=f["excluded_reason"],
-                source_sha256=f["sha256"],
-                chunk_count=f["chunk_count"],
-                error=f["error"],
-                errors=[convert.from_dict(e, pb.SourceError) for e in f["errors"]],
+                source_file=f.source_file,
+                source_kind=f.source_kind,
+                status=f.status,
+                excluded_reason=f.excluded_reason,
+                source_sha256=f.sha256,
+                chunk_count=f.chunk_count,
+                error=f.error,
+                errors=[convert.from_dict(e, pb.SourceError) for e in f.errors],
             )
         )
     result.chunks.extend(await chunk_results(store, analysis_id, running=running))
     result.judge_stats.CopyFrom(judge_stats(result.chunks))
     for d in await store.dead_letters(analysis_id):
         result.dead_letters.append(
-            spb.DeadLetter(stage=d["stage"], subject=d["subject"], key=d["key"], error=d["error"], deliveries=d["deliveries"])
+            spb.DeadLetter(stage=d.stage, subject=d.subject, key=d.key, error=d.error, deliveries=d.deliveries)
         )
     return result
 

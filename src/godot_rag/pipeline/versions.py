@@ -14,8 +14,17 @@ from godot_rag import convert
 from godot_rag.domain.aggregation.diff import DiffSide, chunk_from_row, diff_sides
 from godot_rag.domain.aggregation.versions import resolve_version
 from godot_rag.errors import InvalidInputError, NotFoundError, NotReadyError
+from godot_rag.infra.rows import JudgmentVersionRow, ReplayChunkRow, ReplayRow, StageRow
 from godot_rag.infra.store import Store
-from godot_rag.pipeline.results import chunk_results, chunk_status, is_running, outcome_rows_to_verdict, verdict_pb
+from godot_rag.pipeline.results import (
+    chunk_results,
+    chunk_status,
+    computed_verdict_pb,
+    is_running,
+    outcome_rows_to_verdict,
+    verdict_message,
+    verdict_pb,
+)
 from godot_rag.v1 import messages_pb2 as pb
 from godot_rag.v1 import services_pb2 as spb
 
@@ -24,14 +33,14 @@ log = logging.getLogger(__name__)
 
 async def judgment_bases(store: Store, analysis_id: str) -> dict[str, str]:
     """Judgment version -> the version it was replayed over ('' for an analysis's own run)."""
-    return {r["version_id"]: r["base_version"] for r in await store.result_versions(analysis_id) if r["stage"] == "judge"}
+    return {r.version_id: r.base_version for r in await store.result_versions(analysis_id) if r.stage == "judge"}
 
 
-async def judgment_view(store: Store, analysis_id: str, version_id: str) -> dict[str, dict]:
+async def judgment_view(store: Store, analysis_id: str, version_id: str) -> dict[str, JudgmentVersionRow]:
     """Each chunk's judgment row (judgment, hits, query, retrieval_version, version_id) in ``version_id``."""
-    by_chunk: dict[str, dict[str, dict]] = {}
+    by_chunk: dict[str, dict[str, JudgmentVersionRow]] = {}
     for r in await store.judgment_version_rows(analysis_id):
-        by_chunk.setdefault(r["chunk_id"], {})[r["version_id"]] = r
+        by_chunk.setdefault(r.chunk_id, {})[r.version_id] = r
     return resolve_version(version_id, await judgment_bases(store, analysis_id), by_chunk)
 
 
@@ -40,12 +49,16 @@ async def verdict_for_version(store: Store, analysis_id: str, version_id: str) -
     view = await judgment_view(store, analysis_id, version_id)
     rows = []
     for place in await store.chunk_places(analysis_id):
-        row = view.get(place["chunk_id"])
-        judgment = (row or {}).get("judgment") or {}
+        row = view.get(place.chunk_id)
+        judgment = (row.judgment if row is not None else None) or {}
         ok = row is not None and (judgment.get("status") or "ok") == "ok" and bool(judgment.get("signal"))
+        # The shape of the outcome rows the aggregator reads (Store.finalize_if_complete).
         rows.append(
             {
-                **place,
+                "chunk_id": place.chunk_id,
+                "source_file": place.source_file,
+                "chunk_kind": place.chunk_kind,
+                "source_kind": place.source_kind,
                 "agg_status": "done" if ok else "failed",
                 "signal": judgment.get("signal") if ok else None,
                 "confidence": judgment.get("confidence", 0.0),
@@ -55,24 +68,22 @@ async def verdict_for_version(store: Store, analysis_id: str, version_id: str) -
     return outcome_rows_to_verdict(rows)
 
 
-async def finalize_replay(store: Store, replay_id: str) -> dict | None:
+async def finalize_replay(store: Store, replay_id: str) -> ReplayRow | None:
     """Once every chunk of the replay is settled: its version's verdict, that version made current, the replay done.
 
     The replay is marked done last, so whoever sees it done sees its version current.
     Two aggregators finishing the same replay write the same rows (same version, same verdict).
     """
-    replay = await store.get_replay(replay_id)
-    if replay is None or replay["status"] != "running" or await store.replay_unfinished(replay_id):
+    replay = await store.replay_row(replay_id)
+    if replay is None or replay.status != "running" or await store.replay_unfinished(replay_id):
         return None
-    aid = replay["analysis_id"]
-    version = replay["judgment_version"]
+    aid = replay.analysis_id
+    version = replay.judgment_version
     if version:
         verdict = await verdict_for_version(store, aid, version)
         await store.save_verdict_version(aid, version, verdict)
         retrieval_versions = {
-            r["result_version"]
-            for r in await store.replay_chunk_rows(replay_id)
-            if r["stage"] == "retrieve" and r["result_version"]
+            r.result_version for r in await store.replay_chunk_rows(replay_id) if r.stage == "retrieve" and r.result_version
         }
         await store.set_current_versions(
             aid,
@@ -94,41 +105,28 @@ async def _analysis_side(store: Store, analysis_id: str, ref: str, version_id: s
     if analysis is None:
         raise NotFoundError(f"no analysis {analysis_id}")
     places = await store.chunk_places(analysis_id)
+    # Each chunk's (judgment, hits) on this side.
+    judged: dict[str, tuple[dict | None, list[dict] | None]]
     if version_id:
-        view = await judgment_view(store, analysis_id, version_id)
+        judged = {cid: (j.judgment, j.hits) for cid, j in (await judgment_view(store, analysis_id, version_id)).items()}
         verdict_row = await store.verdict_version(analysis_id, version_id)
-        verdict = verdict_row or await verdict_for_version(store, analysis_id, version_id)
-        chunks = [
-            chunk_from_row(
-                p["chunk_id"],
-                p["source_file"],
-                p["start_line"],
-                p["end_line"],
-                (view.get(p["chunk_id"]) or {}).get("judgment"),
-                (view.get(p["chunk_id"]) or {}).get("hits"),
-                p["agg_status"],
-            )
-            for p in places
-        ]
+        if verdict_row is not None:
+            label, confidence = verdict_row.label, verdict_row.confidence
+        else:
+            computed = await verdict_for_version(store, analysis_id, version_id)
+            label, confidence = computed["label"], computed["confidence"]
     else:
-        current = {r["chunk_id"]: r for r in await store.list_chunk_results(analysis_id)}
-        verdict = await store.get_verdict(analysis_id) or {"label": "", "confidence": 0.0}
-        chunks = [
-            chunk_from_row(
-                p["chunk_id"],
-                p["source_file"],
-                p["start_line"],
-                p["end_line"],
-                (current.get(p["chunk_id"]) or {}).get("judgment"),
-                (current.get(p["chunk_id"]) or {}).get("hits"),
-                p["agg_status"],
-            )
-            for p in places
-        ]
+        judged = {r.chunk_id: (r.judgment, r.hits) for r in await store.list_chunk_results(analysis_id)}
+        current_verdict = await store.get_verdict(analysis_id)
+        label, confidence = ("", 0.0) if current_verdict is None else (current_verdict.label, current_verdict.confidence)
+    chunks = [
+        chunk_from_row(p.chunk_id, p.source_file, p.start_line, p.end_line, *judged.get(p.chunk_id, (None, None)), p.agg_status)
+        for p in places
+    ]
     return DiffSide(
         ref=ref,
-        label=verdict["label"],
-        confidence=float(verdict["confidence"]),
+        label=label,
+        confidence=float(confidence),
         analysis_id=analysis_id,
         version_id=version_id or analysis.get("current_judgment_version", ""),
         chunks=chunks,
@@ -185,17 +183,16 @@ async def list_versions(store: Store, analysis_id: str) -> spb.VersionsResponse:
     out = spb.VersionsResponse(analysis_id=analysis_id, current_judgment_version=current_j, current_retrieval_version=current_r)
     for r in await store.result_versions(analysis_id):
         v = spb.ResultVersion(
-            version_id=r["version_id"],
-            stage=r["stage"],
-            config_json=json.dumps(r["config"], sort_keys=True),
-            base_version=r["base_version"],
-            replay_id=r["replay_id"],
-            current=r["version_id"] in (current_j, current_r),
-            created_at=_iso(r["created_at"]),
+            version_id=r.version_id,
+            stage=r.stage,
+            config_json=json.dumps(r.config, sort_keys=True),
+            base_version=r.base_version,
+            replay_id=r.replay_id,
+            current=r.version_id in (current_j, current_r),
+            created_at=_iso(r.created_at),
         )
-        verdict = verdict_pb(r) if r.get("label") else None
-        if verdict is not None:
-            v.verdict.CopyFrom(verdict)
+        if r.label:
+            v.verdict.CopyFrom(verdict_message(r.label, r.confidence or 0.0, r.counts or {}, r.basis or []))
         out.versions.append(v)
     return out
 
@@ -215,11 +212,13 @@ async def verdict_of_version(store: Store, analysis_id: str, version_id: str = "
     if version not in await judgment_bases(store, analysis_id):
         raise NotFoundError(f"analysis {analysis_id} has no judgment version {version}")
     row = await store.verdict_version(analysis_id, version)
-    if row is None:
-        if is_running(analysis):
-            raise NotReadyError(f"analysis {analysis_id} is still running")
-        row = await verdict_for_version(store, analysis_id, version)
-    return spb.VersionedVerdict(analysis_id=analysis_id, version_id=version, current=version == current, verdict=verdict_pb(row))
+    if row is not None:
+        stored = verdict_pb(row)
+    elif is_running(analysis):
+        raise NotReadyError(f"analysis {analysis_id} is still running")
+    else:
+        stored = computed_verdict_pb(await verdict_for_version(store, analysis_id, version))
+    return spb.VersionedVerdict(analysis_id=analysis_id, version_id=version, current=version == current, verdict=stored)
 
 
 async def chunk_trace(store: Store, analysis_id: str, chunk_id: str) -> spb.ChunkTraceDetail:
@@ -231,68 +230,70 @@ async def chunk_trace(store: Store, analysis_id: str, chunk_id: str) -> spb.Chun
     if not results:
         raise NotFoundError(f"analysis {analysis_id} has no chunk {chunk_id}")
     r = results[0]
-    chunk = convert.from_dict(r["chunk"], pb.Chunk)
-    status, _stage, _err = chunk_status(r["stages"], is_running(analysis))
+    chunk = convert.from_dict(r.chunk, pb.Chunk)
+    status, _stage, _err = chunk_status(r.stages, is_running(analysis))
     out = spb.ChunkTraceDetail(
         trace=pb.ChunkTrace(
-            project_id=r["project_id"],
-            source_file=r["source_file"],
-            source_sha256=r["sha256"],
+            project_id=r.project_id,
+            source_file=r.source_file,
+            source_sha256=r.sha256,
             chunk_id=chunk_id,
-            chunk_order=r["chunk_order"],
-            chunk_kind=r["chunk_kind"],
+            chunk_order=r.chunk_order,
+            chunk_kind=r.chunk_kind,
         ),
         span=chunk.span,
         status=status,
         text=chunk.code_text,
     )
-    if r["query"]:
-        out.query.CopyFrom(convert.from_dict(r["query"], pb.RetrieverQuery))
-    for h in r["hits"] or []:
+    if r.query:
+        out.query.CopyFrom(convert.from_dict(r.query, pb.RetrieverQuery))
+    for h in r.hits or []:
         out.hits.append(convert.from_dict(h, pb.RetrievalHit))
-    current_j = (await store.get_judgment(analysis_id, chunk_id) or {}).get("version_id", "")
+    current_judgment = await store.get_judgment(analysis_id, chunk_id)
+    current_j = current_judgment.version_id if current_judgment is not None else ""
     for j in await store.judgment_version_rows(analysis_id, chunk_id):
         out.judgments.append(
             spb.JudgmentVersion(
-                version_id=j["version_id"],
-                retrieval_version=j["retrieval_version"],
-                current=j["version_id"] == current_j,
-                judgment=convert.from_dict(j["judgment"], pb.Judgment),
-                created_at=_iso(j["created_at"]),
+                version_id=j.version_id,
+                retrieval_version=j.retrieval_version,
+                current=j.version_id == current_j,
+                judgment=convert.from_dict(j.judgment, pb.Judgment),
+                created_at=_iso(j.created_at),
             )
         )
-    current_r = (await store.get_retrieval(analysis_id, chunk_id) or {}).get("version_id", "")
+    current_retrieval = await store.get_retrieval(analysis_id, chunk_id)
+    current_r = current_retrieval.version_id if current_retrieval is not None else ""
     for rv in await store.retrieval_version_rows(analysis_id, chunk_id):
         version = spb.RetrievalVersion(
-            version_id=rv["version_id"],
-            current=rv["version_id"] == current_r,
-            kb_version=rv["kb_version"],
-            created_at=_iso(rv["created_at"]),
+            version_id=rv.version_id,
+            current=rv.version_id == current_r,
+            kb_version=rv.kb_version,
+            created_at=_iso(rv.created_at),
         )
-        version.query.CopyFrom(convert.from_dict(rv["query"], pb.RetrieverQuery))
-        version.hits.extend(convert.from_dict(h, pb.RetrievalHit) for h in rv["hits"] or [])
+        version.query.CopyFrom(convert.from_dict(rv.query, pb.RetrieverQuery))
+        version.hits.extend(convert.from_dict(h, pb.RetrievalHit) for h in rv.hits or [])
         out.retrievals.append(version)
     latest: tuple = ()
     for s in await store.chunk_stages(analysis_id, chunk_id):
         out.attempts.append(_attempt(s))
-        latest = max(latest, (s["updated_at"], s["trace_id"])) if s["trace_id"] else latest
-    for s in await store.replay_stage_rows_of_chunk(analysis_id, chunk_id):
-        out.attempts.append(_attempt(s, replay_id=s["replay_id"], source=s["source"]))
-        latest = max(latest, (s["updated_at"], s["trace_id"])) if s["trace_id"] else latest
+        latest = max(latest, (s.updated_at, s.trace_id)) if s.trace_id else latest
+    for rs in await store.replay_stage_rows_of_chunk(analysis_id, chunk_id):
+        out.attempts.append(_attempt(rs, replay_id=rs.replay_id, source=rs.source))
+        latest = max(latest, (rs.updated_at, rs.trace_id)) if rs.trace_id else latest
     out.trace_id = latest[1] if latest else ""
     return out
 
 
-def _attempt(s: dict, replay_id: str = "", source: str = "") -> spb.StageAttempt:
-    started, updated = s.get("started_at"), s.get("updated_at")
+def _attempt(s: StageRow | ReplayChunkRow, replay_id: str = "", source: str = "") -> spb.StageAttempt:
+    started, updated = s.started_at, s.updated_at
     duration = (updated - started).total_seconds() * 1000 if started is not None and updated is not None else 0.0
     return spb.StageAttempt(
-        stage=s["stage"],
-        status=s["status"],
-        attempts=s["attempts"],
-        last_error=s["last_error"] or "",
-        worker=s["worker"] or "",
-        trace_id=s["trace_id"] or "",
+        stage=s.stage,
+        status=s.status,
+        attempts=s.attempts,
+        last_error=s.last_error or "",
+        worker=s.worker or "",
+        trace_id=s.trace_id or "",
         started_at=_iso(started),
         updated_at=_iso(updated),
         duration_ms=max(0.0, duration),

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from godot_rag.domain.patching import source_kind
 from godot_rag.errors import NotFoundError
+from godot_rag.infra.rows import FileRow, WebChunkRow
 from godot_rag.infra.store import Store
 from godot_rag.pipeline import web_views as wv
 from godot_rag.pipeline.patch import analysis_patch_doc
@@ -35,7 +36,7 @@ async def analysis_page(store: Store, analysis_id: str, flt: wv.ChunkFilter) -> 
     views = [wv.chunk_view(r, running) for r in await store.web_chunk_rows(analysis_id)]
     counts = wv.status_counts(views)
     timing = await store.web_timing(analysis_id)
-    kinds = {f["source_file"]: f["source_kind"] for f in files}
+    kinds = {f.source_file: f.source_kind for f in files}
     return {
         "a": a,
         "views": views,
@@ -46,9 +47,9 @@ async def analysis_page(store: Store, analysis_id: str, flt: wv.ChunkFilter) -> 
         "verdict": wv.verdict_view(await store.get_verdict(analysis_id), running, counts),
         "chart": wv.signal_chart(views, kinds),
         "tree": wv.file_tree(files, views),
-        "chunk_files": sorted(f["source_file"] for f in files if f["included"]),
+        "chunk_files": sorted(f.source_file for f in files if f.included),
         "dead_letters": await store.dead_letters(analysis_id),
-        "cursor": timing["cursor"].isoformat() if isinstance(timing.get("cursor"), datetime) else "",
+        "cursor": timing.cursor.isoformat() if timing.cursor is not None else "",
     }
 
 
@@ -56,7 +57,7 @@ async def verdict_part(store: Store, analysis_id: str) -> dict:
     a = await _analysis(store, analysis_id)
     running = a["status"] == "running"
     views = [wv.chunk_view(r, running) for r in await store.web_chunk_rows(analysis_id)]
-    kinds = {f["source_file"]: f["source_kind"] for f in await store.list_files(analysis_id)}
+    kinds = {f.source_file: f.source_kind for f in await store.list_files(analysis_id)}
     return {
         "verdict": wv.verdict_view(await store.get_verdict(analysis_id), running, wv.status_counts(views)),
         "chart": wv.signal_chart(views, kinds),
@@ -73,7 +74,7 @@ class LiveFeed:
         self.store = store
         self.analysis_id = analysis_id
         self.views: dict[str, dict] = {}
-        self.files: dict[str, dict] = {}
+        self.files: dict[str, FileRow] = {}
         self.cursor: datetime | None = None
         self.running = True
         self.status = ""
@@ -83,15 +84,15 @@ class LiveFeed:
         (everything when the client has no cursor)."""
         a = await _analysis(self.store, self.analysis_id)
         self.running, self.status = a["status"] == "running", a["status"]
-        self.files = {f["source_file"]: f for f in await self.store.list_files(self.analysis_id)}
+        self.files = {f.source_file: f for f in await self.store.list_files(self.analysis_id)}
         changed: list[dict] = []
         for r in await self.store.web_chunk_rows(self.analysis_id):
             v = wv.chunk_view(r, self.running)
             self.views[v["chunk_id"]] = v
-            if since is None or r["changed_at"] is None or r["changed_at"] > since - LOOKBACK:
+            if since is None or r.changed_at is None or r.changed_at > since - LOOKBACK:
                 changed.append(v)
-            if r["changed_at"] is not None and (self.cursor is None or r["changed_at"] > self.cursor):
-                self.cursor = r["changed_at"]
+            if r.changed_at is not None and (self.cursor is None or r.changed_at > self.cursor):
+                self.cursor = r.changed_at
         if since is not None and (self.cursor is None or since > self.cursor):
             self.cursor = since
         return await self._batch(changed, set(self.files) if since is None else {v["source_file"] for v in changed})
@@ -112,14 +113,14 @@ class LiveFeed:
             if old is None or old["signature"] != v["signature"]:
                 changed.append(v)
             self.views[v["chunk_id"]] = v
-            if r["changed_at"] is not None and (self.cursor is None or r["changed_at"] > self.cursor):
-                self.cursor = r["changed_at"]
+            if r.changed_at is not None and (self.cursor is None or r.changed_at > self.cursor):
+                self.cursor = r.changed_at
         touched = {v["source_file"] for v in changed}
         for f in await self.store.web_files_changed(self.analysis_id, look):
-            old = self.files.get(f["source_file"])
-            if old is None or (old["status"], old["chunk_count"], old["error"]) != (f["status"], f["chunk_count"], f["error"]):
-                touched.add(f["source_file"])
-            self.files[f["source_file"]] = f
+            known = self.files.get(f.source_file)
+            if known is None or (known.status, known.chunk_count, known.error) != (f.status, f.chunk_count, f.error):
+                touched.add(f.source_file)
+            self.files[f.source_file] = f
         return await self._batch(changed, touched)
 
     async def _batch(self, changed: list[dict], touched: set[str]) -> dict:
@@ -160,47 +161,55 @@ async def file_page(
     if f is None:
         raise NotFoundError(f"no file {source_file} in analysis {analysis_id}")
     source = None
-    if f["included"] and f["sha256"]:
-        data = await store.get_blob(f["sha256"])
+    if f.included and f.sha256:
+        data = await store.get_blob(f.sha256)
         source = None if data is None else data.decode("utf-8", errors="replace")
     rows = await store.web_file_chunks(analysis_id, source_file)
     chunks = []
     for r in rows:
-        stages = {s["stage"]: s for s in r["stages"] or []}
+        j = r.judgment or {}
+        # The file page's chunk as a row of the live list (the list's confidence column is not shown here).
         v = wv.chunk_view(
-            {
-                **r,
-                "source_file": source_file,
-                "chunk_kind": r["chunk"].get("chunk_kind", ""),
-                "name": r["chunk"].get("name", ""),
-                "stages": stages,
-                "signal": (r["judgment"] or {}).get("signal"),
-                "judgment_status": r["judgment_status"],
-                "needs_migration": (r["judgment"] or {}).get("needs_migration"),
-                "migration_notes": (r["judgment"] or {}).get("migration_notes"),
-            },
+            WebChunkRow(
+                chunk_id=r.chunk_id,
+                source_file=source_file,
+                chunk_order=r.chunk_order,
+                chunk_kind=r.chunk.get("chunk_kind", ""),
+                start_line=r.start_line,
+                end_line=r.end_line,
+                name=r.chunk.get("name", ""),
+                source_kind=f.source_kind,
+                file_order=f.file_order,
+                stages={s["stage"]: s for s in r.stages or []},
+                changed_at=None,
+                signal=j.get("signal"),
+                needs_migration=j.get("needs_migration"),
+                confidence=None,
+                judgment_status=r.judgment_status,
+                migration_notes=j.get("migration_notes") or [],
+            ),
             running,
         )
         judgment = wv.judgment_view(r)
-        candidates = wv.candidate_rows(r["hits"] or [], r["judgment"])
+        candidates = wv.candidate_rows(r.hits or [], r.judgment)
         v.update(
             {
-                "chunk": r["chunk"],
-                "stages": r["stages"] or [],
-                "query": r["query"],
-                "kb_version": r["kb_version"],
+                "chunk": r.chunk,
+                "stages": r.stages or [],
+                "query": r.query,
+                "kb_version": r.kb_version,
                 "judgment": judgment,
                 "candidates": candidates,
                 "candidate_ids": {c["record_id"]: i for i, c in enumerate(candidates, 1)},
-                "tracking": wv.tracking_view(a["project_id"], source_file, f["sha256"], r["chunk"], analysis_id),
+                "tracking": wv.tracking_view(a["project_id"], source_file, f.sha256, r.chunk, analysis_id),
                 "why": None,
                 "why_query": "",
             }
         )
-        if why and why_chunk == r["chunk_id"]:
+        if why and why_chunk == r.chunk_id:
             v["why_query"] = why
             try:
-                v["why"] = await why_not_retrieved(store, analysis_id, r["chunk_id"], why, limit_per_table=limit_per_table)
+                v["why"] = await why_not_retrieved(store, analysis_id, r.chunk_id, why, limit_per_table=limit_per_table)
             except NotFoundError as exc:
                 v["why"] = {"error": str(exc), "record": why}
         chunks.append(v)
@@ -209,17 +218,17 @@ async def file_page(
         c["next"] = chunks[i + 1] if i + 1 < len(chunks) else None
     versions = await store.web_file_versions(a["project_id"], source_file)
     latest = await store.web_latest_analysis(a["project_id"])
-    outdated = wv.outdated_view(analysis_id, a["created_at"], f["sha256"], versions)
+    outdated = wv.outdated_view(analysis_id, a["created_at"], f.sha256, versions)
     if (
         outdated is None
         and latest is not None
-        and latest["analysis_id"] != analysis_id
-        and latest["created_at"] > a["created_at"]
-        and not any(v["analysis_id"] == latest["analysis_id"] for v in versions)
+        and latest.analysis_id != analysis_id
+        and latest.created_at > a["created_at"]
+        and not any(v.analysis_id == latest.analysis_id for v in versions)
     ):
-        outdated = {"analysis_id": latest["analysis_id"], "created_at": latest["created_at"], "sha256": ""}
+        outdated = {"analysis_id": latest.analysis_id, "created_at": latest.created_at, "sha256": ""}
     patch = None
-    if f["included"] and source is not None and source_kind(source_file):
+    if f.included and source is not None and source_kind(source_file):
         doc = await analysis_patch_doc(store, analysis_id)
         entry = next((e for e in doc["files"] if e["file"] == source_file), None)
         patch = wv.patch_view(entry, chunks, analysis_id, source_file)
@@ -241,7 +250,8 @@ async def export_rows(
     running = a["status"] == "running"
     if what == "files":
         return [
-            {k: f[k] for k in wv.EXPORT_COLUMNS["files"]} | {"included": f["included"]} for f in await store.list_files(analysis_id)
+            {k: getattr(f, k) for k in wv.EXPORT_COLUMNS["files"]} | {"included": f.included}
+            for f in await store.list_files(analysis_id)
         ]
     if what == "chunks":
         views = [wv.chunk_view(r, running) for r in await store.web_chunk_rows(analysis_id)]
@@ -251,5 +261,5 @@ async def export_rows(
         if retrieval is None:
             raise NotFoundError(f"chunk {chunk_id} of analysis {analysis_id} has no stored search")
         judgment = await store.get_judgment(analysis_id, chunk_id)
-        return wv.candidate_export(wv.candidate_rows(retrieval["hits"] or [], (judgment or {}).get("judgment")))
+        return wv.candidate_export(wv.candidate_rows(retrieval.hits or [], judgment.judgment if judgment is not None else None))
     raise NotFoundError(f"no list {what!r}")

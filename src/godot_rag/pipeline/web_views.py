@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from godot_rag.domain.aggregation.verdict import ChunkOutcome, file_signal_weights
 from godot_rag.infra.kb_store import DEFAULT_CONFIG
+from godot_rag.infra.rows import FileRow, FileVersionRow, VerdictRow, WebChunkRow, WebFileChunkRow, WebTiming
 from godot_rag.pipeline.results import chunk_status
 
 # The chunk states in the design's words ("L16-L18 in progress, interrupted").
@@ -108,21 +109,21 @@ def file_href(analysis_id: str, source_file: str, start: int | None = None, end:
 # ---------------------------------------------------------------- chunk list
 
 
-def chunk_view(row: dict, running: bool) -> dict:
+def chunk_view(row: WebChunkRow, running: bool) -> dict:
     """One chunk of the live list, from a ``Store.web_chunk_rows`` row."""
-    status, stage, last_error = chunk_status(row.get("stages"), running)
-    start, end = int(row["start_line"]), int(row["end_line"])
-    notes = [{"line": n.get("line", 0), "old": n.get("old", ""), "new": n.get("new", "")} for n in row.get("migration_notes") or []]
-    signal = row.get("signal") or ""
-    if row.get("judgment_status") == "failed":
+    status, stage, last_error = chunk_status(row.stages, running)
+    start, end = int(row.start_line), int(row.end_line)
+    notes = [{"line": n.get("line", 0), "old": n.get("old", ""), "new": n.get("new", "")} for n in row.migration_notes or []]
+    signal = row.signal or ""
+    if row.judgment_status == "failed":
         signal = ""
     return {
-        "chunk_id": row["chunk_id"],
-        "source_file": row["source_file"],
-        "file_order": int(row.get("file_order") or 0),
-        "chunk_order": int(row["chunk_order"]),
-        "chunk_kind": row.get("chunk_kind", ""),
-        "name": row.get("name", ""),
+        "chunk_id": row.chunk_id,
+        "source_file": row.source_file,
+        "file_order": int(row.file_order or 0),
+        "chunk_order": int(row.chunk_order),
+        "chunk_kind": row.chunk_kind,
+        "name": row.name,
         "start_line": start,
         "end_line": end,
         "range": line_range(start, end),
@@ -131,12 +132,12 @@ def chunk_view(row: dict, running: bool) -> dict:
         "stage": stage,
         "last_error": last_error,
         "signal": signal,
-        "needs_migration": bool(row.get("needs_migration")) and bool(signal),
-        "confidence": None if row.get("confidence") is None else round(float(row["confidence"]), 3),
+        "needs_migration": bool(row.needs_migration) and bool(signal),
+        "confidence": None if row.confidence is None else round(float(row.confidence), 3),
         "migration_notes": notes,
-        "line": f"{row['source_file']} {line_range(start, end)} {STATUS_WORDS[status]}",
-        "order_key": f"{int(row.get('file_order') or 0):08d}:{int(row['chunk_order']):08d}",
-        "signature": (status, stage, signal, bool(row.get("needs_migration")), len(notes), last_error),
+        "line": f"{row.source_file} {line_range(start, end)} {STATUS_WORDS[status]}",
+        "order_key": f"{int(row.file_order or 0):08d}:{int(row.chunk_order):08d}",
+        "signature": (status, stage, signal, bool(row.needs_migration), len(notes), last_error),
     }
 
 
@@ -197,7 +198,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
 
 
-def progress_view(counts: dict[str, int], timing: dict, *, running: bool, window_s: float = 30.0) -> dict:
+def progress_view(counts: dict[str, int], timing: WebTiming, *, running: bool, window_s: float = 30.0) -> dict:
     """Throughput (chunks finished per second) and the time left at that pace.
 
     The pace is that of the last ``window_s`` while chunks finish in it, else
@@ -207,16 +208,16 @@ def progress_view(counts: dict[str, int], timing: dict, *, running: bool, window
     settled = counts.get("done", 0) + counts.get("failed", 0)
     remaining = max(0, total - settled)
     rate = 0.0
-    recent = int(timing.get("recent") or 0)
-    last, created = timing.get("last_done"), timing.get("created_at")
+    recent = int(timing.recent or 0)
+    last, created = timing.last_done, timing.created_at
     if running and recent > 0:
         rate = recent / window_s
-    elif timing.get("done") and isinstance(last, datetime) and isinstance(created, datetime):
+    elif timing.done and isinstance(last, datetime) and isinstance(created, datetime):
         elapsed = (last - created).total_seconds()
-        rate = int(timing["done"]) / elapsed if elapsed > 0 else 0.0
+        rate = int(timing.done) / elapsed if elapsed > 0 else 0.0
     elapsed_s = None
     if isinstance(created, datetime):
-        end = last if not running and isinstance(last, datetime) else timing.get("now")
+        end = last if not running and isinstance(last, datetime) else timing.now
         if isinstance(end, datetime):
             elapsed_s = (end - created).total_seconds()
     if not running:
@@ -238,7 +239,7 @@ def progress_view(counts: dict[str, int], timing: dict, *, running: bool, window
 # ---------------------------------------------------------------- files
 
 
-def file_tree(files: Sequence[dict], views: Sequence[dict]) -> dict:
+def file_tree(files: Sequence[FileRow], views: Sequence[dict]) -> dict:
     """Included files as a folder tree (with per-file chunk counts) and the
     excluded ones apart, each with its reason."""
     per_file: dict[str, dict] = {}
@@ -256,23 +257,23 @@ def file_tree(files: Sequence[dict], views: Sequence[dict]) -> dict:
     excluded: list[dict] = []
     for f in files:
         entry = {
-            "source_file": f["source_file"],
-            "name": posixpath.basename(f["source_file"].rstrip("/")) or f["source_file"],
-            "source_kind": f["source_kind"],
-            "status": f["status"],
-            "excluded_reason": f.get("excluded_reason", ""),
-            "error": f.get("error", ""),
-            "chunk_count": int(f.get("chunk_count") or 0),
-            "reused": bool(f.get("chunks_reused")),
+            "source_file": f.source_file,
+            "name": posixpath.basename(f.source_file.rstrip("/")) or f.source_file,
+            "source_kind": f.source_kind,
+            "status": f.status,
+            "excluded_reason": f.excluded_reason,
+            "error": f.error,
+            "chunk_count": int(f.chunk_count or 0),
+            "reused": bool(f.chunks_reused),
             "counts": per_file.get(
-                f["source_file"], {"total": 0, "done": 0, "failed": 0, "godot3": 0, "godot4": 0, "neutral": 0, "needs_migration": 0}
+                f.source_file, {"total": 0, "done": 0, "failed": 0, "godot3": 0, "godot4": 0, "neutral": 0, "needs_migration": 0}
             ),
         }
-        if not f.get("included", f["status"] != "excluded"):
+        if not f.included:
             excluded.append(entry)
             continue
         node = root
-        parts = f["source_file"].split("/")
+        parts = f.source_file.split("/")
         for i, part in enumerate(parts[:-1]):
             node = node["folders"].setdefault(part, {"name": part, "path": "/".join(parts[: i + 1]), "folders": {}, "files": []})
         node["files"].append(entry)
@@ -314,24 +315,24 @@ def file_meta(entry: dict) -> str:
 # ---------------------------------------------------------------- verdict
 
 
-def verdict_view(verdict: dict | None, running: bool, counts: dict[str, int]) -> dict:
+def verdict_view(verdict: VerdictRow | None, running: bool, counts: dict[str, int]) -> dict:
     if verdict is None:
         settled = counts.get("done", 0) + counts.get("failed", 0)
         words = f"not decided yet: {settled} of {counts.get('total', 0)} chunks settled" if running else "no verdict recorded"
         return {"label": "", "words": words, "confidence": None, "counts": {}, "basis": []}
-    c = verdict.get("counts") or {}
+    c = verdict.counts or {}
     counts_words = (
         f"{c.get('godot3', 0)} chunks read as Godot 3, {c.get('godot4', 0)} as Godot 4, "
         f"{c.get('neutral', 0)} neutral, {c.get('failed', 0)} failed, of {c.get('total', 0)}"
     )
     return {
-        "label": verdict["label"],
-        "words": VERDICT_WORDS.get(verdict["label"], verdict["label"]),
-        "confidence": round(float(verdict.get("confidence") or 0), 3),
-        "confidence_pct": int(round(100 * float(verdict.get("confidence") or 0))),
+        "label": verdict.label,
+        "words": VERDICT_WORDS.get(verdict.label, verdict.label),
+        "confidence": round(float(verdict.confidence or 0), 3),
+        "confidence_pct": int(round(100 * float(verdict.confidence or 0))),
         "counts": c,
         "counts_words": counts_words,
-        "basis": list(verdict.get("basis") or []),
+        "basis": list(verdict.basis or []),
     }
 
 
@@ -434,15 +435,15 @@ def pick_chunk(chunks: Sequence[dict], start: int, end: int) -> tuple[dict | Non
     return None, False
 
 
-def outdated_view(analysis_id: str, created_at: Any, sha256: str, versions: Sequence[dict]) -> dict | None:
+def outdated_view(analysis_id: str, created_at: Any, sha256: str, versions: Sequence[FileVersionRow]) -> dict | None:
     """A later analysis of the same project whose copy of this file differs (or lacks it)."""
     for v in versions:  # newest first
-        if v["analysis_id"] == analysis_id:
+        if v.analysis_id == analysis_id:
             return None
-        if created_at is not None and v["created_at"] is not None and v["created_at"] <= created_at:
+        if created_at is not None and v.created_at is not None and v.created_at <= created_at:
             continue
-        if v["sha256"] != sha256:
-            return {"analysis_id": v["analysis_id"], "created_at": v["created_at"], "sha256": v["sha256"]}
+        if v.sha256 != sha256:
+            return {"analysis_id": v.analysis_id, "created_at": v.created_at, "sha256": v.sha256}
     return None
 
 
@@ -516,9 +517,9 @@ def tracking_view(project_id: str, source_file: str, sha256: str, chunk: dict, a
     ]
 
 
-def judgment_view(row: dict) -> dict | None:
+def judgment_view(row: WebFileChunkRow) -> dict | None:
     """The judgment card of one chunk from a ``Store.web_file_chunks`` row."""
-    j = row.get("judgment")
+    j = row.judgment
     if not j:
         return None
     return {
@@ -536,17 +537,17 @@ def judgment_view(row: dict) -> dict | None:
             }
             for n in j.get("migration_notes") or []
         ],
-        "judge": row.get("judge_kind") or j.get("judge_kind", ""),
-        "model": row.get("model") or j.get("model", ""),
-        "prompt_version": row.get("prompt_version") or j.get("prompt_version", ""),
-        "prompt_tokens": int(row.get("prompt_tokens") or 0),
-        "completion_tokens": int(row.get("completion_tokens") or 0),
-        "llm_calls": int(row.get("llm_calls") or 0),
-        "latency_ms": round(float(row.get("latency_ms") or 0), 1),
-        "route": row.get("route") or "",
-        "cached": bool(row.get("cached")),
-        "status": row.get("judgment_status") or "ok",
-        "error": row.get("judgment_error") or "",
+        "judge": row.judge_kind or j.get("judge_kind", ""),
+        "model": row.model or j.get("model", ""),
+        "prompt_version": row.prompt_version or j.get("prompt_version", ""),
+        "prompt_tokens": int(row.prompt_tokens or 0),
+        "completion_tokens": int(row.completion_tokens or 0),
+        "llm_calls": int(row.llm_calls or 0),
+        "latency_ms": round(float(row.latency_ms or 0), 1),
+        "route": row.route or "",
+        "cached": bool(row.cached),
+        "status": row.judgment_status or "ok",
+        "error": row.judgment_error or "",
         "raw": j,
     }
 

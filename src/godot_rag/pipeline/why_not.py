@@ -40,25 +40,23 @@ async def why_not_retrieved(store: Store, analysis_id: str, chunk_id: str, recor
     if kb is None:
         raise NotFoundError("the knowledge base is not built")
     matches = await store.find_records(record)
-    out: dict = {"record": record, "matches": matches, "result": None, "notes": []}
+    out: dict = {"record": record, "matches": [m.to_json() for m in matches], "result": None, "notes": []}
     if not matches:
         return out
     target = matches[0]
-    query = convert.query_from_pb(convert.from_dict(retrieval["query"], pb.RetrieverQuery))
-    mode, kb_changed = _search_mode(retrieval["kb_version"], kb)
+    query = convert.query_from_pb(convert.from_dict(retrieval.query, pb.RetrieverQuery))
+    mode, kb_changed = _search_mode(retrieval.kb_version, kb)
     vector = None
     if mode != "lexical":
         vector = await store.cached_embedding(mode, text_sha256(build_embedding_text(query)))
         if vector is None:
             out["notes"].append(f"the query vector ({mode}) is not in the embedding cache: the vector search is left out")
     tables = TABLE_PRIORITY.get(query.intent, TABLE_PRIORITY[INTENT_VERSION])
-    stored = [
-        h.get("record_id", "") for h in retrieval["hits"] or [] if (h.get("table") or h.get("table_name")) == target["table_name"]
-    ]
+    stored = [h.get("record_id", "") for h in retrieval.hits or [] if (h.get("table") or h.get("table_name")) == target.table_name]
     facts = await store.rank_record(
         query,
-        table=target["table_name"],
-        record_id=target["id"],
+        table=target.table_name,
+        record_id=target.id,
         tables_searched=tables,
         limit_per_table=limit_per_table,
         query_embedding=vector,

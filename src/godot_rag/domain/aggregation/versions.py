@@ -15,6 +15,9 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeVar
+
+R = TypeVar("R")
 
 
 def _short_hash(payload: object) -> str:
@@ -60,16 +63,14 @@ def version_chain(version_id: str, versions: Mapping[str, str]) -> list[str]:
     return chain
 
 
-def resolve_version(
-    version_id: str, versions: Mapping[str, str], rows_by_chunk: Mapping[str, Mapping[str, dict]]
-) -> dict[str, dict]:
+def resolve_version(version_id: str, versions: Mapping[str, str], rows_by_chunk: Mapping[str, Mapping[str, R]]) -> dict[str, R]:
     """Each chunk's row in ``version_id``: its own row in that version, else the nearest base version's.
 
     ``rows_by_chunk`` maps chunk id -> version id -> row. A chunk with no row
     anywhere along the chain is left out.
     """
     chain = version_chain(version_id, versions)
-    resolved: dict[str, dict] = {}
+    resolved: dict[str, R] = {}
     for chunk_id, by_version in rows_by_chunk.items():
         for v in chain:
             if v in by_version:
