@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import TypeVar
 
 from google.protobuf import json_format
@@ -117,6 +118,40 @@ def hit_to_pb(h: m.RetrievalHit) -> pb.RetrievalHit:
         score=h.score,
         component_scores={k: float(v) for k, v in h.component_scores.items()},
         metadata_json=json.dumps(h.metadata, sort_keys=True, default=str),
+    )
+
+
+def _json_double(x: float) -> float | str:
+    """A double as protobuf's JSON mapping writes it (non-finite values as strings)."""
+    if math.isfinite(x):
+        return x
+    return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+
+
+def hit_to_dict(h: m.RetrievalHit) -> dict:
+    """``to_dict(hit_to_pb(h))`` without the protobuf round trip: the retriever stores a dozen hits a chunk."""
+    return {
+        "table": h.table_name,
+        "record_id": h.record_id,
+        "title": h.title,
+        "content": h.content,
+        "score": _json_double(float(h.score)),
+        "component_scores": {k: _json_double(float(v)) for k, v in h.component_scores.items()},
+        "metadata_json": json.dumps(h.metadata, sort_keys=True, default=str),
+    }
+
+
+def hit_from_dict(d: dict) -> m.RetrievalHit:
+    """``hit_from_pb(from_dict(d, pb.RetrievalHit))`` without the protobuf round trip: the judge reads every hit."""
+    metadata_json = d.get("metadata_json") or ""
+    return m.RetrievalHit(
+        table_name=d.get("table") or "",
+        record_id=d.get("record_id") or "",
+        score=float(d.get("score") or 0.0),
+        title=d.get("title") or "",
+        content=d.get("content") or "",
+        metadata=json.loads(metadata_json) if metadata_json else {},
+        component_scores={k: float(v) for k, v in (d.get("component_scores") or {}).items()},
     )
 
 

@@ -212,3 +212,52 @@ def test_a_scene_node_name_is_fenced_as_data_even_with_newlines_and_a_forged_fen
     assert "SYSTEM" not in header and "Evil" not in header
     assert user.count(f'</data id="{fid}">') == 1 and fid != "000000000000"
     assert JUDGE_PROMPT_VERSION == "judge.v2"
+
+
+def _jsonschema_errors(data) -> list[str]:
+    return [e.message for e in Draft202012Validator(base_schema()).iter_errors(data)]
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda d: None,
+    lambda d: d.pop("signal"),
+    lambda d: d.update(signal="godot5"),
+    lambda d: d.update(confidence=1.5),
+    lambda d: d.update(confidence=True),
+    lambda d: d.update(confidence="0.5"),
+    lambda d: d.update(needs_migration=1),
+    lambda d: d.update(extra=1),
+    lambda d: d.update(evidence={}),
+    lambda d: d["evidence"].append("x"),
+    lambda d: d["evidence"][0].pop("why"),
+    lambda d: d["evidence"][0].update(relevant="yes"),
+    lambda d: d["migration_notes"][0].update(line=True),
+    lambda d: d["migration_notes"][0].update(line=10.5),
+    lambda d: d["migration_notes"][0].update(line=10.0),
+    lambda d: d["migration_notes"][0].update(line=None),
+    lambda d: d["migration_notes"][0].update(surplus=""),
+    lambda d: d.update(explanation="x" * 100_000),
+    lambda d: d.update(evidence=[dict(d["evidence"][0]) for _ in range(500)]),
+    lambda d: d.clear(),
+])
+def test_the_fast_schema_check_never_passes_what_jsonschema_rejects(mutate):
+    """The compiled draft-7 check is a shortcut for "valid": whatever it lets through, jsonschema must accept,
+    and the errors reported are jsonschema's."""
+    from godot_rag.domain.judging.contract import _fast_check, schema_errors
+
+    data = good()
+    mutate(data)
+    expected = _jsonschema_errors(data)
+    got = schema_errors(data)
+    assert bool(got) == bool(expected), (got, expected)
+    assert len(got) == len(expected)
+    assert _fast_check(), "the contract schema uses only keywords draft 7 shares, so the fast check is on"
+
+
+def test_a_schema_keyword_outside_draft_7_turns_the_fast_check_off():
+    from godot_rag.domain.judging.contract import DRAFT7_SAFE_KEYWORDS, schema_keywords
+
+    schema = base_schema()
+    assert schema_keywords(schema) <= DRAFT7_SAFE_KEYWORDS
+    assert "signal" not in schema_keywords(schema), "property names are not keywords"
+    assert "prefixItems" in schema_keywords({**schema, "properties": {"x": {"prefixItems": [{}]}}})

@@ -124,7 +124,7 @@ async def build_request(
     if inputs["hits"] is None:
         raise PoisonError(f"chunk {chunk_id} of analysis {aid} reached the judge without a retrieval")
     chunk = convert.chunk_from_pb(convert.from_dict(inputs["chunk"], pb.Chunk))
-    hits = tuple(convert.hit_from_pb(convert.from_dict(h, pb.RetrievalHit)) for h in inputs["hits"])
+    hits = tuple(convert.hit_from_dict(h) for h in inputs["hits"])
     return JudgmentRequest(
         prompt=inputs["prompt"],
         chunk=chunk,

@@ -9,6 +9,7 @@ project's many one-line ``.import`` keys) are embedded once.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import time
@@ -143,21 +144,65 @@ class KbVersionCache:
         return self._row
 
 
+class SearchCache:
+    """Hits of recent searches, by everything that decides them: the whole query, the
+    knowledge base searched (data version and embedding model) and the limit.
+
+    Projects repeat themselves (a node with the same properties in many scenes,
+    identical import sections, copied helper functions): a repeated chunk costs
+    neither a query vector nor a search. The hits are shared, never modified.
+    """
+
+    def __init__(self, capacity: int = 2048):
+        self.capacity = capacity
+        self._entries: OrderedDict[str, list[RetrievalHit]] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def key(query: RetrieverQuery, kb_version: str, limit: int) -> str:
+        return hashlib.sha256(json.dumps([dataclasses.astuple(query), kb_version, limit, RETRIEVAL_VERSION]).encode()).hexdigest()
+
+    def get(self, key: str) -> list[RetrievalHit] | None:
+        found = self._entries.get(key)
+        if found is None:
+            self.misses += 1
+            return None
+        self._entries.move_to_end(key)
+        self.hits += 1
+        return found
+
+    def put(self, key: str, hits: list[RetrievalHit]) -> None:
+        self._entries[key] = hits
+        if len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+
+
 async def retrieve(
-    store: Store, kb: KbVersionCache, query: RetrieverQuery, limit: int, embedder: QueryEmbedder | None = None
+    store: Store,
+    kb: KbVersionCache,
+    query: RetrieverQuery,
+    limit: int,
+    embedder: QueryEmbedder | None = None,
+    cache: SearchCache | None = None,
 ) -> tuple[list[RetrievalHit], str]:
     """Search the knowledge base with the query alone (no trace reaches this function)."""
     version = await kb.get()
     if version is None:
         raise RetryableError("the knowledge base is not built yet (godot-rag kb build)", delay_s=5)
-    vector = None
     if embedder is not None:
         check_model(version["embedding_model"], await embedder.name())
-        vector = await embedder.vector(build_embedding_text(query))
+    mode = "lexical" if embedder is None else version["embedding_model"]
+    kb_version = f"{version['data_version']}/{mode}"
+    key = SearchCache.key(query, kb_version, limit)
+    if cache is not None and (cached := cache.get(key)) is not None:
+        return cached, kb_version
+    vector = None if embedder is None else await embedder.vector(build_embedding_text(query))
     tables = TABLE_PRIORITY.get(query.intent, TABLE_PRIORITY[INTENT_VERSION])  # a gRPC caller may leave it empty
     hits = await store.search(query, tables=tables, limit_per_table=limit, query_embedding=vector)
-    mode = "lexical" if embedder is None else version["embedding_model"]
-    return hits, f"{version['data_version']}/{mode}"
+    if cache is not None:
+        cache.put(key, hits)
+    return hits, kb_version
 
 
 def validate_payload(trace_msg: pb.ChunkTrace, chunk_row: dict, file_row: dict | None) -> list[str]:
@@ -196,6 +241,7 @@ class RetrieveStage:
         self.ctx = ctx
         self.embedder = embedder
         self.kb = KbVersionCache(ctx.store)
+        self.cache = SearchCache()
         self._prompts: dict[str, str] = {}
 
     async def prompt_of(self, aid: str) -> str:
@@ -207,7 +253,7 @@ class RetrieveStage:
         return self._prompts[aid]
 
     async def search(self, query: RetrieverQuery, limit: int = 0) -> tuple[list[RetrievalHit], str]:
-        return await retrieve(self.ctx.store, self.kb, query, search_limit(limit, self.ctx.settings), self.embedder)
+        return await retrieve(self.ctx.store, self.kb, query, search_limit(limit, self.ctx.settings), self.embedder, self.cache)
 
     async def __call__(self, item: ChunkWork) -> Outcome:
         store = self.ctx.store
@@ -231,7 +277,7 @@ class RetrieveStage:
             retrieval_key=retrieval_key(query, kb_version),
             kb_version=kb_version,
             query=convert.to_dict(convert.query_to_pb(query)),
-            hits=[convert.to_dict(convert.hit_to_pb(h)) for h in hits],
+            hits=[convert.hit_to_dict(h) for h in hits],
             version_id=version,
             replay_id=item.replay.replay_id if item.replay is not None else "",
             config=retrieval_config(kb_version=kb_version, retrieval_version=RETRIEVAL_VERSION, limit_per_table=limit),

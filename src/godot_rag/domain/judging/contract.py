@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import fastjsonschema
 from jsonschema import Draft202012Validator
 
 from godot_rag.domain.models import (
@@ -60,6 +61,80 @@ def answer_required(prompt: str) -> bool:
 
 
 _VALIDATOR: Draft202012Validator | None = None
+_FAST_CHECK: object = None
+
+# Keywords that mean the same in draft 7 and draft 2020-12: a schema that uses
+# only these may be checked by fastjsonschema (draft 7) first.
+DRAFT7_SAFE_KEYWORDS = frozenset(
+    {
+        "$id",
+        "$schema",
+        "title",
+        "description",
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "enum",
+        "minimum",
+        "maximum",
+        "minLength",
+        "maxLength",
+        "maxItems",
+        "minItems",
+    }
+)
+
+
+def schema_keywords(schema: object) -> set[str]:
+    """Every keyword a schema uses (property names inside ``properties`` are not keywords)."""
+    found: set[str] = set()
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            found.add(key)
+            if key == "properties" and isinstance(value, dict):
+                for sub in value.values():
+                    found |= schema_keywords(sub)
+            elif isinstance(value, (dict, list)):
+                found |= schema_keywords(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            found |= schema_keywords(item)
+    return found
+
+
+def _fast_check():
+    """A compiled validator of the contract schema, or False when the schema needs draft 2020-12.
+
+    Most replies are valid (the rules judge's always should be), and jsonschema
+    walks the whole schema for each: fastjsonschema's generated code answers
+    "valid" about 30 times faster. A reply it rejects is checked again by
+    jsonschema, whose messages are the ones reported.
+    """
+    global _FAST_CHECK
+    if _FAST_CHECK is None:
+        schema = contract_schema("v1")
+        if schema_keywords(schema) <= DRAFT7_SAFE_KEYWORDS:
+            _FAST_CHECK = fastjsonschema.compile({**schema, "$schema": "http://json-schema.org/draft-07/schema#"})
+        else:
+            _FAST_CHECK = False
+    return _FAST_CHECK
+
+
+def schema_errors(data: object) -> list[str]:
+    """The schema's complaints about ``data`` (empty = valid), in path order."""
+    fast = _fast_check()
+    if fast:
+        try:
+            fast(data)
+            return []
+        except fastjsonschema.JsonSchemaException:
+            pass  # jsonschema says why, below
+    return [
+        f"{_where(e.absolute_path)}: {e.message[:200]}"
+        for e in sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    ]
 
 
 def _validator() -> Draft202012Validator:
@@ -102,10 +177,7 @@ def _where(path: Iterable[object]) -> str:
 
 def validate(data: object, scope: ContractScope) -> list[str]:
     """Every way ``data`` breaks the contract, as short sentences (empty = valid)."""
-    errors = [
-        f"{_where(e.absolute_path)}: {e.message[:200]}"
-        for e in sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
-    ]
+    errors = schema_errors(data)
     if not isinstance(data, dict):
         return errors or ["the reply is not a JSON object"]
     tables: dict[str, set[str]] = {}
