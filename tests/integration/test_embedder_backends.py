@@ -89,3 +89,10 @@ def test_int8_stays_close_to_float32_and_keeps_the_neighbours(runtimes, int8):
     assert (full * quant).sum(axis=1).min() > 0.985
     # Every quantised vector's nearest float32 vector is its own text's.
     assert list(np.argmax(quant @ full.T, axis=1)) == list(range(len(texts)))
+
+
+def test_an_int8_vector_does_not_depend_on_its_batch(int8):
+    """Activations are quantised per call: each text must run alone, or its vector would change with its neighbours."""
+    together = np.asarray(int8.embed(TEXTS))
+    alone = np.asarray([int8.embed([t])[0] for t in TEXTS])
+    assert np.array_equal(together, alone)

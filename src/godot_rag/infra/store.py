@@ -124,8 +124,11 @@ class Store:
 
     @classmethod
     async def open(cls, dsn: str, *, min_size: int = 1, max_size: int = 4) -> Store:
+        # Autocommit: a single statement is its own transaction in one round trip (no BEGIN and
+        # COMMIT around it: two of the three round trips of every claim, finish and read).
+        # Several statements that must hold together say so with conn.transaction().
         pool = AsyncConnectionPool(
-            dsn, min_size=min_size, max_size=max_size, open=False, kwargs={"row_factory": dict_row, "autocommit": False}
+            dsn, min_size=min_size, max_size=max_size, open=False, kwargs={"row_factory": dict_row, "autocommit": True}
         )
         await pool.open(wait=True, timeout=30)
         return cls(pool)
@@ -505,8 +508,9 @@ class Store:
     async def put_cached_embeddings(self, model: str, items: Sequence[tuple[str, str]]) -> None:
         """(sha256 of the text, vector literal) pairs, in one transaction."""
         async with self.pool.connection() as conn:
-            for sha, vector in items:
-                await kb_store.put_cached_embedding(conn, model, sha, vector)
+            async with conn.transaction():
+                for sha, vector in items:
+                    await kb_store.put_cached_embedding(conn, model, sha, vector)
 
     async def kb_version(self) -> dict | None:
         return await self._fetchone(f"select * from {SCHEMA}.kb_versions where name = 'current'")
@@ -516,10 +520,11 @@ class Store:
     ) -> list[RetrievalHit]:
         started = time.perf_counter()
         async with self.pool.connection() as conn:
-            hits = await kb_store.search(
-                conn, query, tables=tables, limit_per_table=limit_per_table, query_embedding=query_embedding
-            )
-            await conn.rollback()
+            # A transaction of its own: the search's planner settings are local to it.
+            async with conn.transaction(force_rollback=True):
+                hits = await kb_store.search(
+                    conn, query, tables=tables, limit_per_table=limit_per_table, query_embedding=query_embedding
+                )
         observe_kb_search(time.perf_counter() - started)
         return hits
 
@@ -1217,11 +1222,10 @@ class Store:
     async def find_records(self, text: str) -> list[KbRecordMatch]:
         async with self.pool.connection() as conn:
             rows = await kb_store.find_records(conn, text)
-            await conn.rollback()
         return KbRecordMatch.from_rows(rows)
 
     async def rank_record(self, query: RetrieverQuery, **kwargs):
         async with self.pool.connection() as conn:
-            facts = await kb_store.rank_record(conn, query, **kwargs)
-            await conn.rollback()
+            async with conn.transaction(force_rollback=True):
+                facts = await kb_store.rank_record(conn, query, **kwargs)
         return facts
