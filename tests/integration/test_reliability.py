@@ -131,13 +131,13 @@ async def test_a_dead_letter_on_the_aggregate_stage_still_finalises_the_analysis
         first, *rest = result.chunks
         for c in rest:
             await ctx.store.mark_stage(aid, c.chunk_id, Stage.AGGREGATE, "done", worker="test")
-        assert (await ctx.store.get_analysis(aid))["status"] == "running"
+        assert (await ctx.store.get_analysis(aid)).status == "running"
         task = pb.ChunkTask(analysis_id=aid, trace=pb.ChunkTrace(project_id=f"test:{aid}", source_file="only.tscn",
                                                                  chunk_id=first.chunk_id, chunk_order=first.chunk_order,
                                                                  chunk_kind=first.chunk_kind))
         dead = Delivery(chunk_subject(Stage.AGGREGATE, aid, subject_token(first.chunk_id)), task.SerializeToString(), {}, 6, 6)
         await settle_dead_letter(ctx, dead, "gave up after 6 deliveries: test", stage="aggregator")
-        assert (await ctx.store.get_analysis(aid))["status"] == "completed_with_failures"
+        assert (await ctx.store.get_analysis(aid)).status == "completed_with_failures"
         assert await ctx.store.get_verdict(aid) is not None
         assert [d.stage for d in await ctx.store.dead_letters(aid)] == ["aggregator"]
     finally:

@@ -94,7 +94,7 @@ async def test_every_hop_of_a_chunk_shares_its_analysis_trace(stack, spans, nats
         assert submitted[0].created
         status = "running"
         for _ in range(600):  # a bounded wait for the stages to finish, not a timing assertion
-            status = (await store.get_analysis(aid))["status"]
+            status = (await store.get_analysis(aid)).status
             if status != "running":
                 break
             await asyncio.sleep(0.2)

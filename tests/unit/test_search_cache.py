@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from datetime import UTC, datetime
 
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
+from godot_rag.infra.rows import KbVersionRow
 from godot_rag.pipeline.retrieval import KbVersionCache, SearchCache, retrieve
+
+
+def kb_row(data_version: str) -> KbVersionRow:
+    return KbVersionRow("current", data_version, "none", 0, {}, datetime.now(UTC))
 
 
 class RecordingKnowledgeBase:
     """The two Store methods retrieve() calls, recording every search it makes."""
 
     def __init__(self):
-        self.version = {"data_version": "kb-1", "embedding_model": "none"}
+        self.version = kb_row("kb-1")
         self.searches: list[tuple[RetrieverQuery, int]] = []
 
     async def kb_version(self):
@@ -25,8 +31,12 @@ class RecordingKnowledgeBase:
 
 
 QUERY = RetrieverQuery(
-    query_text="move_and_slide", query_terms=("move_and_slide",), raw_chunk_text="move_and_slide(velocity)",
-    api_call_candidates=("move_and_slide",), prompt_terms=("Godot 3",), intent="version_check",
+    query_text="move_and_slide",
+    query_terms=("move_and_slide",),
+    raw_chunk_text="move_and_slide(velocity)",
+    api_call_candidates=("move_and_slide",),
+    prompt_terms=("Godot 3",),
+    intent="version_check",
 )
 
 
@@ -53,7 +63,7 @@ def test_anything_that_changes_the_hits_searches_again():
     run(retrieve(kb, versions, replace(QUERY, prompt_terms=("Godot 4",)), 5, None, cache))  # another prompt
     run(retrieve(kb, versions, replace(QUERY, intent="migration"), 5, None, cache))  # another table order
     run(retrieve(kb, versions, replace(QUERY, reference_candidates=("Player",)), 5, None, cache))
-    kb.version = {"data_version": "kb-2", "embedding_model": "none"}  # a rebuilt knowledge base
+    kb.version = kb_row("kb-2")  # a rebuilt knowledge base
     _, version = run(retrieve(kb, versions, QUERY, 5, None, cache))
     assert len(kb.searches) == 6 and version == "kb-2/lexical"
 

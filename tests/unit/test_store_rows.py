@@ -82,6 +82,8 @@ def _schema() -> dict[str, set[str]]:
 
 # Row types read from one table: the table's columns they leave out.
 WHOLE_TABLE = [
+    (rows.AnalysisRow, "analyses", set()),
+    (rows.KbVersionRow, "kb_versions", set()),
     (rows.FileRow, "files", {"symbol_scope"}),  # each script's slice of the project index: read apart
     (rows.ChunkRow, "chunks", set()),
     (rows.RetrievalRow, "retrievals", set()),

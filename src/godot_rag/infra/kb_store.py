@@ -35,6 +35,7 @@ from godot_rag.domain.retrieval.fusion import (
 )
 from godot_rag.domain.retrieval.knowledge import KnowledgeRecord
 from godot_rag.domain.retrieval.why_not import RankFacts, SearchRank
+from godot_rag.infra.rows import KbVersionRow
 
 SCHEMA = "godot_rag"
 TABLES = ("docs_chunks", "api_mapping", "label_prototypes")
@@ -190,9 +191,11 @@ def load_knowledge_sync(
     return counts
 
 
-def kb_version_sync(dsn: str) -> dict | None:
+def kb_version_sync(dsn: str) -> KbVersionRow | None:
     with psycopg.connect(dsn, row_factory=dict_row) as conn:
-        return conn.execute(f"select * from {SCHEMA}.kb_versions where name = 'current'").fetchone()
+        return KbVersionRow.from_optional(
+            conn.execute(f"select {KbVersionRow.select_list()} from {SCHEMA}.kb_versions where name = 'current'").fetchone()
+        )
 
 
 # ---------------------------------------------------------------- embedding cache (async: query time)

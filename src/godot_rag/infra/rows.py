@@ -100,6 +100,65 @@ class Row:
 
 
 @dataclass(frozen=True, slots=True)
+class AnalysisRow(Row):
+    """An analysis (table ``analyses``)."""
+
+    analysis_id: str
+    project_id: str
+    prompt: str
+    source_origin: str
+    input_ref: str
+    pipeline_version: str
+    status: str
+    files_total: int
+    files_included: int
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+    current_retrieval_version: str
+    current_judgment_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class KbVersionRow(Row):
+    """The knowledge base the retriever searches (table ``kb_versions``, row 'current')."""
+
+    name: str
+    data_version: str
+    embedding_model: str
+    embedding_dim: int
+    record_counts: dict[str, int]
+    built_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkForRetrieval(Row):
+    """What the retriever checks a chunk task against: the committed chunk and its file's hash."""
+
+    chunk_order: int
+    source_file: str
+    chunk: JsonObject
+    file_sha256: str | None  # None: the file row is missing
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeInputs(Row):
+    """What the judge needs of one chunk (``Store.judge_inputs``): the chunk, its file's kind and slice of
+    the project index, its current retrieval (None before one), the analysis's prompt and versions."""
+
+    chunk: JsonObject
+    source_file: str
+    source_kind: str | None
+    symbol_scope: str | None
+    query: JsonObject | None
+    hits: list[JsonObject] | None
+    retrieval_version: str | None
+    prompt: str
+    project_id: str
+    current_judgment_version: str
+
+
+@dataclass(frozen=True, slots=True)
 class AnalysisSummary(Row):
     """One analysis of the list (``Store.list_analyses``), with its verdict once there is one."""
 
@@ -471,6 +530,10 @@ class WebFileChunkRow(Row):
 
 # Every row type, for the test that checks each against the columns its query selects.
 ROW_TYPES: tuple[type[Row], ...] = (
+    AnalysisRow,
+    KbVersionRow,
+    ChunkForRetrieval,
+    JudgeInputs,
     AnalysisSummary,
     FileRow,
     FileVersionRow,

@@ -24,7 +24,9 @@ from godot_rag.errors import StoreError
 from godot_rag.infra import kb_store
 from godot_rag.infra.metrics import observe_kb_search
 from godot_rag.infra.rows import (
+    AnalysisRow,
     AnalysisSummary,
+    ChunkForRetrieval,
     ChunkPlace,
     ChunkResultRow,
     ChunkRow,
@@ -32,9 +34,11 @@ from godot_rag.infra.rows import (
     DeadLetterRow,
     FileRow,
     FileVersionRow,
+    JudgeInputs,
     JudgmentRow,
     JudgmentVersionRow,
     KbRecordMatch,
+    KbVersionRow,
     LatestAnalysis,
     Progress,
     ReplayChunkRow,
@@ -227,8 +231,12 @@ class Store:
         rows = await self._fetchall(f"select status, count(*) as n from {SCHEMA}.analyses group by status")
         return {str(r["status"]): int(r["n"]) for r in rows}
 
-    async def get_analysis(self, analysis_id: str) -> dict | None:
-        return await self._fetchone(f"select * from {SCHEMA}.analyses where analysis_id = %s", (analysis_id,))
+    async def get_analysis(self, analysis_id: str) -> AnalysisRow | None:
+        return AnalysisRow.from_optional(
+            await self._fetchone(
+                f"select {AnalysisRow.select_list()} from {SCHEMA}.analyses where analysis_id = %s", (analysis_id,)
+            )
+        )
 
     async def list_files(self, analysis_id: str) -> list[FileRow]:
         return FileRow.from_rows(
@@ -351,34 +359,31 @@ class Store:
         )
         return row["symbol_scope"] if row else ""
 
-    async def project_symbols(self, analysis_id: str) -> dict | None:
-        """The analysis's project index: {version, symbols} (None when none was stored)."""
-        return await self._fetchone(f"select version, symbols from {SCHEMA}.project_symbols where analysis_id = %s", (analysis_id,))
-
-    async def get_chunk_with_file(self, analysis_id: str, chunk_id: str) -> tuple[dict | None, dict | None]:
-        """A chunk row and its file row in one round trip."""
-        row = await self._fetchone(
-            f"""select to_jsonb(c) as chunk_row, to_jsonb(f) as file_row from {SCHEMA}.chunks c
-            left join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
-            where c.analysis_id = %s and c.chunk_id = %s""",
-            (analysis_id, chunk_id),
+    async def chunk_for_retrieval(self, analysis_id: str, chunk_id: str) -> ChunkForRetrieval | None:
+        """A chunk and its file's hash in one round trip (None: no such chunk)."""
+        return ChunkForRetrieval.from_optional(
+            await self._fetchone(
+                f"""select c.chunk_order, c.source_file, c.chunk, f.sha256 as file_sha256 from {SCHEMA}.chunks c
+                left join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
+                where c.analysis_id = %s and c.chunk_id = %s""",
+                (analysis_id, chunk_id),
+            )
         )
-        if row is None:
-            return None, None
-        return row["chunk_row"], row["file_row"]
 
-    async def judge_inputs(self, analysis_id: str, chunk_id: str) -> dict | None:
+    async def judge_inputs(self, analysis_id: str, chunk_id: str) -> JudgeInputs | None:
         """What the judge needs of one chunk, in one round trip: the chunk, its file's kind and slice of the project
         index, its retrieval, the prompt."""
-        return await self._fetchone(
-            f"""select c.chunk, c.source_file, f.source_kind, f.symbol_scope, r.query, r.hits, r.version_id as retrieval_version,
-              a.prompt, a.project_id, a.current_judgment_version
-            from {SCHEMA}.chunks c
-            join {SCHEMA}.analyses a on a.analysis_id = c.analysis_id
-            left join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
-            left join {SCHEMA}.retrievals r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id
-            where c.analysis_id = %s and c.chunk_id = %s""",
-            (analysis_id, chunk_id),
+        return JudgeInputs.from_optional(
+            await self._fetchone(
+                f"""select c.chunk, c.source_file, f.source_kind, f.symbol_scope, r.query, r.hits,
+                  r.version_id as retrieval_version, a.prompt, a.project_id, a.current_judgment_version
+                from {SCHEMA}.chunks c
+                join {SCHEMA}.analyses a on a.analysis_id = c.analysis_id
+                left join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
+                left join {SCHEMA}.retrievals r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id
+                where c.analysis_id = %s and c.chunk_id = %s""",
+                (analysis_id, chunk_id),
+            )
         )
 
     async def file_declared_names(self, analysis_id: str, source_file: str) -> list[str]:
@@ -512,8 +517,10 @@ class Store:
                 for sha, vector in items:
                     await kb_store.put_cached_embedding(conn, model, sha, vector)
 
-    async def kb_version(self) -> dict | None:
-        return await self._fetchone(f"select * from {SCHEMA}.kb_versions where name = 'current'")
+    async def kb_version(self) -> KbVersionRow | None:
+        return KbVersionRow.from_optional(
+            await self._fetchone(f"select {KbVersionRow.select_list()} from {SCHEMA}.kb_versions where name = 'current'")
+        )
 
     async def search(
         self, query: RetrieverQuery, *, tables: Sequence[str], limit_per_table: int, query_embedding: list[float] | None = None
@@ -1006,10 +1013,6 @@ class Store:
                 (source, replay_id, chunk_id),
             )
 
-    async def get_replay(self, replay_id: str) -> dict | None:
-        """The replay row as a dict; ``replay_row`` gives it typed."""
-        return await self._fetchone(f"select * from {SCHEMA}.replays where replay_id = %s", (replay_id,))
-
     async def replay_row(self, replay_id: str) -> ReplayRow | None:
         return ReplayRow.from_optional(
             await self._fetchone(f"select {ReplayRow.select_list()} from {SCHEMA}.replays where replay_id = %s", (replay_id,))
@@ -1053,10 +1056,12 @@ class Store:
             {"r": replay_id, "c": chunk_id, "s": stage, "st": status, "e": error},
         )
 
-    async def replay_stage_row(self, replay_id: str, chunk_id: str, stage: str) -> dict | None:
-        return await self._fetchone(
-            f"select * from {SCHEMA}.replay_chunks where replay_id = %s and chunk_id = %s and stage = %s",
-            (replay_id, chunk_id, stage),
+    async def replay_stage_row(self, replay_id: str, chunk_id: str, stage: str) -> ReplayChunkRow | None:
+        return ReplayChunkRow.from_optional(
+            await self._fetchone(
+                f"select {ReplayChunkRow.select_list()} from {SCHEMA}.replay_chunks where replay_id = %s and chunk_id = %s and stage = %s",
+                (replay_id, chunk_id, stage),
+            )
         )
 
     async def set_replay_judgment_version(self, replay_id: str, version_id: str) -> None:

@@ -23,7 +23,7 @@ class AggregateStage:
                 await self.ctx.store.replay_stage_row(item.replay.replay_id, item.chunk_id, s)
                 for s in (Stage.RETRIEVE, Stage.JUDGE)
             ]
-            earlier = {r["stage"]: r["status"] for r in rows if r is not None}
+            earlier = {r.stage: r.status for r in rows if r is not None}
         else:
             earlier = await self.ctx.store.stage_statuses(item.analysis_id, item.chunk_id, (Stage.RETRIEVE, Stage.JUDGE))
         failed = [stage for stage, status in earlier.items() if status == Status.FAILED]

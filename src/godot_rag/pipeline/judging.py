@@ -19,6 +19,7 @@ from godot_rag.domain.models import JUDGMENT_FAILED, Judgment, JudgmentRequest
 from godot_rag.domain.retrieval.query import primary_intent
 from godot_rag.errors import InvalidInputError, PoisonError
 from godot_rag.infra.llm_client import LLMClient
+from godot_rag.infra.rows import JudgeInputs
 from godot_rag.infra.service import ServiceContext
 from godot_rag.infra.store import Store
 from godot_rag.pipeline.stage_runner import ChunkWork, Outcome
@@ -114,27 +115,27 @@ class DeclaredNamesCache:
 
 
 async def build_request(
-    store: Store, aid: str, chunk_id: str, declared_cache: DeclaredNamesCache, inputs: dict | None = None
+    store: Store, aid: str, chunk_id: str, declared_cache: DeclaredNamesCache, inputs: JudgeInputs | None = None
 ) -> JudgmentRequest:
     """The judgment request of a committed chunk, from its stored chunk, retrieval and analysis."""
     if inputs is None:
         inputs = await store.judge_inputs(aid, chunk_id)
     if inputs is None:
         raise PoisonError(f"chunk {chunk_id} of analysis {aid} is not recorded")
-    if inputs["hits"] is None:
+    if inputs.hits is None:
         raise PoisonError(f"chunk {chunk_id} of analysis {aid} reached the judge without a retrieval")
-    chunk = convert.chunk_from_pb(convert.from_dict(inputs["chunk"], pb.Chunk))
-    hits = tuple(convert.hit_from_dict(h) for h in inputs["hits"])
+    chunk = convert.chunk_from_pb(convert.from_dict(inputs.chunk, pb.Chunk))
+    hits = tuple(convert.hit_from_dict(h) for h in inputs.hits)
     return JudgmentRequest(
-        prompt=inputs["prompt"],
+        prompt=inputs.prompt,
         chunk=chunk,
         evidence=hits,
-        source_kind=inputs["source_kind"] or "",
-        intent=(inputs["query"] or {}).get("intent") or primary_intent(inputs["prompt"]),
-        declared_names=await declared_cache.get(aid, inputs["source_file"]),
-        project_symbols=inputs.get("symbol_scope") or "",
-        project_id=inputs["project_id"],
-        source_file=inputs["source_file"],
+        source_kind=inputs.source_kind or "",
+        intent=(inputs.query or {}).get("intent") or primary_intent(inputs.prompt),
+        declared_names=await declared_cache.get(aid, inputs.source_file),
+        project_symbols=inputs.symbol_scope or "",
+        project_id=inputs.project_id,
+        source_file=inputs.source_file,
     )
 
 
@@ -152,7 +153,7 @@ class JudgeStage:
         backend = self.backends.for_replay(item.replay)
         inputs = await store.judge_inputs(item.analysis_id, item.chunk_id)
         request = await build_request(store, item.analysis_id, item.chunk_id, self.declared, inputs)
-        retrieval_version = (inputs or {}).get("retrieval_version") or ""
+        retrieval_version = (inputs.retrieval_version if inputs is not None else None) or ""
         # A judge replay is one version whatever each chunk's retrieval: it is named by the
         # retrieval version of the version it replays over (the chunk's own is kept per row).
         label = item.replay.retrieval_version if item.replay is not None and item.replay.retrieval_version else retrieval_version
@@ -165,8 +166,8 @@ class JudgeStage:
         replay_id, base_version = "", ""
         if item.replay is not None:
             replay_id = item.replay.replay_id
-            replay = await store.get_replay(replay_id)
-            base_version = (replay or {}).get("base_version", "")
+            replay = await store.replay_row(replay_id)
+            base_version = replay.base_version if replay is not None else ""
             await store.set_replay_judgment_version(replay_id, version)
         key = judgment_key(request, backend)
         started = time.perf_counter()

@@ -105,7 +105,7 @@ def model_name(embedder: Embedder | None) -> str:
 
 def kb_is_current(dsn: str, embedder: Embedder | None) -> bool:
     row = kb_version_sync(dsn)
-    return row is not None and row["data_version"] == data_version() and row["embedding_model"] == model_name(embedder)
+    return row is not None and row.data_version == data_version() and row.embedding_model == model_name(embedder)
 
 
 # ---------------------------------------------------------------- shipped vectors

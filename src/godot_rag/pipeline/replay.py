@@ -116,11 +116,11 @@ async def start_replay(store: Store, bus: Bus, settings: Settings, opts: ReplayO
     analysis = await store.get_analysis(opts.analysis_id)
     if analysis is None:
         raise NotFoundError(f"no analysis {opts.analysis_id}")
-    if analysis["status"] == AnalysisStatus.RUNNING:
+    if analysis.status == AnalysisStatus.RUNNING:
         raise NotReadyError(f"analysis {opts.analysis_id} is still running; replay it once it has finished")
     config = replay_config(settings, opts)
     stage = Stage(opts.stage)
-    base_version = analysis.get("current_judgment_version", "")
+    base_version = analysis.current_judgment_version
     if stage == Stage.JUDGE:
         # Judged as of the base version's retrieval: part of the configuration (and of the replay's id).
         base = {v.version_id: v for v in await store.result_versions(opts.analysis_id)}.get(base_version)

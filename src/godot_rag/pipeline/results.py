@@ -10,7 +10,7 @@ from typing import Any
 from godot_rag import convert
 from godot_rag.domain.aggregation.verdict import ChunkOutcome, compute_verdict
 from godot_rag.errors import NotFoundError, NotReadyError
-from godot_rag.infra.rows import VerdictRow
+from godot_rag.infra.rows import AnalysisRow, VerdictRow
 from godot_rag.infra.store import Store
 from godot_rag.stages import CHUNK_STAGES, AnalysisStatus, ChunkStatus, Stage, Status
 from godot_rag.v1 import messages_pb2 as pb
@@ -46,8 +46,8 @@ def chunk_status(stages: dict | None, analysis_running: bool) -> tuple[str, str,
     return ChunkStatus.WAITING, Stage.RETRIEVE, last_error
 
 
-def is_running(analysis: dict) -> bool:
-    return analysis["status"] == AnalysisStatus.RUNNING
+def is_running(analysis: AnalysisRow) -> bool:
+    return analysis.status == AnalysisStatus.RUNNING
 
 
 async def watch_progress(store: Store, analysis_id: str, stop: asyncio.Event, every_s: float = 0.25) -> AsyncIterator[spb.Progress]:
@@ -62,7 +62,7 @@ async def watch_progress(store: Store, analysis_id: str, stop: asyncio.Event, ev
         p = await store.progress(analysis_id)
         progress = spb.Progress(
             analysis_id=analysis_id,
-            status=analysis["status"],
+            status=analysis.status,
             files_total=p.files_total,
             files_chunked=p.files_chunked,
             chunks_total=p.chunks_total,
@@ -129,8 +129,8 @@ async def finalize_analysis(store: Store, analysis_id: str) -> dict | None:
     if verdict is not None:
         # The verdict is also the one of the analysis's current judgment version (the version list shows it).
         analysis = await store.get_analysis(analysis_id)
-        if analysis is not None and analysis.get("current_judgment_version"):
-            await store.save_verdict_version(analysis_id, analysis["current_judgment_version"], verdict)
+        if analysis is not None and analysis.current_judgment_version:
+            await store.save_verdict_version(analysis_id, analysis.current_judgment_version, verdict)
         log.info("analysis %s complete: %s (%.2f)", analysis_id, verdict["label"], verdict["confidence"])
     return verdict
 
@@ -185,7 +185,7 @@ async def analysis_result(store: Store, analysis_id: str) -> spb.AnalysisResult:
         raise NotFoundError(f"no analysis {analysis_id}")
     running = is_running(analysis)
     result = spb.AnalysisResult(
-        analysis_id=analysis_id, project_id=analysis["project_id"], prompt=analysis["prompt"], status=analysis["status"]
+        analysis_id=analysis_id, project_id=analysis.project_id, prompt=analysis.prompt, status=analysis.status
     )
     v = verdict_pb(await store.get_verdict(analysis_id))
     if v is not None:

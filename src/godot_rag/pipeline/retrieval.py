@@ -28,6 +28,7 @@ from godot_rag.domain.retrieval.query import (
 )
 from godot_rag.errors import PoisonError, RetryableError
 from godot_rag.infra.embedder import Embedder, check_model, text_sha256, vector_literal
+from godot_rag.infra.rows import ChunkForRetrieval, KbVersionRow
 from godot_rag.infra.service import ServiceContext
 from godot_rag.infra.store import Store
 from godot_rag.pipeline.stage_runner import ChunkWork, Outcome
@@ -133,10 +134,10 @@ class KbVersionCache:
 
     store: Store
     ttl_s: float = KB_VERSION_TTL_S
-    _row: dict | None = None
+    _row: KbVersionRow | None = None
     _read_at: float = 0.0
 
-    async def get(self) -> dict | None:
+    async def get(self) -> KbVersionRow | None:
         now = time.monotonic()
         if self._row is None or now - self._read_at > self.ttl_s:
             self._row = await self.store.kb_version()
@@ -191,9 +192,9 @@ async def retrieve(
     if version is None:
         raise RetryableError("the knowledge base is not built yet (godot-rag kb build)", delay_s=5)
     if embedder is not None:
-        check_model(version["embedding_model"], await embedder.name())
-    mode = "lexical" if embedder is None else version["embedding_model"]
-    kb_version = f"{version['data_version']}/{mode}"
+        check_model(version.embedding_model, await embedder.name())
+    mode = "lexical" if embedder is None else version.embedding_model
+    kb_version = f"{version.data_version}/{mode}"
     key = SearchCache.key(query, kb_version, limit)
     if cache is not None and (cached := cache.get(key)) is not None:
         return cached, kb_version
@@ -205,14 +206,14 @@ async def retrieve(
     return hits, kb_version
 
 
-def validate_payload(trace_msg: pb.ChunkTrace, chunk_row: dict, file_row: dict | None) -> list[str]:
+def validate_payload(trace_msg: pb.ChunkTrace, row: ChunkForRetrieval) -> list[str]:
     """The payload's trace must match the committed chunk list and file content."""
     problems: list[str] = []
-    if chunk_row["chunk_order"] != trace_msg.chunk_order:
-        problems.append(f"payload chunk_order {trace_msg.chunk_order} != file chunk list order {chunk_row['chunk_order']}")
-    if chunk_row["source_file"] != trace_msg.source_file:
-        problems.append(f"payload source_file {trace_msg.source_file!r} != {chunk_row['source_file']!r}")
-    if file_row is None or file_row["sha256"] != trace_msg.source_sha256:
+    if row.chunk_order != trace_msg.chunk_order:
+        problems.append(f"payload chunk_order {trace_msg.chunk_order} != file chunk list order {row.chunk_order}")
+    if row.source_file != trace_msg.source_file:
+        problems.append(f"payload source_file {trace_msg.source_file!r} != {row.source_file!r}")
+    if row.file_sha256 is None or row.file_sha256 != trace_msg.source_sha256:
         problems.append("payload source_sha256 does not match the recorded file content")
     return problems
 
@@ -249,7 +250,7 @@ class RetrieveStage:
             analysis = await self.ctx.store.get_analysis(aid)
             if analysis is None:
                 raise PoisonError(f"analysis {aid} is not recorded")
-            self._prompts[aid] = analysis["prompt"]
+            self._prompts[aid] = analysis.prompt
         return self._prompts[aid]
 
     async def search(self, query: RetrieverQuery, limit: int = 0) -> tuple[list[RetrievalHit], str]:
@@ -257,14 +258,14 @@ class RetrieveStage:
 
     async def __call__(self, item: ChunkWork) -> Outcome:
         store = self.ctx.store
-        row, file_row = await store.get_chunk_with_file(item.analysis_id, item.chunk_id)
+        row = await store.chunk_for_retrieval(item.analysis_id, item.chunk_id)
         if row is None:
             raise PoisonError(f"chunk {item.chunk_id} of analysis {item.analysis_id} is not recorded")
-        problems = validate_payload(item.trace, row, file_row)
+        problems = validate_payload(item.trace, row)
         if problems:
             # A payload that does not match the file's chunk list is not sent on.
             raise PoisonError("validation failed: " + "; ".join(problems))
-        chunk = convert.chunk_from_pb(convert.from_dict(row["chunk"], pb.Chunk))
+        chunk = convert.chunk_from_pb(convert.from_dict(row.chunk, pb.Chunk))
         # Only the query reaches the search: the trace stays here.
         query = build_retriever_query(prompt=await self.prompt_of(item.analysis_id), chunk=chunk)
         # A replay may search with another per-table limit: that is part of the retrieval's version.

@@ -290,7 +290,7 @@ async def submit(
         symbol_scopes=scopes,
     )
     analysis = await store.get_analysis(aid)
-    if analysis is not None and analysis["status"] != AnalysisStatus.RUNNING:
+    if analysis is not None and analysis.status != AnalysisStatus.RUNNING:
         return aid, created
 
     # New, or resubmitted while unfinished: (re)publish. Msg ids dedupe within

@@ -128,7 +128,7 @@ async def _analysis_side(store: Store, analysis_id: str, ref: str, version_id: s
         label=label,
         confidence=float(confidence),
         analysis_id=analysis_id,
-        version_id=version_id or analysis.get("current_judgment_version", ""),
+        version_id=version_id or analysis.current_judgment_version,
         chunks=chunks,
     )
 
@@ -160,7 +160,8 @@ async def diff_results(store: Store, a: str, b: str, analysis_id: str = "") -> d
             other = b if is_a else a
             if other not in await judgment_bases(store, owner):
                 raise NotFoundError(f"{other} is neither an analysis nor a judgment version of {owner}")
-            current = (await store.get_analysis(owner) or {}).get("current_judgment_version", "")
+            owner_row = await store.get_analysis(owner)
+            current = owner_row.current_judgment_version if owner_row is not None else ""
             side_a = await _analysis_side(store, owner, a, current if is_a else other)
             side_b = await _analysis_side(store, owner, b, other if is_a else current)
         else:
@@ -179,7 +180,7 @@ async def list_versions(store: Store, analysis_id: str) -> spb.VersionsResponse:
     analysis = await store.get_analysis(analysis_id)
     if analysis is None:
         raise NotFoundError(f"no analysis {analysis_id}")
-    current_j, current_r = analysis["current_judgment_version"], analysis["current_retrieval_version"]
+    current_j, current_r = analysis.current_judgment_version, analysis.current_retrieval_version
     out = spb.VersionsResponse(analysis_id=analysis_id, current_judgment_version=current_j, current_retrieval_version=current_r)
     for r in await store.result_versions(analysis_id):
         v = spb.ResultVersion(
@@ -202,7 +203,7 @@ async def verdict_of_version(store: Store, analysis_id: str, version_id: str = "
     analysis = await store.get_analysis(analysis_id)
     if analysis is None:
         raise NotFoundError(f"no analysis {analysis_id}")
-    current = analysis["current_judgment_version"]
+    current = analysis.current_judgment_version
     version = version_id or current
     if not version:
         verdict = verdict_pb(await store.get_verdict(analysis_id))

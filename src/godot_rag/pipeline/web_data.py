@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from godot_rag.domain.patching import source_kind
 from godot_rag.errors import NotFoundError
-from godot_rag.infra.rows import FileRow, WebChunkRow
+from godot_rag.infra.rows import AnalysisRow, FileRow, WebChunkRow
 from godot_rag.infra.store import Store
 from godot_rag.pipeline import web_views as wv
 from godot_rag.pipeline.patch import analysis_patch_doc
@@ -22,7 +22,7 @@ from godot_rag.pipeline.why_not import why_not_retrieved
 LOOKBACK = timedelta(seconds=5)
 
 
-async def _analysis(store: Store, analysis_id: str) -> dict:
+async def _analysis(store: Store, analysis_id: str) -> AnalysisRow:
     a = await store.get_analysis(analysis_id)
     if a is None:
         raise NotFoundError(f"no analysis {analysis_id}")
@@ -31,7 +31,7 @@ async def _analysis(store: Store, analysis_id: str) -> dict:
 
 async def analysis_page(store: Store, analysis_id: str, flt: wv.ChunkFilter) -> dict:
     a = await _analysis(store, analysis_id)
-    running = a["status"] == "running"
+    running = a.status == "running"
     files = await store.list_files(analysis_id)
     views = [wv.chunk_view(r, running) for r in await store.web_chunk_rows(analysis_id)]
     counts = wv.status_counts(views)
@@ -55,7 +55,7 @@ async def analysis_page(store: Store, analysis_id: str, flt: wv.ChunkFilter) -> 
 
 async def verdict_part(store: Store, analysis_id: str) -> dict:
     a = await _analysis(store, analysis_id)
-    running = a["status"] == "running"
+    running = a.status == "running"
     views = [wv.chunk_view(r, running) for r in await store.web_chunk_rows(analysis_id)]
     kinds = {f.source_file: f.source_kind for f in await store.list_files(analysis_id)}
     return {
@@ -83,7 +83,7 @@ class LiveFeed:
         """Load the whole list once; the first batch holds what changed after ``since``
         (everything when the client has no cursor)."""
         a = await _analysis(self.store, self.analysis_id)
-        self.running, self.status = a["status"] == "running", a["status"]
+        self.running, self.status = a.status == "running", a.status
         self.files = {f.source_file: f for f in await self.store.list_files(self.analysis_id)}
         changed: list[dict] = []
         for r in await self.store.web_chunk_rows(self.analysis_id):
@@ -100,7 +100,7 @@ class LiveFeed:
     async def poll(self) -> dict:
         a = await _analysis(self.store, self.analysis_id)
         was_running = self.running
-        self.running, self.status = a["status"] == "running", a["status"]
+        self.running, self.status = a.status == "running", a.status
         look = None if self.cursor is None else self.cursor - LOOKBACK
         rows = await self.store.web_chunk_rows(self.analysis_id, look)
         if was_running and not self.running:
@@ -156,7 +156,7 @@ async def file_page(
     store: Store, analysis_id: str, source_file: str, *, why_chunk: str = "", why: str = "", limit_per_table: int = 5
 ) -> dict:
     a = await _analysis(store, analysis_id)
-    running = a["status"] == "running"
+    running = a.status == "running"
     f = await store.get_file(analysis_id, source_file)
     if f is None:
         raise NotFoundError(f"no file {source_file} in analysis {analysis_id}")
@@ -201,7 +201,7 @@ async def file_page(
                 "judgment": judgment,
                 "candidates": candidates,
                 "candidate_ids": {c["record_id"]: i for i, c in enumerate(candidates, 1)},
-                "tracking": wv.tracking_view(a["project_id"], source_file, f.sha256, r.chunk, analysis_id),
+                "tracking": wv.tracking_view(a.project_id, source_file, f.sha256, r.chunk, analysis_id),
                 "why": None,
                 "why_query": "",
             }
@@ -216,14 +216,14 @@ async def file_page(
     for i, c in enumerate(chunks):
         c["prev"] = chunks[i - 1] if i > 0 else None
         c["next"] = chunks[i + 1] if i + 1 < len(chunks) else None
-    versions = await store.web_file_versions(a["project_id"], source_file)
-    latest = await store.web_latest_analysis(a["project_id"])
-    outdated = wv.outdated_view(analysis_id, a["created_at"], f.sha256, versions)
+    versions = await store.web_file_versions(a.project_id, source_file)
+    latest = await store.web_latest_analysis(a.project_id)
+    outdated = wv.outdated_view(analysis_id, a.created_at, f.sha256, versions)
     if (
         outdated is None
         and latest is not None
         and latest.analysis_id != analysis_id
-        and latest.created_at > a["created_at"]
+        and latest.created_at > a.created_at
         and not any(v.analysis_id == latest.analysis_id for v in versions)
     ):
         outdated = {"analysis_id": latest.analysis_id, "created_at": latest.created_at, "sha256": ""}
@@ -247,7 +247,7 @@ async def export_rows(
     store: Store, analysis_id: str, what: str, *, flt: wv.ChunkFilter | None = None, chunk_id: str = ""
 ) -> list[dict]:
     a = await _analysis(store, analysis_id)
-    running = a["status"] == "running"
+    running = a.status == "running"
     if what == "files":
         return [
             {k: getattr(f, k) for k in wv.EXPORT_COLUMNS["files"]} | {"included": f.included}

@@ -15,17 +15,18 @@ from godot_rag.domain.retrieval.query import INTENT_VERSION, TABLE_PRIORITY, bui
 from godot_rag.domain.retrieval.why_not import SEARCH_NAMES, explain, rank_text
 from godot_rag.errors import NotFoundError
 from godot_rag.infra.embedder import text_sha256
+from godot_rag.infra.rows import KbVersionRow
 from godot_rag.infra.store import Store
 from godot_rag.v1 import messages_pb2 as pb
 
 
-def _search_mode(stored_kb_version: str, kb: dict) -> tuple[str, bool]:
+def _search_mode(stored_kb_version: str, kb: KbVersionRow) -> tuple[str, bool]:
     """(embedding model or 'lexical', knowledge base changed since) from the
     retrieval's kb_version, which the retriever writes as '<data version>/<mode>'."""
-    prefix = kb["data_version"] + "/"
+    prefix = kb.data_version + "/"
     if stored_kb_version.startswith(prefix):
         return stored_kb_version[len(prefix) :], False
-    mode = "lexical" if stored_kb_version.endswith("/lexical") else kb["embedding_model"]
+    mode = "lexical" if stored_kb_version.endswith("/lexical") else kb.embedding_model
     return mode, True
 
 
