@@ -22,6 +22,7 @@ from godot_rag.domain.models import JudgmentRequest
 from godot_rag.errors import RetryableError
 from godot_rag.infra.bus import keep_alive
 from godot_rag.infra.llm_client import LLMClient, LLMRequestError, chat_url
+from godot_rag.infra.rows import ChunkOutcomeRow
 from godot_rag.pipeline.results import judge_stats, outcome_rows_to_verdict
 from godot_rag.v1 import messages_pb2 as pb
 from godot_rag.v1 import services_pb2 as spb
@@ -217,8 +218,8 @@ def test_judgment_key_covers_prompt_chunk_evidence_model_and_prompt_version(rule
 
 def test_failed_judgments_count_as_failed_and_stats_add_up():
     rows = [
-        {"source_file": "a.gd", "source_kind": "gdscript", "chunk_kind": "function", "agg_status": "done", "signal": "godot3", "confidence": 0.9},
-        {"source_file": "a.gd", "source_kind": "gdscript", "chunk_kind": "function", "agg_status": "done", "signal": "", "confidence": 0.0},
+        ChunkOutcomeRow("c1", "a.gd", "function", "gdscript", "done", "godot3", 0.9, None),
+        ChunkOutcomeRow("c2", "a.gd", "function", "gdscript", "done", "", 0.0, None),
     ]
     verdict = outcome_rows_to_verdict(rows)
     assert verdict["counts"]["failed"] == 1 and verdict["counts"]["godot3"] == 1

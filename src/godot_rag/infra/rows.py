@@ -159,6 +159,21 @@ class JudgeInputs(Row):
 
 
 @dataclass(frozen=True, slots=True)
+class ChunkOutcomeRow(Row):
+    """One chunk as the verdict weighs it (``Store.finalize_if_complete``): where it is, how the
+    aggregator settled it and what its current judgment says."""
+
+    chunk_id: str
+    source_file: str
+    chunk_kind: str
+    source_kind: str
+    agg_status: str
+    signal: str | None
+    confidence: float | None
+    evidence_kinds: list[str] | None
+
+
+@dataclass(frozen=True, slots=True)
 class AnalysisSummary(Row):
     """One analysis of the list (``Store.list_analyses``), with its verdict once there is one."""
 
@@ -534,6 +549,7 @@ ROW_TYPES: tuple[type[Row], ...] = (
     KbVersionRow,
     ChunkForRetrieval,
     JudgeInputs,
+    ChunkOutcomeRow,
     AnalysisSummary,
     FileRow,
     FileVersionRow,

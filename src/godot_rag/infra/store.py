@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from importlib import resources
 from typing import Any, cast
 
@@ -27,6 +27,7 @@ from godot_rag.infra.rows import (
     AnalysisRow,
     AnalysisSummary,
     ChunkForRetrieval,
+    ChunkOutcomeRow,
     ChunkPlace,
     ChunkResultRow,
     ChunkRow,
@@ -624,7 +625,7 @@ class Store:
         )
         return bool((await cur.fetchone())["unfinished"])
 
-    async def finalize_if_complete(self, analysis_id: str, compute) -> dict | None:
+    async def finalize_if_complete(self, analysis_id: str, compute: Callable[[list[ChunkOutcomeRow]], dict]) -> dict | None:
         """Compute and store the verdict once every included file is chunked and every chunk settled.
 
         ``compute`` maps the chunk outcome rows to a verdict dict. Returns the
@@ -659,7 +660,7 @@ class Store:
                         where c.analysis_id = %s order by c.source_file, c.chunk_order""",
                     (analysis_id,),
                 )
-                rows = cast("list[dict]", await cur.fetchall())
+                rows = ChunkOutcomeRow.from_rows(await cur.fetchall())
                 verdict = compute(rows)
                 await conn.execute(
                     f"""insert into {SCHEMA}.verdicts (analysis_id, label, confidence, counts, basis) values (%s, %s, %s, %s, %s)
@@ -668,7 +669,7 @@ class Store:
                     (analysis_id, verdict["label"], verdict["confidence"], Jsonb(verdict["counts"]), Jsonb(verdict["basis"])),
                 )
                 # Every chunk settled; failed ones (or failed files) make it "completed with failures", never a plain "done".
-                failed = any(r["agg_status"] == "failed" for r in rows) or await self._has_failed_files(conn, analysis_id)
+                failed = any(r.agg_status == "failed" for r in rows) or await self._has_failed_files(conn, analysis_id)
                 await conn.execute(
                     f"""update {SCHEMA}.analyses set status = %s, finished_at = coalesce(finished_at, now()), updated_at = now()
                     where analysis_id = %s""",

@@ -10,7 +10,7 @@ from typing import Any
 from godot_rag import convert
 from godot_rag.domain.aggregation.verdict import ChunkOutcome, compute_verdict
 from godot_rag.errors import NotFoundError, NotReadyError
-from godot_rag.infra.rows import AnalysisRow, VerdictRow
+from godot_rag.infra.rows import AnalysisRow, ChunkOutcomeRow, VerdictRow
 from godot_rag.infra.store import Store
 from godot_rag.stages import CHUNK_STAGES, AnalysisStatus, ChunkStatus, Stage, Status
 from godot_rag.v1 import messages_pb2 as pb
@@ -104,18 +104,18 @@ async def list_chunks(store: Store, analysis_id: str, source_file: str = "") -> 
     )
 
 
-def outcome_rows_to_verdict(rows: list[dict]) -> dict:
+def outcome_rows_to_verdict(rows: list[ChunkOutcomeRow]) -> dict:
     # A chunk whose judgment failed (no signal, raw output kept) reaches the
     # aggregator like any other and is counted as failed, never as a signal.
     outcomes = [
         ChunkOutcome(
-            r["source_file"],
-            r["source_kind"],
-            r["chunk_kind"],
-            "done" if r["agg_status"] == "done" and r["signal"] else "failed",
-            r["signal"] or "",
-            float(r["confidence"] or 0),
-            tuple(r.get("evidence_kinds") or ()),
+            r.source_file,
+            r.source_kind,
+            r.chunk_kind,
+            "done" if r.agg_status == "done" and r.signal else "failed",
+            r.signal or "",
+            float(r.confidence or 0),
+            tuple(r.evidence_kinds or ()),
         )
         for r in rows
     ]

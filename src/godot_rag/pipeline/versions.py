@@ -14,7 +14,7 @@ from godot_rag import convert
 from godot_rag.domain.aggregation.diff import DiffSide, chunk_from_row, diff_sides
 from godot_rag.domain.aggregation.versions import resolve_version
 from godot_rag.errors import InvalidInputError, NotFoundError, NotReadyError
-from godot_rag.infra.rows import JudgmentVersionRow, ReplayChunkRow, ReplayRow, StageRow
+from godot_rag.infra.rows import ChunkOutcomeRow, JudgmentVersionRow, ReplayChunkRow, ReplayRow, StageRow
 from godot_rag.infra.store import Store
 from godot_rag.pipeline.results import (
     chunk_results,
@@ -52,18 +52,17 @@ async def verdict_for_version(store: Store, analysis_id: str, version_id: str) -
         row = view.get(place.chunk_id)
         judgment = (row.judgment if row is not None else None) or {}
         ok = row is not None and (judgment.get("status") or "ok") == "ok" and bool(judgment.get("signal"))
-        # The shape of the outcome rows the aggregator reads (Store.finalize_if_complete).
         rows.append(
-            {
-                "chunk_id": place.chunk_id,
-                "source_file": place.source_file,
-                "chunk_kind": place.chunk_kind,
-                "source_kind": place.source_kind,
-                "agg_status": "done" if ok else "failed",
-                "signal": judgment.get("signal") if ok else None,
-                "confidence": judgment.get("confidence", 0.0),
-                "evidence_kinds": judgment.get("evidence_kinds") or [],
-            }
+            ChunkOutcomeRow(
+                chunk_id=place.chunk_id,
+                source_file=place.source_file,
+                chunk_kind=place.chunk_kind,
+                source_kind=place.source_kind,
+                agg_status="done" if ok else "failed",
+                signal=judgment.get("signal") if ok else None,
+                confidence=judgment.get("confidence", 0.0),
+                evidence_kinds=judgment.get("evidence_kinds") or [],
+            )
         )
     return outcome_rows_to_verdict(rows)
 
