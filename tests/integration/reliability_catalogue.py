@@ -89,9 +89,7 @@ class Case:
 CASES: list[Case] = []
 
 # Rows of the table that belong to the bounded-input and exposure work; their cases register here too.
-PLANNED: list[tuple[str, str]] = [
-    ("load", "one project of 5,000 .gd files with bounded memory"),
-]
+PLANNED: list[tuple[str, str]] = []
 
 
 def case(name: str, group: str, expected: str, check: Callable[[Observation], bool], *, slow: bool = True):
@@ -596,6 +594,78 @@ def back_pressure(h: Harness, tmp: Path) -> Observation:
     return Observation(status="done" if all(o.status == "done" for o in obs) else "not all done", verdict="-",
                        chunks=sum(o.chunks for o in obs),
                        note=("within bounds: " if not over else "OVER: ") + ", ".join(f"{d} {peaks[d]}/{bounds[d]}" for d in bounds))
+
+
+# What a service may grow by, beyond its idle size, while it analyses the 5,000-file project of about
+# 40 MB: the gateway reads and stores one batch of contents at a time (8 MiB) and keeps each file's
+# name, kind and sha256; a process that held the whole project would pass it.
+LOAD_FILES = 5_000
+RSS_GROWTH_BOUND_MB = 32
+
+
+def _generated_script(i: int, marker: str) -> str:
+    padding = "".join(f"# {marker}: padding line {n} of script {i}, so that the project is large while its chunks stay few\n"
+                      for n in range(60))
+    return (f"# generated script {i} of the {LOAD_FILES}-file load case\n{padding}extends KinematicBody2D\n\n"
+            f"var speed_{i} = {i}\nvar velocity = Vector2()\n\n"
+            f"func _physics_process(delta):\n\tvelocity = move_and_slide(velocity)\n\tif speed_{i} > 10:\n\t\tprint(\"script {i}\")\n")
+
+
+def _rss_mb(pid: int) -> float:
+    import psutil
+
+    return psutil.Process(pid).memory_info().rss / (1024 * 1024)
+
+
+@case(f"one project of {LOAD_FILES:,} .gd files with bounded memory", "load",
+      f"done, godot3, 0 lost, 0 duplicated; no service grows by more than {RSS_GROWTH_BOUND_MB} MB RSS over its idle size "
+      "(the project is about 40 MB)",
+      lambda o: clean()(o) and "growth within bound" in o.note)
+def five_thousand_files(h: Harness, tmp: Path) -> Observation:
+    h.ensure()
+    assert h.sup is not None
+    project = tmp / "five-thousand"
+    project.mkdir()
+    project.chmod(0o755)
+    (project / "project.godot").write_text('config_version=4\n\n[application]\nconfig/name="Five thousand"\n')
+    for i in range(LOAD_FILES):
+        folder = project / f"part{i // 100:02d}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"script_{i:04d}.gd").write_text(_generated_script(i, slug(tmp.name)))
+    size_mb = sum(p.stat().st_size for p in project.rglob("*.gd")) / (1024 * 1024)
+    pids = {key: child.proc.pid for key, child in h.sup.children.items() if child.proc is not None}
+    idle = {key: _rss_mb(pid) for key, pid in pids.items()}
+    peaks = dict(idle)
+    sampling = [True]
+
+    def sample() -> None:
+        while sampling[0]:
+            for key, pid in pids.items():
+                with contextlib.suppress(Exception):  # a process that exits is no longer measured
+                    peaks[key] = max(peaks[key], _rss_mb(pid))
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    started = time.monotonic()
+    try:
+        aid = h.submit(project)
+        submitted_s = time.monotonic() - started
+        h.wait_finished(aid, 3600)
+    finally:
+        sampling[0] = False
+        sampler.join(5)
+    took = time.monotonic() - started
+    restarted = [key for key, child in h.sup.children.items() if child.proc is not None and child.proc.pid != pids.get(key)]
+    growth = {key: peaks[key] - idle[key] for key in pids}
+    over = {key: round(g) for key, g in growth.items() if g > RSS_GROWTH_BOUND_MB}
+    files = h.sql("select count(*) as n from godot_rag.files where analysis_id = %s and status = 'chunked'", (aid,))[0]["n"]
+    note = (f"{files} files chunked of {LOAD_FILES + 1}, {size_mb:.0f} MB of scripts; submitted in {submitted_s:.0f} s, "
+            f"finished in {took:.0f} s; peak RSS MB (growth): "
+            + ", ".join(f"{key} {peaks[key]:.0f} (+{growth[key]:.0f})" for key in sorted(pids))
+            + (f"; restarted: {restarted}" if restarted else "")
+            + ("; growth within bound" if not over and not restarted else f"; OVER the bound: {over}"))
+    return h.observe(aid, project, note)
 
 
 # ---------------------------------------------------------------- faults: out of space
