@@ -604,11 +604,10 @@ RSS_GROWTH_BOUND_MB = 32
 
 
 def _generated_script(i: int, marker: str) -> str:
+    """About 8 KB, one chunk (a class header): the project is large while the pipeline's work stays 5,000 chunks."""
     padding = "".join(f"# {marker}: padding line {n} of script {i}, so that the project is large while its chunks stay few\n"
-                      for n in range(60))
-    return (f"# generated script {i} of the {LOAD_FILES}-file load case\n{padding}extends KinematicBody2D\n\n"
-            f"var speed_{i} = {i}\nvar velocity = Vector2()\n\n"
-            f"func _physics_process(delta):\n\tvelocity = move_and_slide(velocity)\n\tif speed_{i} > 10:\n\t\tprint(\"script {i}\")\n")
+                      for n in range(90))
+    return f"# generated script {i} of the {LOAD_FILES}-file load case\n{padding}extends KinematicBody2D\n"
 
 
 def _rss_mb(pid: int) -> float:
@@ -865,7 +864,9 @@ def hostile_sizes(h: Harness, tmp: Path) -> Observation:
 
 
 # The inputs of tests/unit/test_hostile_regex.py, as project files: each scan that sees project text once
-# took seconds on the 100 KB lines and hours on the 2 MB files.
+# took seconds on the 100 KB lines and hours on the 2 MB files. Where the unit test's 2 MB file is many short
+# lines (each its own chunk: 160,000 chunks from one file, hours of retrieval and judging at any speed), the
+# attack is carried by one long line instead, plus a short many-line version.
 def _crafted_files() -> dict[str, bytes]:
     tokeniser_line = b'tint = Color(' + b'&"\\"' * 20 + b"\n"
     section = '[node name="a"' + ' a="x"' * 40 + " !"
@@ -875,11 +876,14 @@ def _crafted_files() -> dict[str, bytes]:
         + tokeniser_line * (2_000_000 // len(tokeniser_line)),
         "regex/declarations.gd": ("@a(\n" * 25_000 + "@b\n" * 25_000 + "@onready\n" * 30_000 + "var x = 1\n").encode(),
         "regex/lambdas.gd": ("func f():\n\tx = " + "(func" * 20_000 + "\n\ty = " + "(func" * 20_000 + ") :\n").encode(),
-        "regex/parameters_init.gd": ("extends Node\n" + "func _init(\n" * 80_000 + "func a(b,\n" * 80_000).encode(),
+        "regex/parameters_init_line.gd": ("extends Node\nfunc f():\n\tx = " + "func _init(" * 10_000 + "\n\ty = "
+                                          + "func a(b," * 10_000 + "\n").encode(),
+        "regex/parameters_init_lines.gd": ("extends Node\n" + "func _init(\n" * 50 + "func a(b,\n" * 50).encode(),
         "regex/identifier_lookback.gd": ("func f():\n\tx = " + "a." * 50_000 + "b\n\ty = " + "$a/" * 33_000 + ".c\n").encode(),
-        "regex/scene_headers.tscn": ("[gd_scene load_steps=2 \n" * 40_000 + '[ext_resource path="a" \n' * 40_000).encode(),
+        "regex/scene_headers_line.tscn": ("[gd_scene load_steps=2 " * 5_000 + "\n" + '[ext_resource path="a" ' * 5_000 + "\n").encode(),
+        "regex/scene_headers_lines.tscn": ("[gd_scene load_steps=2 \n" * 50 + '[ext_resource path="a" \n' * 50).encode(),
         "regex/project_index.gd": ("extends Node\n" + "var a = '''\\\n" * 50_000 + "func b(" * 100_000).encode(),
-        "regex/patch_sections.tscn": ("[gd_scene format=2]\n" + (section + "\n") * 3_000).encode(),
+        "regex/patch_sections.tscn": ("[gd_scene format=2]\n" + (section + "\n") * 100 + "[node" + ' a="x"' * 20_000 + " !\n").encode(),
     }
 
 
