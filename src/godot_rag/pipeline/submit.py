@@ -314,7 +314,7 @@ def content_of(f: SourceFile) -> bytes:
 
 
 # What one batch of file contents written to the store may hold: the gateway's memory per submission.
-BLOB_BATCH_BYTES = 8 * 1024 * 1024
+BLOB_BATCH_BYTES = 4 * 1024 * 1024
 
 
 def _read_batch(files: list[SourceFile], start: int) -> tuple[list[tuple[str, bytes]], int]:
@@ -336,6 +336,7 @@ async def store_contents(store: Store, files: list[SourceFile]) -> None:
     while i < len(included):
         batch, i = await asyncio.to_thread(_read_batch, included, i)
         await store.put_blobs(batch)
+        del batch  # let go before the next batch is read: one batch held at a time, not two
 
 
 def project_symbols(files: list[SourceFile]) -> tuple[str, dict[str, str]]:
