@@ -1107,7 +1107,7 @@ def hostile_injection_llm(h: Harness, tmp: Path) -> Observation:
     obs = h.observe(aid, project)
     obs.note = f"requests: {len(_fake_llm.requests)}, carrying the injection: {seen}, outside the fences: {leaked}"
     if seen == 0:
-        obs.note = "requests: 0 carrying the injection"
+        obs.note = f"requests: 0 carrying the injection (of {len(_fake_llm.requests)})"
     return obs
 
 
