@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
-from godot_rag.infra.embedded import EmbeddedNats, pid_alive
+import psycopg
+
+from godot_rag.infra.embedded import EmbeddedNats, EmbeddedPostgres, pid_alive, stop_pid
 
 
 def _wait_dead(pid: int, timeout_s: float = 20) -> bool:
@@ -48,3 +54,39 @@ def test_nats_server_dies_with_the_process_that_started_it(tmp_path):
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def test_a_start_adopts_the_postgres_left_running_by_a_killed_supervisor_and_stops_it_cleanly():
+    # PostgreSQL runs as the 'pgserver' user under root: the data folder must be reachable by it.
+    data_dir = Path(tempfile.mkdtemp(prefix="godot-rag-pg-orphan-"))
+    data_dir.chmod(0o755)
+    # A stand-in supervisor without its watchdog (as when both were killed with -9): starts PostgreSQL,
+    # writes a row, prints the server's pid, and is killed, leaving the server running on the data folder.
+    script = ("import sys, time, psycopg; from pathlib import Path; from godot_rag.infra.embedded import EmbeddedPostgres; "
+              "p = EmbeddedPostgres(Path(sys.argv[1])); uri = p.start(); "
+              "c = psycopg.connect(uri, autocommit=True); c.execute('create table left_behind (n int)'); "
+              "c.execute('insert into left_behind values (42)'); c.close(); "
+              "print(p.postmaster_pid(), flush=True); time.sleep(600)")
+    parent = subprocess.Popen([sys.executable, "-c", script, str(data_dir)], stdout=subprocess.PIPE, text=True)
+    fresh = EmbeddedPostgres(data_dir)
+    orphan = None
+    try:
+        orphan = int(parent.stdout.readline())
+        parent.kill()
+        parent.wait(10)
+        assert pid_alive(orphan), "the stand-in left no server behind: nothing to adopt"
+        uri = fresh.start()
+        assert fresh.postmaster_pid() == orphan, "a second PostgreSQL on one data folder instead of the running one"
+        with psycopg.connect(uri) as conn:
+            assert conn.execute("select n from left_behind").fetchall() == [(42,)]
+        fresh.stop()
+        assert _wait_dead(orphan), "the adopted PostgreSQL outlived the stop of the supervisor that adopted it"
+        # A clean shutdown removes postmaster.pid (a killed server leaves it, and the next start recovers).
+        assert not (data_dir / "pg" / "postmaster.pid").exists()
+        assert "database system is shut down" in (data_dir / "pg" / "log").read_text(errors="replace")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        if orphan is not None and pid_alive(orphan):
+            stop_pid(orphan, signal.SIGINT, timeout_s=30)
+        shutil.rmtree(data_dir, ignore_errors=True)

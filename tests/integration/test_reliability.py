@@ -1,7 +1,8 @@
 """The reliability catalogue as tests: each case of tests/integration/reliability_catalogue.py on a real stack.
 
-The slow cases (kills, restarts, LLM faults, load) are marked `reliability` and run with `make reliability`
-(or `pytest -m reliability`); the fast ones below run in the default suite on the shared stack.
+The slow cases (kills, restarts, LLM faults, load, the large hostile inputs) are marked `reliability` and run
+with `make reliability` (or `pytest -m reliability`); the fast ones (most hostile-input rows, in seconds) and
+the tests below run in the default suite on the shared stack.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from godot_rag.v1 import messages_pb2 as pb
 from tests.integration.reliability_catalogue import CASES, Case, Harness
 
 SLOW = [c for c in CASES if c.slow]
+FAST = [c for c in CASES if not c.slow]
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +56,15 @@ def test_catalogue_case(case: Case, harness: Harness, tmp_path: Path):
 
 
 # ---------------------------------------------------------------- fast cases on the shared stack
+
+
+@pytest.mark.parametrize("case", FAST, ids=[c.name for c in FAST])
+def test_fast_catalogue_case(case: Case, stack, tmp_path: Path):
+    tmp_path.chmod(0o755)
+    observed = case.run(Harness.adopting(stack.supervisor, stack.runtime), tmp_path)
+    if observed.status == "skipped":
+        pytest.skip(observed.note)
+    assert case.check(observed), f"{case.name}: expected {case.expected}; observed {observed}"
 
 
 class RecordingBus(Bus):

@@ -154,3 +154,12 @@ async def test_rules_judging_leaves_the_event_loop_free():
     assert judgment.status == "ok" and judgment.signal == "neutral"
     # On the loop itself the judgment would finish before the loop turned once more.
     assert ticks > 10
+
+
+def test_search_keys_of_a_crafted_identifier_chain_stay_within_postgres_word_limit():
+    from godot_rag.domain.retrieval.knowledge import MAX_LEXEME_CHARS, identifier_lexemes
+
+    # A 100 KB member chain once became one tsquery word, which PostgreSQL refuses ("word is too long").
+    lexemes = identifier_lexemes("x = " + "a." * 50_000 + "b\n" + "Node2D.get_position()")
+    assert max(len(lex) for lex in lexemes) <= MAX_LEXEME_CHARS
+    assert {"a.b", "node2d.get_position", "get_position"} <= set(lexemes)  # the parts and tail pair stay

@@ -195,7 +195,8 @@ class Store:
                     return False
                 async with conn.cursor() as c2:
                     for f in files:
-                        if f["included"]:
+                        # Files given without their bytes had them stored beforehand (put_blobs).
+                        if f["included"] and "data" in f:
                             await c2.execute(
                                 f"insert into {SCHEMA}.blobs (sha256, data, size) values (%s, %s, %s) on conflict do nothing",
                                 (f["sha256"], f["data"], len(f["data"])),
@@ -260,6 +261,17 @@ class Store:
             f"select symbols::text as symbols from {SCHEMA}.project_symbols where analysis_id = %s", (analysis_id,)
         )
         return "" if row is None else str(row["symbols"])
+
+    async def put_blobs(self, blobs: list[tuple[str, bytes]]) -> None:
+        """File contents by sha256 (a submission stores them batch by batch before its analysis row)."""
+        if not blobs:
+            return
+        async with self.pool.connection() as conn:
+            async with conn.cursor() as cur:
+                await cur.executemany(
+                    f"insert into {SCHEMA}.blobs (sha256, data, size) values (%s, %s, %s) on conflict do nothing",
+                    [(sha, data, len(data)) for sha, data in blobs],
+                )
 
     async def get_blob(self, sha256: str) -> bytes | None:
         row = await self._fetchone(f"select data from {SCHEMA}.blobs where sha256 = %s", (sha256,))

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import posixpath
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -30,7 +30,7 @@ from godot_rag.domain.ingest.policy import (
     projects_from_expanded_text,
     scan_projects,
 )
-from godot_rag.domain.judging.project_index import PROJECT_INDEX_VERSION, build_scopes
+from godot_rag.domain.judging.project_index import PROJECT_INDEX_VERSION, ProjectIndex
 from godot_rag.domain.judging.rules import RULES_JUDGE_VERSION
 from godot_rag.domain.retrieval.knowledge import KB_DATA_VERSION
 from godot_rag.domain.retrieval.query import RETRIEVAL_VERSION
@@ -116,17 +116,23 @@ def _is_archive_file(p: Path) -> bool:
         return bool(detect_format(fh.read(1024)))
 
 
+@contextmanager
 def _from_archive_file(
-    archive: Path, name: str, input_ref: str, project_id: str, settings: Settings, keep_text: bool
-) -> Submission:
+    archive: Path, name: str, input_ref: str, project_id: str, settings: Settings, keep_text: bool, hold_data: bool
+) -> Iterator[Submission]:
     with working_folder(settings.work_dir, "archive-") as work:
         tree = work / "tree"
         tree.mkdir()
         extra = extract_archive(archive, tree, archive_limits(settings), max_file_bytes=settings.max_file_bytes)
         projects = scan_projects(
-            tree, max_bytes=settings.max_file_bytes, keep_text=keep_text, extra=extra, limits=walk_limits(settings)
+            tree,
+            max_bytes=settings.max_file_bytes,
+            keep_text=keep_text,
+            extra=extra,
+            limits=walk_limits(settings),
+            hold_data=hold_data,
         )
-    return _projects(project_id or f"archive:{archive_stem(name)}", "uploaded_file", input_ref, projects)
+        yield _projects(project_id or f"archive:{archive_stem(name)}", "uploaded_file", input_ref, projects)
 
 
 def walk_limits(settings: Settings) -> WalkLimits:
@@ -171,12 +177,56 @@ def collect(
     keep_text: bool = False,
     local_caller: bool = False,
 ) -> Submission:
+    """Any input form -> its projects, every file decided and its bytes held (``expand``, tests).
+
+    Git clones and archives are fetched into a working folder that is removed
+    before this returns. Submissions use :func:`collecting`, which holds no
+    file's bytes.
+    """
+    with collecting(
+        path=path,
+        expanded_text=expanded_text,
+        snippet=snippet,
+        snippet_kind=snippet_kind,
+        git_url=git_url,
+        git_ref=git_ref,
+        archive=archive,
+        archive_name=archive_name,
+        project_id=project_id,
+        settings=settings,
+        keep_text=keep_text,
+        local_caller=local_caller,
+        hold_data=True,
+    ) as submission:
+        return submission
+
+
+@contextmanager
+def collecting(
+    *,
+    path: str = "",
+    expanded_text: str = "",
+    snippet: str = "",
+    snippet_kind: str = "",
+    git_url: str = "",
+    git_ref: str = "",
+    archive: bytes = b"",
+    archive_name: str = "",
+    project_id: str = "",
+    settings: Settings,
+    keep_text: bool = False,
+    local_caller: bool = False,
+    hold_data: bool = False,
+) -> Iterator[Submission]:
     """Any input form -> its projects, every file decided. Raises IngestError with a clear message.
 
-    Git clones and archives are fetched into a working folder under the data
-    folder that is removed before this returns: every included file's bytes
-    are in memory by then. Paths on this machine (a folder, a file, a local git
-    repository) are read only when ``check_server_path`` lets this caller.
+    Without ``hold_data`` an included file keeps its sha256 and a reader, not
+    its bytes: the submission reads, stores and lets go of one file at a time,
+    so a project of any size costs the gateway one file (and one batch of
+    blobs) of memory. Git clones and archives are fetched into a working folder
+    under the data folder that lives until the block ends. Paths on this
+    machine (a folder, a file, a local git repository) are read only when
+    ``check_server_path`` lets this caller.
     """
     max_bytes = settings.max_file_bytes
     if git_url:
@@ -194,36 +244,49 @@ def collect(
                 max_repo_bytes=settings.git_max_bytes,
             )
             projects = scan_projects(
-                work / "tree", max_bytes=max_bytes, keep_text=keep_text, extra=got.extra, limits=walk_limits(settings)
+                work / "tree",
+                max_bytes=max_bytes,
+                keep_text=keep_text,
+                extra=got.extra,
+                limits=walk_limits(settings),
+                hold_data=hold_data,
             )
-        base = project_id or source.project_base + (f"@{git_ref}" if git_ref else "")
-        return _projects(base, source.origin, f"{source.display}@{got.commit}", projects)
+            base = project_id or source.project_base + (f"@{git_ref}" if git_ref else "")
+            yield _projects(base, source.origin, f"{source.display}@{got.commit}", projects)
+        return
     if archive:
         name = archive_name or f"upload-{sha256_hex(archive)[:12]}"
         with working_folder(settings.work_dir, "upload-") as work:
             stored = work / "upload.bin"
             stored.write_bytes(archive)
-            return _from_archive_file(stored, name, f"upload:{name}", project_id, settings, keep_text)
+            with _from_archive_file(stored, name, f"upload:{name}", project_id, settings, keep_text, hold_data) as got_archive:
+                yield got_archive
+        return
     if path:
         p = check_server_path(path, settings, local_caller=local_caller)
         if p.is_dir():
-            projects = scan_projects(p, max_bytes=max_bytes, keep_text=keep_text, limits=walk_limits(settings))
-            return _projects(project_id or f"local:{p.resolve().name}", "local_directory", str(p.resolve()), projects)
+            projects = scan_projects(p, max_bytes=max_bytes, keep_text=keep_text, limits=walk_limits(settings), hold_data=hold_data)
+            yield _projects(project_id or f"local:{p.resolve().name}", "local_directory", str(p.resolve()), projects)
+            return
         if p.is_file():
             if _is_archive_file(p):
-                return _from_archive_file(p, p.name, str(p.resolve()), project_id, settings, keep_text)
+                with _from_archive_file(p, p.name, str(p.resolve()), project_id, settings, keep_text, hold_data) as got_file:
+                    yield got_file
+                return
             try:
                 text = p.read_text(encoding="utf-8")
             except UnicodeDecodeError as exc:
                 raise IngestError(f"{p} is neither a folder, an archive nor an expanded-text file (not UTF-8: {exc})") from exc
             projects = projects_from_expanded_text(text, max_bytes=max_bytes, keep_text=keep_text)
             name = p.name.rsplit(".", 1)[0]
-            return _projects(project_id or f"expanded:{name}", "expanded_text", str(p.resolve()), projects)
+            yield _projects(project_id or f"expanded:{name}", "expanded_text", str(p.resolve()), projects)
+            return
         raise IngestError(f"no such file or folder: {p}")
     if expanded_text:
         projects = projects_from_expanded_text(expanded_text, max_bytes=max_bytes, keep_text=keep_text)
         digest = sha256_hex(expanded_text.encode("utf-8"))[:12]
-        return _projects(project_id or f"expanded:{digest}", "expanded_text", f"expanded:{digest}", projects)
+        yield _projects(project_id or f"expanded:{digest}", "expanded_text", f"expanded:{digest}", projects)
+        return
     if snippet:
         kind = snippet_kind or guess_snippet_kind(snippet)
         data = snippet.encode("utf-8")
@@ -231,24 +294,73 @@ def collect(
         name = f"pasted://snippet-{digest}{SNIPPET_EXTENSION.get(kind, '.txt')}"
         f = decide_snippet(name, kind, data, max_bytes=max_bytes)
         pid = project_id or f"snippet:{digest}"
-        return Submission("pasted_snippet", name, [Collected(pid, "pasted_snippet", name, [f])])
+        yield Submission("pasted_snippet", name, [Collected(pid, "pasted_snippet", name, [f])])
+        return
     raise IngestError("nothing to analyse: give a path, a git URL, an archive, expanded text or a snippet")
 
 
+def content_of(f: SourceFile) -> bytes:
+    """An included file's bytes: held, or read again from the input and checked against the sha256 decided on."""
+    if f.read is None:
+        return f.data
+    try:
+        data = f.read()
+    except OSError as exc:
+        raise IngestError(f"{f.source_file}: unreadable while it was submitted ({exc.strerror or exc})") from exc
+    if sha256_hex(data) != f.sha256:
+        # The manifest (and the analysis id) name the bytes decided on; other bytes would break that promise.
+        raise IngestError(f"{f.source_file} changed while the project was submitted; submit it again")
+    return data
+
+
+# What one batch of file contents written to the store may hold: the gateway's memory per submission.
+BLOB_BATCH_BYTES = 4 * 1024 * 1024
+
+
+def _read_batch(files: list[SourceFile], start: int) -> tuple[list[tuple[str, bytes]], int]:
+    """(sha256, bytes) of files[start:...] up to BLOB_BATCH_BYTES (at least one file), and where the next batch starts."""
+    batch: list[tuple[str, bytes]] = []
+    size, i = 0, start
+    while i < len(files) and (not batch or size < BLOB_BATCH_BYTES):
+        data = content_of(files[i])
+        batch.append((files[i].sha256, data))
+        size += len(data)
+        i += 1
+    return batch, i
+
+
+async def store_contents(store: Store, files: list[SourceFile]) -> None:
+    """Every included file's bytes into the store's blobs, one bounded batch at a time (reading off the event loop)."""
+    included = [f for f in files if f.included]
+    i = 0
+    while i < len(included):
+        batch, i = await asyncio.to_thread(_read_batch, included, i)
+        await store.put_blobs(batch)
+        del batch  # let go before the next batch is read: one batch held at a time, not two
+
+
 def project_symbols(files: list[SourceFile]) -> tuple[str, dict[str, str]]:
-    """The project index (JSON) and each script's scope (source_file -> JSON) from the included files' contents."""
-    texts: list[tuple[str, str]] = []
-    for f in files:
-        if not f.included or not f.data or f.source_kind not in _SYMBOL_KINDS:
-            continue
-        try:
-            texts.append((f.source_file, f.data.decode("utf-8")))
-        except UnicodeDecodeError:
-            continue  # the parser reports such a file; it simply adds no symbols
-    if not any(p.endswith(".gd") for p, _ in texts):
+    """The project index (JSON) and each script's scope (source_file -> JSON) from the included files' contents.
+
+    Two passes over the files, each reading one file at a time (``content_of``): the index keeps
+    declarations, not texts, so memory follows the project's symbols, not its size.
+    """
+    symbol_files = [f for f in files if f.included and f.source_kind in _SYMBOL_KINDS]
+
+    def texts() -> Iterator[tuple[str, str]]:
+        for f in symbol_files:
+            try:
+                yield f.source_file, content_of(f).decode("utf-8")
+            except UnicodeDecodeError:
+                continue  # the parser reports such a file; it simply adds no symbols
+
+    if not any(f.source_file.endswith(".gd") for f in symbol_files):
         return "", {}
-    index, scopes = build_scopes(texts)
-    return index.to_json(), {p: scope.to_json() for p, scope in scopes.items()}
+    index = ProjectIndex.build(texts())
+    if not index.scripts:
+        return "", {}
+    scopes = {p: index.scope_for(p, t).to_json() for p, t in texts() if p in index.scripts}
+    return index.to_json(), scopes
 
 
 # Files whose contents say what the project's names are: scripts, scenes (node types,
@@ -264,31 +376,35 @@ async def submit(
         (f.source_file, f.source_kind, f.sha256 if f.included else f"excluded:{f.excluded_reason}") for f in collected.files
     ]
     aid = analysis_id_for(collected.project_id, prompt, manifest, pipeline_version)
-    # Pure CPU over every script and scene (about a second for a large project): off the event loop.
-    symbols, scopes = await asyncio.to_thread(project_symbols, collected.files)
-    created = await store.create_analysis(
-        analysis_id=aid,
-        project_id=collected.project_id,
-        prompt=prompt,
-        source_origin=collected.source_origin,
-        input_ref=collected.input_ref,
-        pipeline_version=pipeline_version,
-        files=[
-            {
-                "source_file": f.source_file,
-                "source_kind": f.source_kind,
-                "included": f.included,
-                "excluded_reason": f.excluded_reason,
-                "sha256": f.sha256,
-                "size": f.size,
-                "data": f.data,
-            }
-            for f in collected.files
-        ],
-        project_symbols=symbols,
-        symbols_version=PROJECT_INDEX_VERSION,
-        symbol_scopes=scopes,
-    )
+    created = False
+    if await store.get_analysis(aid) is None:
+        # The contents first (content-addressed, so a repeat or a race writes nothing twice), one batch at
+        # a time; then the analysis and its file list, which name them by sha256.
+        await store_contents(store, collected.files)
+        # Pure CPU over every script and scene (about a second for a large project): off the event loop.
+        symbols, scopes = await asyncio.to_thread(project_symbols, collected.files)
+        created = await store.create_analysis(
+            analysis_id=aid,
+            project_id=collected.project_id,
+            prompt=prompt,
+            source_origin=collected.source_origin,
+            input_ref=collected.input_ref,
+            pipeline_version=pipeline_version,
+            files=[
+                {
+                    "source_file": f.source_file,
+                    "source_kind": f.source_kind,
+                    "included": f.included,
+                    "excluded_reason": f.excluded_reason,
+                    "sha256": f.sha256,
+                    "size": f.size,
+                }
+                for f in collected.files
+            ],
+            project_symbols=symbols,
+            symbols_version=PROJECT_INDEX_VERSION,
+            symbol_scopes=scopes,
+        )
     analysis = await store.get_analysis(aid)
     if analysis is not None and analysis.status != AnalysisStatus.RUNNING:
         return aid, created
@@ -435,19 +551,27 @@ async def collect_and_submit(
     prompt = check_prompt(given.prompt, settings)
     if not any((given.path, given.expanded_text, given.snippet, given.git_url, given.archive)):
         raise IngestError("nothing to analyse: set path, git_url, archive, expanded_text or snippet")
-    with _limiter(settings).slot(given.client):
+    with _limiter(settings).slot(given.client), ExitStack() as held:
+        # The input stays open (a working folder for clones and archives) until every file is stored:
+        # files are read again one at a time, never held together.
         submission = await asyncio.to_thread(
-            collect,
-            path=given.path,
-            expanded_text=given.expanded_text,
-            snippet=given.snippet,
-            snippet_kind=given.snippet_kind,
-            git_url=given.git_url,
-            git_ref=given.git_ref,
-            archive=given.archive,
-            archive_name=given.archive_name,
-            project_id=given.project_id,
-            settings=settings,
-            local_caller=given.local_caller,
+            held.enter_context,
+            collecting(
+                path=given.path,
+                expanded_text=given.expanded_text,
+                snippet=given.snippet,
+                snippet_kind=given.snippet_kind,
+                git_url=given.git_url,
+                git_ref=given.git_ref,
+                archive=given.archive,
+                archive_name=given.archive_name,
+                project_id=given.project_id,
+                settings=settings,
+                local_caller=given.local_caller,
+            ),
         )
-        return submission, await submit_all(store, bus, submission, prompt, pipeline_version_for(settings))
+        try:
+            return submission, await submit_all(store, bus, submission, prompt, pipeline_version_for(settings))
+        finally:
+            # Removing a working folder of thousands of files blocks: off the event loop too.
+            await asyncio.to_thread(held.close)

@@ -12,7 +12,7 @@ import posixpath
 import re
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path, PurePosixPath
 
@@ -146,6 +146,9 @@ class SourceFile:
     size: int = 0
     # Excluded by the policy but text: ``data`` holds it for `expand` (only when decided with keep_text).
     has_text: bool = False
+    # Decided without holding the bytes (``hold_data=False``): reads them again from the input, one
+    # file at a time, so a submission never holds a whole project (see pipeline/submit.py).
+    read: Callable[[], bytes] | None = field(default=None, compare=False, repr=False)
 
 
 def classify_path(rel_path: str) -> tuple[str, str]:
@@ -287,7 +290,9 @@ def _gdignored(rel: str, gdignore_dirs: set[str]) -> bool:
     return False
 
 
-def _decide_entry(rel: str, entry: TreeEntry, project_root: str, *, max_bytes: int, keep_text: bool) -> SourceFile:
+def _decide_entry(
+    rel: str, entry: TreeEntry, project_root: str, *, max_bytes: int, keep_text: bool, hold_data: bool = True
+) -> SourceFile:
     if entry.kind == ENTRY_EXCLUDED:
         kind = "" if rel.endswith("/") else classify_path(rel)[0]
         return SourceFile(rel, kind, False, entry.reason, size=entry.size)
@@ -319,13 +324,16 @@ def _decide_entry(rel: str, entry: TreeEntry, project_root: str, *, max_bytes: i
     except OSError as exc:
         return SourceFile(rel, "", False, f"unreadable: {exc.strerror or exc}", size=size)
     decided = decide(rel, data, max_bytes=max_bytes)
+    if decided.included and not hold_data and entry.read is not None:
+        # Decided (kind, sha256) and let go: the bytes are read again when they are stored.
+        return replace(decided, data=b"", read=entry.read)
     if keep_text and reason and not looks_binary(data):
         # Text the policy excludes keeps its bytes for `expand`, never for the pipeline.
         return replace(decided, data=data, has_text=True)
     return decided
 
 
-def decide_tree(entries: list[TreeEntry], *, max_bytes: int, keep_text: bool = False) -> list[ProjectFiles]:
+def decide_tree(entries: list[TreeEntry], *, max_bytes: int, keep_text: bool = False, hold_data: bool = True) -> list[ProjectFiles]:
     """Split an input tree into its project roots and decide every entry.
 
     - Every folder with a project.godot is a project root (a demo collection
@@ -338,6 +346,8 @@ def decide_tree(entries: list[TreeEntry], *, max_bytes: int, keep_text: bool = F
 
     ``keep_text`` keeps the bytes of text files that the policy excludes
     (documentation, C#...), for ``expand``; submissions leave it off.
+    ``hold_data=False`` reads each file once to decide it and keeps only its
+    sha256 and a reader (``SourceFile.read``), not its bytes.
     """
     by_path: dict[str, TreeEntry] = {}
     for e in entries:
@@ -380,7 +390,7 @@ def decide_tree(entries: list[TreeEntry], *, max_bytes: int, keep_text: bool = F
             if _gdignored(rel, gdignore_dirs) and e.reason != REASON_NESTED_PROJECT:
                 files.append(SourceFile(rel, "", False, REASON_GDIGNORE, size=e.size))
             else:
-                files.append(_decide_entry(rel, e, r, max_bytes=max_bytes, keep_text=keep_text))
+                files.append(_decide_entry(rel, e, r, max_bytes=max_bytes, keep_text=keep_text, hold_data=hold_data))
         files.sort(key=lambda s: s.source_file)
         projects.append(ProjectFiles(r, files))
     return projects
@@ -500,10 +510,16 @@ def walk_folder(root: Path, limits: WalkLimits | None = None) -> list[TreeEntry]
 
 
 def scan_projects(
-    root: Path, *, max_bytes: int, keep_text: bool = False, extra: list[TreeEntry] | None = None, limits: WalkLimits | None = None
+    root: Path,
+    *,
+    max_bytes: int,
+    keep_text: bool = False,
+    extra: list[TreeEntry] | None = None,
+    limits: WalkLimits | None = None,
+    hold_data: bool = True,
 ) -> list[ProjectFiles]:
     """The projects of a folder; ``extra`` adds entries decided elsewhere (e.g. a git submodule)."""
-    return decide_tree([*walk_folder(root, limits), *(extra or [])], max_bytes=max_bytes, keep_text=keep_text)
+    return decide_tree([*walk_folder(root, limits), *(extra or [])], max_bytes=max_bytes, keep_text=keep_text, hold_data=hold_data)
 
 
 def scan_folder(root: Path, *, max_bytes: int) -> list[SourceFile]:

@@ -202,17 +202,24 @@ COMMON_LEXEMES: frozenset[str] = frozenset(
 )
 
 
+# Longer than any API name; PostgreSQL refuses a tsquery word over 2,047 bytes ("word is too long"),
+# and a crafted chunk (`a.a.a...` over 100 KB) must not make every search of its chunk fail.
+MAX_LEXEME_CHARS = 255
+
+
 def identifier_lexemes(text: str) -> list[str]:
     """Lower-cased identifiers, dotted forms and their parts, in first-seen order.
 
     Postgres' text parser splits identifiers at '_' and keeps 'a.b' whole or
     not depending on shape; exact API names only survive as lexemes we make
-    ourselves (cast straight to tsvector/tsquery, no parser involved).
+    ourselves (cast straight to tsvector/tsquery, no parser involved). A form
+    longer than MAX_LEXEME_CHARS is left out (its parts stay).
     """
     seen: dict[str, None] = {}
     for match in _IDENT_RE.findall(text):
         token = match.lower()
-        seen.setdefault(token, None)
+        if len(token) <= MAX_LEXEME_CHARS:
+            seen.setdefault(token, None)
         if "." in token:
             parts = [p for p in token.split(".") if p]
             for part in parts:
@@ -221,7 +228,7 @@ def identifier_lexemes(text: str) -> list[str]:
             # matches `Texture.get_size`-shaped keys by its tail pair.
             if len(parts) > 2:
                 seen.setdefault(".".join(parts[-2:]), None)
-    return [t for t in seen if len(t) > 1]
+    return [t for t in seen if 1 < len(t) <= MAX_LEXEME_CHARS]
 
 
 def key_lexemes(text: str) -> list[str]:
