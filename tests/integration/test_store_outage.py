@@ -6,7 +6,7 @@ import pytest
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from godot_rag.errors import OutageError, StoreError
+from godot_rag.errors import OutageError, PoisonError, StoreError
 from godot_rag.infra.store import Store
 
 
@@ -20,5 +20,20 @@ async def test_an_unreachable_database_raises_a_retryable_store_error(tmp_path):
         with pytest.raises(StoreError) as caught:
             await store.get_analysis("a1")
         assert isinstance(caught.value, OutageError)  # the bus waits it out instead of spending a delivery
+    finally:
+        await store.close()
+
+
+async def test_a_statement_past_a_database_limit_is_poison_not_an_outage(stack):
+    """PostgreSQL refuses a tsquery word over its limit (program_limit_exceeded, an OperationalError):
+    the same statement fails the same way on every delivery, so it must be dead-lettered, not waited out."""
+    store = await Store.open(stack.runtime["pg_dsn"], max_size=1)
+    try:
+        with pytest.raises(PoisonError) as caught:
+            await store._fetchone("select %s::tsquery as q", ("'" + "a" * 3000 + "'",))
+        assert not isinstance(caught.value, OutageError)
+        assert "ProgramLimitExceeded" in str(caught.value)
+        # The connection went back to the pool in a usable state.
+        assert (await store._fetchone("select 1 as one"))["one"] == 1
     finally:
         await store.close()

@@ -20,7 +20,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from godot_rag.domain.judging.rules import declared_names_of
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 from godot_rag.domain.redact import redact_credentials
-from godot_rag.errors import StoreError
+from godot_rag.errors import PoisonError, StoreError
 from godot_rag.infra import kb_store
 from godot_rag.infra.metrics import observe_kb_search
 from godot_rag.infra.rows import (
@@ -114,6 +114,11 @@ class GuardedPool:
         try:
             async with self.raw.connection(timeout=timeout) as conn:
                 yield conn
+        except psycopg.errors.ProgramLimitExceeded as exc:
+            # An OperationalError by class, but this statement will be refused the same way every
+            # time (a tsquery word over 2 KB, an index row too large): retried as an outage, it
+            # would hold its message, and with it the stage, for ever.
+            raise PoisonError(f"the database refused the statement: {type(exc).__name__}: {exc}".strip()) from exc
         except _OUTAGE_ERRORS as exc:
             raise StoreError(f"database unavailable: {type(exc).__name__}: {exc}".strip()) from exc
 
