@@ -266,6 +266,29 @@ def stage_figures(dsn: str, analysis_id: str, wall_s: float, workers: int) -> di
     return out
 
 
+_MODELS_CACHE: Path | None = None
+
+
+def prepare_models(folder: Path, settings) -> float | None:
+    """Copy the embedder's derived model files into ``folder``, making them once per bench; seconds spent making them."""
+    global _MODELS_CACHE
+    from godot_rag.infra.embedder import MiniLMEmbedder
+
+    if settings.embedder != "minilm":
+        return None
+    spent = None
+    if _MODELS_CACHE is None:
+        _MODELS_CACHE = Path(tempfile.mkdtemp(prefix="godot-rag-bench-models-"))
+        started = time.monotonic()
+        MiniLMEmbedder(backend=settings.embedder_backend, cache_dir=_MODELS_CACHE).embed(["warm"])
+        spent = round(time.monotonic() - started, 1)
+    folder.mkdir(parents=True, exist_ok=True)
+    for f in _MODELS_CACHE.glob("*.onnx"):
+        shutil.copy2(f, folder / f.name)
+    folder.chmod(0o755)
+    return spent
+
+
 def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None = None, profile_s: int = 60,
              timeout_s: float = 3600, env: dict | None = None) -> dict:
     import grpc
@@ -278,11 +301,15 @@ def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None
     data_dir.chmod(0o755)
     settings = load_settings({"GODOT_RAG_DATA_DIR": str(data_dir), "GODOT_RAG_STAGE_WORKERS": str(workers),
                               "GODOT_RAG_LOG_LEVEL": "WARNING", **(env or {})})
+    # The query embedder's derived model files (ONNX export, int8 graph) are made once per data
+    # folder, on the first query: a user pays that once. Each run starts with them in place, so
+    # the figures are those of every analysis after the first (the one-time cost is printed apart).
+    result_prep = prepare_models(data_dir / "models", settings)
     messages: list[str] = []
     sup = Supervisor(settings, echo=messages.append)
     stop_flag = [False]
     sampler = None
-    result: dict = {"label": label, "workers": workers, "corpus": stats}
+    result: dict = {"label": label, "workers": workers, "corpus": stats, "model_files_prepared_s": result_prep}
     try:
         started = time.monotonic()
         runtime = sup.start()
@@ -554,6 +581,8 @@ def main() -> None:
         res["llm"] = llm_figure(args.llm_requests)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        if _MODELS_CACHE is not None:
+            shutil.rmtree(_MODELS_CACHE, ignore_errors=True)
     res["load_avg_end"] = os.getloadavg()
     text = table(res)
     print(text)
