@@ -10,7 +10,6 @@ import base64
 import binascii
 import json
 import logging
-from datetime import datetime
 from importlib import resources
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -34,10 +33,16 @@ from godot_rag.pipeline.web_requests import (
     SAFE_METHODS,
     allowed_host_names,
     check_request,
+    diff_form,
     form_body,
+    live_events,
+    min_score_of,
     replay_json,
     replay_options_of,
+    since_of,
+    sse_message,
     submit_input_of,
+    to_json_text,
 )
 from godot_rag.pipeline.why_not import why_not_retrieved
 
@@ -57,15 +62,7 @@ SECURITY_HEADERS = {
 
 
 def _json(data, status: int = 200) -> web.Response:
-    return web.Response(text=json.dumps(data, default=_default, ensure_ascii=False), status=status, content_type="application/json")
-
-
-def _default(value):
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, (set, tuple)):
-        return list(value)
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+    return web.Response(text=to_json_text(data), status=status, content_type="application/json")
 
 
 # Reachable without the token: the sign-in page and the static files it uses.
@@ -218,11 +215,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
     async def events(request: web.Request) -> web.StreamResponse:
         """Server-sent events: changed chunk rows (rendered), changed file entries, counts and progress."""
         aid = request.match_info["aid"]
-        since_text = request.headers.get("Last-Event-ID") or request.query.get("since", "")
-        try:
-            since = datetime.fromisoformat(since_text) if since_text else None
-        except ValueError:
-            since = None
+        since = since_of(request.headers.get("Last-Event-ID") or request.query.get("since", ""))
         feed = web_data.LiveFeed(ctx.store, aid)
         try:
             batch = await feed.start(since)
@@ -243,7 +236,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
                 wrote = await _send_batch(resp, aid, batch)
                 idle = 0.0 if wrote else idle + POLL_S
                 if not batch["running"]:
-                    await _event(resp, "end", {"status": batch["status"]}, batch["cursor"])
+                    await resp.write(sse_message("end", {"status": batch["status"]}, batch["cursor"]))
                     break
                 if idle >= HEARTBEAT_S:
                     await resp.write(b": keep-alive\n\n")
@@ -256,37 +249,12 @@ def build_app(ctx: ServiceContext) -> web.Application:
             pass  # the page went away
         return resp
 
-    async def _event(resp: web.StreamResponse, name: str, data, cursor) -> None:
-        text = json.dumps(data, default=_default, ensure_ascii=False)
-        head = f"event: {name}\n" + (f"id: {cursor.isoformat()}\n" if isinstance(cursor, datetime) else "")
-        await resp.write((head + f"data: {text}\n\n").encode("utf-8"))
-
     async def _send_batch(resp: web.StreamResponse, aid: str, batch: dict) -> bool:
-        wrote = False
-        if batch["chunks"]:
-            await _event(
-                resp,
-                "chunks",
-                [
-                    {"id": v["chunk_id"], "order": v["order_key"], "status": v["status"], "html": str(macros.chunk_row(v, aid))}
-                    for v in batch["chunks"]
-                ],
-                batch["cursor"],
-            )
-            wrote = True
-        if batch["files"]:
-            await _event(
-                resp,
-                "files",
-                [{"path": e["source_file"], "html": str(macros.file_meta(e))} for e in batch["files"]],
-                batch["cursor"],
-            )
-            wrote = True
-        if wrote or not batch["running"]:
-            await _event(
-                resp, "progress", {"counts": batch["counts"], "status": batch["status"], **batch["progress"]}, batch["cursor"]
-            )
-        return wrote
+        """Write the batch's events; whether chunks or files changed."""
+        events = live_events(batch, lambda v: str(macros.chunk_row(v, aid)), lambda e: str(macros.file_meta(e)))
+        for name, data in events:
+            await resp.write(sse_message(name, data, batch["cursor"]))
+        return any(name != "progress" for name, _ in events)
 
     @routes.get("/a/{aid}/f/{path:.+}")
     async def file_page(request: web.Request) -> web.Response:
@@ -301,26 +269,19 @@ def build_app(ctx: ServiceContext) -> web.Application:
             )
         except NotFoundError as exc:
             return not_found(exc)
-        try:
-            min_score = max(0.0, min(1.0, float(request.query.get("min", "0") or 0)))
-        except ValueError:
-            min_score = 0.0
-        return page("file.html", min_score=min_score, **data)
+        return page("file.html", min_score=min_score_of(request.query), **data)
 
     # ------------------------------------------------------------ diff
 
     @routes.get("/diff")
     async def diff_page(request: web.Request) -> web.Response:
-        q = request.query
-        a, b, of = q.get("a", "").strip(), q.get("b", "").strip(), q.get("analysis", "").strip()
-        # A first visit (no comparison asked yet) shows changed chunks only.
-        form = {"a": a, "b": b, "analysis": of, "changed": q.get("changed", "1" if "a" not in q else "") == "1"}
+        form = diff_form(request.query)
         doc, error, listed = None, "", None
         try:
-            if of:
-                listed = await list_versions(ctx.store, of)
-            if a and b:
-                doc = await diff_results(ctx.store, a, b, of)
+            if form["analysis"]:
+                listed = await list_versions(ctx.store, form["analysis"])
+            if form["a"] and form["b"]:
+                doc = await diff_results(ctx.store, form["a"], form["b"], form["analysis"])
         except (NotFoundError, InvalidInputError) as exc:
             error = str(exc)
         return page("diff.html", form=form, doc=doc, error=error, versions=listed)
@@ -330,7 +291,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
     def _export(rows: list[dict], columns, fmt: str, name: str) -> web.Response:
         if fmt == "json":
             return web.Response(
-                text=json.dumps(rows, default=_default, ensure_ascii=False, indent=1),
+                text=to_json_text(rows, indent=1),
                 content_type="application/json",
                 headers={"Content-Disposition": f'attachment; filename="{name}.json"'},
             )
@@ -355,8 +316,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
             )
         except NotFoundError as exc:
             return _json({"error": str(exc)}, 404)
-        columns = wv.EXPORT_COLUMNS[what] + (("start_line", "end_line") if what == "chunks" else ())
-        return _export(rows, columns, request.match_info["fmt"], f"{aid}-{what}")
+        return _export(rows, wv.export_columns(what), request.match_info["fmt"], f"{aid}-{what}")
 
     # ------------------------------------------------------------ JSON API
 

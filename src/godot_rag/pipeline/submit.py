@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from opentelemetry import trace
 
@@ -162,42 +163,14 @@ def check_server_path(path: str, settings: Settings, *, local_caller: bool) -> P
     )
 
 
-def collect(
-    *,
-    path: str = "",
-    expanded_text: str = "",
-    snippet: str = "",
-    snippet_kind: str = "",
-    git_url: str = "",
-    git_ref: str = "",
-    archive: bytes = b"",
-    archive_name: str = "",
-    project_id: str = "",
-    settings: Settings,
-    keep_text: bool = False,
-    local_caller: bool = False,
-) -> Submission:
+def collect(**inputs: Any) -> Submission:
     """Any input form -> its projects, every file decided and its bytes held (``expand``, tests).
 
-    Git clones and archives are fetched into a working folder that is removed
-    before this returns. Submissions use :func:`collecting`, which holds no
-    file's bytes.
+    Takes :func:`collecting`'s keywords. Git clones and archives are fetched
+    into a working folder that is removed before this returns. Submissions use
+    :func:`collecting`, which holds no file's bytes.
     """
-    with collecting(
-        path=path,
-        expanded_text=expanded_text,
-        snippet=snippet,
-        snippet_kind=snippet_kind,
-        git_url=git_url,
-        git_ref=git_ref,
-        archive=archive,
-        archive_name=archive_name,
-        project_id=project_id,
-        settings=settings,
-        keep_text=keep_text,
-        local_caller=local_caller,
-        hold_data=True,
-    ) as submission:
+    with collecting(**inputs, hold_data=True) as submission:
         return submission
 
 

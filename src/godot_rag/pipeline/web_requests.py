@@ -1,13 +1,16 @@
 """The web screen's request rules and request shapes, apart from the HTTP wiring (services/gateway/web.py).
 
 Pure: which requests are refused (Host against DNS rebinding, Origin/Referer
-against cross-site requests), and how a form or a JSON body becomes the same
-inputs the gRPC API and the CLI pass to the pipeline.
+against cross-site requests), how a form, a query or a JSON body becomes the
+same inputs the gRPC API and the CLI pass to the pipeline, and how answers are
+written (JSON text, server-sent events of the live feed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from ipaddress import ip_address
 from typing import Any
 from urllib.parse import urlsplit
@@ -163,3 +166,78 @@ def replay_json(r: Any) -> dict:
         "judgment_version": r.judgment_version,
         "chunks": [{"chunk_id": c.chunk_id, "source": c.source, "published": c.published} for c in r.chunks],
     }
+
+
+# ---------------------------------------------------------------- query parameters
+
+
+def min_score_of(query: Mapping[str, str]) -> float:
+    """The file page's score filter (``min``), clamped to 0..1; 0 when absent or not a number."""
+    try:
+        return max(0.0, min(1.0, float(query.get("min", "0") or 0)))
+    except ValueError:
+        return 0.0
+
+
+def diff_form(query: Mapping[str, str]) -> dict[str, Any]:
+    """The diff page's form: two result ids, the analysis whose versions are listed, changed-only.
+    A first visit (no comparison asked yet) shows changed chunks only."""
+    return {
+        "a": query.get("a", "").strip(),
+        "b": query.get("b", "").strip(),
+        "analysis": query.get("analysis", "").strip(),
+        "changed": query.get("changed", "1" if "a" not in query else "") == "1",
+    }
+
+
+def since_of(value: str) -> datetime | None:
+    """The live feed's resume point (``Last-Event-ID`` or ``since``); None when absent or malformed."""
+    try:
+        return datetime.fromisoformat(value) if value else None
+    except ValueError:
+        return None
+
+
+# ---------------------------------------------------------------- responses: JSON and the live event stream
+
+
+def json_default(value: object) -> object:
+    """JSON for what the pages' data holds beside plain values: datetimes as ISO text, sets and tuples as lists."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, (set, tuple)):
+        return list(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def to_json_text(data: object, *, indent: int | None = None) -> str:
+    return json.dumps(data, default=json_default, ensure_ascii=False, indent=indent)
+
+
+def sse_message(name: str, data: object, cursor: object) -> bytes:
+    """One server-sent event; its id is the feed's cursor (a timestamp) so a reconnect resumes there."""
+    head = f"event: {name}\n" + (f"id: {cursor.isoformat()}\n" if isinstance(cursor, datetime) else "")
+    return (head + f"data: {to_json_text(data)}\n\n").encode("utf-8")
+
+
+def live_events(
+    batch: Mapping[str, Any], render_chunk: Callable[[Mapping[str, Any]], str], render_file: Callable[[Mapping[str, Any]], str]
+) -> list[tuple[str, object]]:
+    """The events of one live-feed batch: changed chunk rows and file entries (as rendered HTML), then
+    the counts and progress when anything changed or the analysis ended. Empty: nothing to send."""
+    events: list[tuple[str, object]] = []
+    if batch["chunks"]:
+        events.append(
+            (
+                "chunks",
+                [
+                    {"id": v["chunk_id"], "order": v["order_key"], "status": v["status"], "html": render_chunk(v)}
+                    for v in batch["chunks"]
+                ],
+            )
+        )
+    if batch["files"]:
+        events.append(("files", [{"path": e["source_file"], "html": render_file(e)} for e in batch["files"]]))
+    if events or not batch["running"]:
+        events.append(("progress", {"counts": batch["counts"], "status": batch["status"], **batch["progress"]}))
+    return events

@@ -631,6 +631,11 @@ EXPORT_COLUMNS = {
 }
 
 
+def export_columns(what: str) -> tuple[str, ...]:
+    """The columns of an export list; a chunk list also carries each chunk's lines."""
+    return EXPORT_COLUMNS[what] + (("start_line", "end_line") if what == "chunks" else ())
+
+
 def candidate_export(rows: Sequence[dict]) -> list[dict]:
     out = []
     for r in rows:

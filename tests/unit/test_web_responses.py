@@ -1,0 +1,66 @@
+"""The web screen's query parameters and answers: JSON text and the live feed's server-sent events."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from godot_rag.pipeline.web_requests import (
+    diff_form,
+    json_default,
+    live_events,
+    min_score_of,
+    since_of,
+    sse_message,
+    to_json_text,
+)
+
+
+def test_min_score_is_clamped_and_tolerates_junk():
+    assert min_score_of({}) == 0.0
+    assert min_score_of({"min": "0.4"}) == 0.4
+    assert min_score_of({"min": "7"}) == 1.0
+    assert min_score_of({"min": "-1"}) == 0.0
+    assert min_score_of({"min": "abc"}) == 0.0
+
+
+def test_diff_form_shows_changed_chunks_only_on_a_first_visit():
+    assert diff_form({})["changed"] is True
+    assert diff_form({"a": " x ", "b": "y"}) == {"a": "x", "b": "y", "analysis": "", "changed": False}
+    assert diff_form({"a": "x", "b": "y", "changed": "1"})["changed"] is True
+
+
+def test_since_reads_iso_timestamps_and_drops_junk():
+    assert since_of("") is None and since_of("yesterday") is None
+    assert since_of("2026-12-01T10:00:00+00:00") == datetime(2026, 12, 1, 10, tzinfo=UTC)
+
+
+def test_json_text_writes_datetimes_sets_and_keeps_unicode():
+    when = datetime(2026, 12, 1, tzinfo=UTC)
+    assert to_json_text({"t": when, "s": ("a",), "u": "ü"}) == '{"t": "2026-12-01T00:00:00+00:00", "s": ["a"], "u": "ü"}'
+    with pytest.raises(TypeError):
+        json_default(object())
+
+
+def test_an_event_carries_the_cursor_as_its_id():
+    when = datetime(2026, 12, 1, tzinfo=UTC)
+    assert sse_message("end", {"status": "done"}, when) == (
+        b'event: end\nid: 2026-12-01T00:00:00+00:00\ndata: {"status": "done"}\n\n'
+    )
+    assert sse_message("end", {}, None) == b"event: end\ndata: {}\n\n"
+
+
+def _batch(**over):
+    base = {"chunks": [], "files": [], "running": True, "counts": {"done": 1}, "status": "running", "progress": {"chunks_done": 1}}
+    return {**base, **over}
+
+
+def test_live_events_send_changes_then_progress_and_nothing_when_idle():
+    chunk = {"chunk_id": "c1", "order_key": "a.gd:1", "status": "done"}
+    events = live_events(_batch(chunks=[chunk], files=[{"source_file": "a.gd"}]), lambda v: f"<tr>{v['chunk_id']}", lambda e: "<li>")
+    assert [name for name, _ in events] == ["chunks", "files", "progress"]
+    assert events[0][1] == [{"id": "c1", "order": "a.gd:1", "status": "done", "html": "<tr>c1"}]
+    assert events[2][1] == {"counts": {"done": 1}, "status": "running", "chunks_done": 1}
+    assert live_events(_batch(), str, str) == []
+    assert [n for n, _ in live_events(_batch(running=False, status="done"), str, str)] == ["progress"]
