@@ -304,9 +304,7 @@ def candidate_statement(tables: tuple[str, ...], *, lexical: bool, vector: bool)
 # runs on its generic plan: planning it per query cost about 1.5 ms of the
 # search's 9 ms (the plan does not depend on the values: every table is read
 # through the same indexes whatever the query).
-SEARCH_SETTINGS_SQL = (
-    "select set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)"
-)
+SEARCH_SETTINGS_SQL = "select set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)"
 
 
 async def _candidates(conn, tables: Sequence[str], *, lexical: bool, vector: bool, params: dict) -> list[dict]:
