@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any, cast
 
@@ -22,6 +23,7 @@ from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 from godot_rag.domain.redact import redact_credentials
 from godot_rag.errors import PoisonError, StoreError
 from godot_rag.infra import kb_store
+from godot_rag.infra.batching import Coalescer
 from godot_rag.infra.metrics import observe_kb_search
 from godot_rag.infra.rows import (
     AnalysisRow,
@@ -99,6 +101,36 @@ def migrate_sync(dsn: str) -> list[str]:
 _OUTAGE_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout)
 
 
+@dataclass(frozen=True, slots=True)
+class StageClaim:
+    """One ``claim_stage`` call."""
+
+    analysis_id: str
+    chunk_id: str
+    stage: str
+    worker: str
+    trace_id: str = ""
+
+    def key(self) -> tuple[str, str, str]:
+        return (self.analysis_id, self.chunk_id, self.stage)
+
+
+@dataclass(frozen=True, slots=True)
+class StageFinish:
+    """One ``finish_stage`` call (error already redacted; next_stage "" for none)."""
+
+    analysis_id: str
+    chunk_id: str
+    stage: str
+    status: str
+    error: str = ""
+    worker: str = ""
+    next_stage: str = ""
+
+    def key(self) -> tuple[str, str, str]:
+        return (self.analysis_id, self.chunk_id, self.stage)
+
+
 class GuardedPool:
     """The connection pool, with database outages raised as StoreError (retryable).
 
@@ -131,6 +163,8 @@ class Store:
 
     def __init__(self, pool: AsyncConnectionPool):
         self.pool = GuardedPool(pool)
+        self._claims: Coalescer[StageClaim, bool] = Coalescer(self.claim_stages, key=StageClaim.key, name="claim_stages")
+        self._finishes: Coalescer[StageFinish, None] = Coalescer(self.finish_stages, key=StageFinish.key, name="finish_stages")
 
     @classmethod
     async def open(cls, dsn: str, *, min_size: int = 1, max_size: int = 4) -> Store:
@@ -467,20 +501,33 @@ class Store:
         """Mark the stage in progress (one more attempt) unless it is already settled; True when claimed.
 
         Done and failed are final for an analysis: a redelivery of a settled
-        chunk claims nothing and is only handed on.
+        chunk claims nothing and is only handed on. Claims made at the same time
+        by this process's handlers go to the database as one statement.
         """
-        row = await self._execute_returning(
-            f"""insert into {SCHEMA}.chunk_stages (analysis_id, chunk_id, stage, status, attempts, worker, trace_id, started_at)
-            values (%(a)s, %(c)s, %(s)s, 'in_progress', 1, %(w)s, %(t)s, now())
-            on conflict (analysis_id, chunk_id, stage) do update set status = 'in_progress',
-              attempts = {SCHEMA}.chunk_stages.attempts + 1, worker = %(w)s,
-              trace_id = case when %(t)s <> '' then %(t)s else {SCHEMA}.chunk_stages.trace_id end,
-              started_at = now(), updated_at = now()
-            where {SCHEMA}.chunk_stages.status not in ('done', 'failed')
-            returning 1 as claimed""",
-            {"a": analysis_id, "c": chunk_id, "s": stage, "w": worker, "t": trace_id},
+        return await self._claims(StageClaim(analysis_id, chunk_id, stage, worker, trace_id))
+
+    async def claim_stages(self, claims: Sequence[StageClaim]) -> list[bool]:
+        """``claim_stage`` for many chunk stages in one statement (distinct keys); whether each was claimed."""
+        rows = await self._fetchall(
+            f"""insert into {SCHEMA}.chunk_stages as t (analysis_id, chunk_id, stage, status, attempts, worker, trace_id, started_at)
+                select i.a, i.c, i.s, 'in_progress', 1, i.w, i.t, now()
+                from unnest(%(a)s::text[], %(c)s::text[], %(s)s::text[], %(w)s::text[], %(t)s::text[]) as i(a, c, s, w, t)
+                on conflict (analysis_id, chunk_id, stage) do update set status = 'in_progress',
+                  attempts = t.attempts + 1, worker = excluded.worker,
+                  trace_id = case when excluded.trace_id <> '' then excluded.trace_id else t.trace_id end,
+                  started_at = now(), updated_at = now()
+                where t.status not in ('done', 'failed')
+                returning t.analysis_id, t.chunk_id, t.stage""",
+            {
+                "a": [c.analysis_id for c in claims],
+                "c": [c.chunk_id for c in claims],
+                "s": [c.stage for c in claims],
+                "w": [c.worker for c in claims],
+                "t": [c.trace_id for c in claims],
+            },
         )
-        return row is not None
+        won = {(r["analysis_id"], r["chunk_id"], r["stage"]) for r in rows}
+        return [c.key() in won for c in claims]
 
     async def finish_stage(
         self,
@@ -493,27 +540,41 @@ class Store:
         worker: str = "",
         next_stage: str | None = None,
     ) -> None:
-        """Settle the stage (done or failed) and, in the same statement, mark the next stage waiting."""
+        """Settle the stage (done or failed) and, in the same statement, mark the next stage waiting.
+
+        Settlements made at the same time by this process's handlers go to the database as one statement.
+        """
+        await self._finishes(StageFinish(analysis_id, chunk_id, stage, status, redact_credentials(error), worker, next_stage or ""))
+
+    async def finish_stages(self, finishes: Sequence[StageFinish]) -> list[None]:
+        """``finish_stage`` for many chunk stages in one statement (distinct keys)."""
         await self._execute_returning(
-            f"""with settled as (
-                update {SCHEMA}.chunk_stages set
-                  status = case when status = 'done' then 'done' else %(st)s end,
-                  last_error = case when %(e)s <> '' then %(e)s else last_error end,
-                  worker = case when %(w)s <> '' then %(w)s else worker end, updated_at = now()
-                where analysis_id = %(a)s and chunk_id = %(c)s and stage = %(s)s returning 1)
+            f"""with i as (
+                select * from unnest(%(a)s::text[], %(c)s::text[], %(s)s::text[], %(st)s::text[], %(e)s::text[],
+                                     %(w)s::text[], %(n)s::text[]) as i(a, c, s, st, e, w, n)),
+            settled as (
+                update {SCHEMA}.chunk_stages t set
+                  status = case when t.status = 'done' then 'done' else i.st end,
+                  last_error = case when i.e <> '' then i.e else t.last_error end,
+                  worker = case when i.w <> '' then i.w else t.worker end, updated_at = now()
+                from i where t.analysis_id = i.a and t.chunk_id = i.c and t.stage = i.s
+                returning t.analysis_id, t.chunk_id, t.stage)
             insert into {SCHEMA}.chunk_stages (analysis_id, chunk_id, stage, status)
-            select %(a)s, %(c)s, %(n)s, 'waiting' where %(n)s <> '' and exists (select 1 from settled)
-            on conflict do nothing returning 1""",
+            select i.a, i.c, i.n, 'waiting' from i
+            join settled on settled.analysis_id = i.a and settled.chunk_id = i.c and settled.stage = i.s
+            where i.n <> ''
+            on conflict do nothing""",
             {
-                "a": analysis_id,
-                "c": chunk_id,
-                "s": stage,
-                "st": status,
-                "e": redact_credentials(error),
-                "w": worker,
-                "n": next_stage or "",
+                "a": [f.analysis_id for f in finishes],
+                "c": [f.chunk_id for f in finishes],
+                "s": [f.stage for f in finishes],
+                "st": [f.status for f in finishes],
+                "e": [f.error for f in finishes],
+                "w": [f.worker for f in finishes],
+                "n": [f.next_stage for f in finishes],
             },
         )
+        return [None] * len(finishes)
 
     async def _execute_returning(self, sql: str, params: Sequence[Any] | dict = ()) -> dict | None:
         """One statement in its own committed transaction; its first row, if any."""

@@ -1,0 +1,133 @@
+"""Group commit: calls made while a batch is in flight are gathered into the next batch.
+
+A stage process runs up to MaxAckPending handlers at once, and under load
+they all make the same call (claim a chunk stage, settle it) within a few
+event-loop turns of each other. ``Coalescer`` turns those calls into one
+statement over arrays: one round trip and one commit for the batch, instead
+of one per message. A caller alone waits a single event-loop turn.
+
+Every call keeps its own outcome: a batch that fails is run again one item
+at a time, so the item that broke it gets the error and the others their
+results (the batched statements are idempotent upserts, so running an item
+again is safe).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from typing import Generic, TypeVar
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Coalescer(Generic[T, R]):
+    """``await coalescer(item)`` -> the result ``flush`` gives ``item``, ``flush`` running on a batch.
+
+    ``flush(items)`` returns one result per item, in order. ``key`` names what
+    one statement may hold once only (two updates of the same row in one
+    statement are refused by PostgreSQL): a second item with the same key waits
+    for the next batch. ``flush`` gets its batch ordered by key, so concurrent
+    batches of other processes take their row locks in the same order.
+    """
+
+    def __init__(
+        self,
+        flush: Callable[[Sequence[T]], Awaitable[Sequence[R]]],
+        *,
+        key: Callable[[T], Hashable],
+        max_batch: int = 256,
+        name: str = "",
+    ):
+        self._flush = flush
+        self._key = key
+        self.max_batch = max_batch
+        self.name = name or getattr(flush, "__name__", "batch")
+        self._queue: list[tuple[T, asyncio.Future[R]]] = []
+        self._worker: asyncio.Task[None] | None = None
+        self.batches = 0
+        self.items = 0
+
+    async def __call__(self, item: T) -> R:
+        future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        self._queue.append((item, future))
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._drain(), name=f"coalesce {self.name}")
+        return await future
+
+    def _take(self) -> list[tuple[T, asyncio.Future[R]]]:
+        batch: list[tuple[T, asyncio.Future[R]]] = []
+        rest: list[tuple[T, asyncio.Future[R]]] = []
+        keys: set[Hashable] = set()
+        for entry in self._queue:
+            if entry[1].done():  # its caller was cancelled before the batch was cut
+                continue
+            k = self._key(entry[0])
+            if k in keys or len(batch) >= self.max_batch:
+                rest.append(entry)
+            else:
+                keys.add(k)
+                batch.append(entry)
+        self._queue = rest
+        batch.sort(key=lambda entry: repr(self._key(entry[0])))
+        return batch
+
+    async def _drain(self) -> None:
+        while self._queue:
+            # Let every handler that is ready to make this call do so before the batch is cut.
+            await asyncio.sleep(0)
+            batch = self._take()
+            if not batch:
+                continue
+            try:
+                await self._run(batch)
+            except BaseException as exc:
+                # Cancelled (the process stops): nobody is left waiting without an answer.
+                for _, future in batch + self._queue:
+                    if future.done():
+                        continue
+                    if isinstance(exc, Exception):
+                        future.set_exception(exc)
+                    else:
+                        future.cancel()
+                self._queue = []
+                raise
+
+    async def _run(self, batch: list[tuple[T, asyncio.Future[R]]]) -> None:
+        self.batches += 1
+        self.items += len(batch)
+        try:
+            results = await self._flush([item for item, _ in batch])
+        except Exception as exc:  # noqa: BLE001 -- each item is run alone below and gets its own outcome
+            if len(batch) == 1:
+                _settle(batch[0][1], error=exc)
+                return
+            log.info("%s: a batch of %d failed (%s); running its items one by one", self.name, len(batch), exc)
+            for item, future in batch:
+                try:
+                    (result,) = await self._flush([item])
+                except Exception as one:  # noqa: BLE001 -- handed to this item's caller, which maps it at the bus edge
+                    _settle(future, error=one)
+                else:
+                    _settle(future, result=result)
+            return
+        if len(results) != len(batch):
+            mismatch = RuntimeError(f"{self.name}: {len(results)} results for a batch of {len(batch)}")
+            for _, future in batch:
+                _settle(future, error=mismatch)
+            return
+        for (_, future), result in zip(batch, results):
+            _settle(future, result=result)
+
+
+def _settle(future: asyncio.Future, *, result: object = None, error: BaseException | None = None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
