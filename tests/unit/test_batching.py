@@ -126,3 +126,15 @@ def test_a_caller_alone_is_answered_without_waiting_for_company():
 
     results, rec = asyncio.run(run())
     assert results == [0, 10, 20] and len(rec.calls) == 3
+
+
+def test_shared_calls_with_one_key_are_one_item_and_all_get_its_result():
+    async def run():
+        rec = Recorder()
+        c: Coalescer[tuple[str, int], int] = Coalescer(rec.flush, key=lambda item: item[0], share=True)
+        results = await asyncio.gather(c(("a", 1)), c(("b", 2)), c(("a", 1)), c(("a", 1)))
+        return rec, results
+
+    rec, results = asyncio.run(run())
+    assert results == [10, 20, 10, 10]
+    assert rec.calls == [[("a", 1), ("b", 2)]]

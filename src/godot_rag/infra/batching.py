@@ -42,10 +42,14 @@ class Coalescer(Generic[T, R]):
         key: Callable[[T], Hashable],
         max_batch: int = 256,
         name: str = "",
+        share: bool = False,
     ):
         self._flush = flush
         self._key = key
         self.max_batch = max_batch
+        # share: calls with the same key in one batch are one item, and all get its result
+        # (a question whose answer is the same for every caller, asked after each one's write).
+        self.share = share
         self.name = name or getattr(flush, "__name__", "batch")
         self._queue: list[tuple[T, asyncio.Future[R]]] = []
         self._worker: asyncio.Task[None] | None = None
@@ -59,22 +63,21 @@ class Coalescer(Generic[T, R]):
             self._worker = asyncio.create_task(self._drain(), name=f"coalesce {self.name}")
         return await future
 
-    def _take(self) -> list[tuple[T, asyncio.Future[R]]]:
-        batch: list[tuple[T, asyncio.Future[R]]] = []
+    def _take(self) -> list[tuple[T, list[asyncio.Future[R]]]]:
+        batch: dict[Hashable, tuple[T, list[asyncio.Future[R]]]] = {}
         rest: list[tuple[T, asyncio.Future[R]]] = []
-        keys: set[Hashable] = set()
-        for entry in self._queue:
-            if entry[1].done():  # its caller was cancelled before the batch was cut
+        for item, future in self._queue:
+            if future.done():  # its caller was cancelled before the batch was cut
                 continue
-            k = self._key(entry[0])
-            if k in keys or len(batch) >= self.max_batch:
-                rest.append(entry)
+            k = self._key(item)
+            if k in batch and self.share:
+                batch[k][1].append(future)
+            elif k in batch or len(batch) >= self.max_batch:
+                rest.append((item, future))
             else:
-                keys.add(k)
-                batch.append(entry)
+                batch[k] = (item, [future])
         self._queue = rest
-        batch.sort(key=lambda entry: repr(self._key(entry[0])))
-        return batch
+        return [batch[k] for k in sorted(batch, key=repr)]
 
     async def _drain(self) -> None:
         while self._queue:
@@ -87,7 +90,8 @@ class Coalescer(Generic[T, R]):
                 await self._run(batch)
             except BaseException as exc:
                 # Cancelled (the process stops): nobody is left waiting without an answer.
-                for _, future in batch + self._queue:
+                waiting = [f for _, futures in batch for f in futures] + [f for _, f in self._queue]
+                for future in waiting:
                     if future.done():
                         continue
                     if isinstance(exc, Exception):
@@ -97,7 +101,7 @@ class Coalescer(Generic[T, R]):
                 self._queue = []
                 raise
 
-    async def _run(self, batch: list[tuple[T, asyncio.Future[R]]]) -> None:
+    async def _run(self, batch: list[tuple[T, list[asyncio.Future[R]]]]) -> None:
         self.batches += 1
         self.items += len(batch)
         try:
@@ -107,27 +111,28 @@ class Coalescer(Generic[T, R]):
                 _settle(batch[0][1], error=exc)
                 return
             log.info("%s: a batch of %d failed (%s); running its items one by one", self.name, len(batch), exc)
-            for item, future in batch:
+            for item, futures in batch:
                 try:
                     (result,) = await self._flush([item])
-                except Exception as one:  # noqa: BLE001 -- handed to this item's caller, which maps it at the bus edge
-                    _settle(future, error=one)
+                except Exception as one:  # noqa: BLE001 -- handed to this item's callers, mapped at the bus edge
+                    _settle(futures, error=one)
                 else:
-                    _settle(future, result=result)
+                    _settle(futures, result=result)
             return
         if len(results) != len(batch):
             mismatch = RuntimeError(f"{self.name}: {len(results)} results for a batch of {len(batch)}")
-            for _, future in batch:
-                _settle(future, error=mismatch)
+            for _, futures in batch:
+                _settle(futures, error=mismatch)
             return
-        for (_, future), result in zip(batch, results):
-            _settle(future, result=result)
+        for (_, futures), result in zip(batch, results):
+            _settle(futures, result=result)
 
 
-def _settle(future: asyncio.Future, *, result: object = None, error: BaseException | None = None) -> None:
-    if future.done():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
+def _settle(futures: list[asyncio.Future], *, result: object = None, error: BaseException | None = None) -> None:
+    for future in futures:
+        if future.done():
+            continue
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)

@@ -165,6 +165,11 @@ class Store:
         self.pool = GuardedPool(pool)
         self._claims: Coalescer[StageClaim, bool] = Coalescer(self.claim_stages, key=StageClaim.key, name="claim_stages")
         self._finishes: Coalescer[StageFinish, None] = Coalescer(self.finish_stages, key=StageFinish.key, name="finish_stages")
+        self._status_reads: Coalescer[tuple[str, str, tuple[str, ...]], dict[str, str]] = Coalescer(
+            self.stage_statuses_of, key=lambda ask: ask, share=True, name="stage_statuses"
+        )
+        # Asked after each caller's own settlement committed, so one answer serves every caller of a batch.
+        self._ready_checks: Coalescer[str, bool] = Coalescer(self.ready_to_finalize, key=str, share=True, name="ready_to_finalize")
 
     @classmethod
     async def open(cls, dsn: str, *, min_size: int = 1, max_size: int = 4) -> Store:
@@ -491,11 +496,24 @@ class Store:
             )
 
     async def stage_statuses(self, analysis_id: str, chunk_id: str, stages: Sequence[str]) -> dict[str, str]:
+        """The status of each of ``stages`` recorded for the chunk (reads made at the same time are one statement)."""
+        return await self._status_reads((analysis_id, chunk_id, tuple(stages)))
+
+    async def stage_statuses_of(self, asks: Sequence[tuple[str, str, tuple[str, ...]]]) -> list[dict[str, str]]:
+        """``stage_statuses`` for many (analysis, chunk, stages) in one statement."""
         rows = await self._fetchall(
-            f"""select stage, status from {SCHEMA}.chunk_stages where analysis_id = %s and chunk_id = %s and stage = any(%s)""",
-            (analysis_id, chunk_id, list(stages)),
+            f"""select i.n, s.stage, s.status
+            from unnest(%(a)s::text[], %(c)s::text[]) with ordinality as i(a, c, n)
+            join {SCHEMA}.chunk_stages s on s.analysis_id = i.a and s.chunk_id = i.c
+            where s.stage = any(%(stages)s::text[])""",
+            {"a": [a for a, _, _ in asks], "c": [c for _, c, _ in asks], "stages": sorted({st for _, _, sts in asks for st in sts})},
         )
-        return {r["stage"]: r["status"] for r in rows}
+        found: list[dict[str, str]] = [{} for _ in asks]
+        for r in rows:
+            n = r["n"] - 1
+            if r["stage"] in asks[n][2]:
+                found[n][r["stage"]] = r["status"]
+        return found
 
     async def claim_stage(self, analysis_id: str, chunk_id: str, stage: str, *, worker: str, trace_id: str = "") -> bool:
         """Mark the stage in progress (one more attempt) unless it is already settled; True when claimed.
@@ -712,6 +730,21 @@ class Store:
         )
         return bool((await cur.fetchone())["unfinished"])
 
+    async def ready_to_finalize(self, analysis_ids: Sequence[str]) -> list[bool]:
+        """For each analysis: whether it is running with every included file chunked and every chunk
+        settled by the aggregator (the probes of ``_unfinished``, for many analyses in one statement)."""
+        rows = await self._fetchall(
+            f"""select a.analysis_id from {SCHEMA}.analyses a
+            where a.analysis_id = any(%(ids)s::text[]) and a.status = 'running'
+              and not exists (select 1 from {SCHEMA}.files f
+                              where f.analysis_id = a.analysis_id and f.included and f.status = 'queued')
+              and not exists (select 1 from {SCHEMA}.chunk_stages s
+                              where s.analysis_id = a.analysis_id and s.stage = 'aggregate' and s.status not in ('done', 'failed'))""",
+            {"ids": list(analysis_ids)},
+        )
+        ready = {r["analysis_id"] for r in rows}
+        return [a in ready for a in analysis_ids]
+
     async def finalize_if_complete(self, analysis_id: str, compute: Callable[[list[ChunkOutcomeRow]], dict]) -> dict | None:
         """Compute and store the verdict once every included file is chunked and every chunk settled.
 
@@ -719,15 +752,12 @@ class Store:
         verdict when this call finalized the analysis, None otherwise (still
         running, or already finalized by another aggregator or an earlier
         delivery). The check runs first without a lock (the common case: not
-        complete yet); only then is the analysis row locked, the check
-        repeated under the lock, and every chunk read, once per analysis.
+        complete yet), one statement for every analysis this process's handlers
+        ask about at the same time; only then is the analysis row locked, the
+        check repeated under the lock, and every chunk read, once per analysis.
         """
-        async with self.pool.connection() as conn:
-            async with conn.transaction():
-                cur = await conn.execute(f"select status from {SCHEMA}.analyses where analysis_id = %s", (analysis_id,))
-                analysis = cast("dict | None", await cur.fetchone())
-                if analysis is None or analysis["status"] != "running" or await self._unfinished(conn, analysis_id):
-                    return None
+        if not await self._ready_checks(analysis_id):
+            return None
         async with self.pool.connection() as conn:
             async with conn.transaction():
                 # The row lock serialises concurrent aggregators: the first one
