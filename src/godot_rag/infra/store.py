@@ -7,15 +7,17 @@ message rewrites the same row instead of adding one.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, cast
 
+import orjson
 import psycopg
 from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
+from psycopg.types.json import Jsonb, set_json_dumps, set_json_loads
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from godot_rag.domain.judging.rules import declared_names_of
@@ -158,6 +160,21 @@ class GuardedPool:
         await self.raw.close()
 
 
+def _json_dumps(value: Any) -> bytes | str:
+    """JSON for jsonb parameters: orjson (a 20 KB list of hits in a tenth of json's time), json
+    for what orjson refuses (integers past 64 bits), so nothing that stored before fails now."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        return json.dumps(value)
+
+
+def use_fast_json() -> None:
+    """psycopg's JSON adapters (every connection of this process) encode and decode with orjson."""
+    set_json_dumps(_json_dumps)
+    set_json_loads(orjson.loads)
+
+
 class Store:
     """Async access for the services."""
 
@@ -176,6 +193,7 @@ class Store:
         # Autocommit: a single statement is its own transaction in one round trip (no BEGIN and
         # COMMIT around it: two of the three round trips of every claim, finish and read).
         # Several statements that must hold together say so with conn.transaction().
+        use_fast_json()
         pool = AsyncConnectionPool(
             dsn, min_size=min_size, max_size=max_size, open=False, kwargs={"row_factory": dict_row, "autocommit": True}
         )
