@@ -138,3 +138,21 @@ def test_shared_calls_with_one_key_are_one_item_and_all_get_its_result():
     rec, results = asyncio.run(run())
     assert results == [10, 20, 10, 10]
     assert rec.calls == [[("a", 1), ("b", 2)]]
+
+
+def test_an_outage_fails_every_caller_at_once_without_item_by_item_retries():
+    from godot_rag.errors import StoreError
+
+    calls: list[int] = []
+
+    async def down(items):
+        calls.append(len(items))
+        raise StoreError("database unavailable")
+
+    async def run():
+        c: Coalescer[tuple[str, int], int] = Coalescer(down, key=lambda item: item[0])
+        return await asyncio.gather(*(c((f"k{n}", n)) for n in range(4)), return_exceptions=True)
+
+    results = asyncio.run(run())
+    assert all(isinstance(r, StoreError) for r in results)
+    assert calls == [4]

@@ -9,7 +9,8 @@ of one per message. A caller alone waits a single event-loop turn.
 Every call keeps its own outcome: a batch that fails is run again one item
 at a time, so the item that broke it gets the error and the others their
 results (the batched statements are idempotent upserts, so running an item
-again is safe).
+again is safe). A retryable failure (the database is down) is every item's
+outcome at once.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Generic, TypeVar
+
+from godot_rag.errors import RetryableError
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +110,11 @@ class Coalescer(Generic[T, R]):
         try:
             results = await self._flush([item for item, _ in batch])
         except Exception as exc:  # noqa: BLE001 -- each item is run alone below and gets its own outcome
-            if len(batch) == 1:
-                _settle(batch[0][1], error=exc)
+            if len(batch) == 1 or isinstance(exc, RetryableError):
+                # A dependency that is down fails every item the same way: each caller gets the error
+                # (and waits the outage out), instead of the batch running item by item against it.
+                for _, futures in batch:
+                    _settle(futures, error=exc)
                 return
             log.info("%s: a batch of %d failed (%s); running its items one by one", self.name, len(batch), exc)
             for item, futures in batch:

@@ -524,7 +524,11 @@ class Store:
             from unnest(%(a)s::text[], %(c)s::text[]) with ordinality as i(a, c, n)
             join {SCHEMA}.chunk_stages s on s.analysis_id = i.a and s.chunk_id = i.c
             where s.stage = any(%(stages)s::text[])""",
-            {"a": [a for a, _, _ in asks], "c": [c for _, c, _ in asks], "stages": sorted({st for _, _, sts in asks for st in sts})},
+            {
+                "a": [a for a, _, _ in asks],
+                "c": [c for _, c, _ in asks],
+                "stages": sorted({st for _, _, sts in asks for st in sts}),
+            },
         )
         found: list[dict[str, str]] = [{} for _ in asks]
         for r in rows:
