@@ -213,13 +213,6 @@ async def get_cached_embedding(conn, model: str, sha: str) -> str | None:
     return row["v"] if isinstance(row, dict) else row[0]
 
 
-async def put_cached_embedding(conn, model: str, sha: str, vector: str) -> None:
-    await conn.execute(
-        f"insert into {SCHEMA}.embedding_cache (model, text_sha256, embedding) values (%s, %s, %s::vector) on conflict do nothing",
-        (model, sha, vector),
-    )
-
-
 # ---------------------------------------------------------------- search (async: query time)
 
 # Weight of a key by its tsvector weight: the record's own symbol (A) over its owner class (B).

@@ -182,6 +182,9 @@ class Store:
         self.pool = GuardedPool(pool)
         self._claims: Coalescer[StageClaim, bool] = Coalescer(self.claim_stages, key=StageClaim.key, name="claim_stages")
         self._finishes: Coalescer[StageFinish, None] = Coalescer(self.finish_stages, key=StageFinish.key, name="finish_stages")
+        self._embedding_reads: Coalescer[tuple[str, str], list[float] | None] = Coalescer(
+            self.get_cached_embeddings, key=lambda ask: ask, share=True, name="embedding_cache"
+        )
         self._status_reads: Coalescer[tuple[str, str, tuple[str, ...]], dict[str, str]] = Coalescer(
             self.stage_statuses_of, key=lambda ask: ask, share=True, name="stage_statuses"
         )
@@ -625,16 +628,32 @@ class Store:
     # ------------------------------------------------------------ retrieval
 
     async def get_cached_embedding(self, model: str, sha: str) -> list[float] | None:
-        async with self.pool.connection() as conn:
-            cached = await kb_store.get_cached_embedding(conn, model, sha)
-        return None if cached is None else [float(x) for x in cached.strip("[]").split(",")]
+        """The cached vector of a text (by its sha256) for ``model``; lookups made at the same time are one statement."""
+        return await self._embedding_reads((model, sha))
+
+    async def get_cached_embeddings(self, asks: Sequence[tuple[str, str]]) -> list[list[float] | None]:
+        """``get_cached_embedding`` for many (model, sha256) pairs in one statement."""
+        rows = await self._fetchall(
+            f"""select i.n, c.embedding::text as v
+            from unnest(%(m)s::text[], %(s)s::text[]) with ordinality as i(m, s, n)
+            join {SCHEMA}.embedding_cache c on c.model = i.m and c.text_sha256 = i.s""",
+            {"m": [m for m, _ in asks], "s": [s for _, s in asks]},
+        )
+        found: list[list[float] | None] = [None] * len(asks)
+        for r in rows:
+            found[r["n"] - 1] = [float(x) for x in r["v"].strip("[]").split(",")]
+        return found
 
     async def put_cached_embeddings(self, model: str, items: Sequence[tuple[str, str]]) -> None:
-        """(sha256 of the text, vector literal) pairs, in one transaction."""
-        async with self.pool.connection() as conn:
-            async with conn.transaction():
-                for sha, vector in items:
-                    await kb_store.put_cached_embedding(conn, model, sha, vector)
+        """(sha256 of the text, vector literal) pairs, in one statement."""
+        if not items:
+            return
+        await self._execute_returning(
+            f"""insert into {SCHEMA}.embedding_cache (model, text_sha256, embedding)
+            select %(m)s, i.s, i.v::vector from unnest(%(s)s::text[], %(v)s::text[]) as i(s, v)
+            on conflict do nothing""",
+            {"m": model, "s": [sha for sha, _ in items], "v": [vector for _, vector in items]},
+        )
 
     async def kb_version(self) -> KbVersionRow | None:
         return KbVersionRow.from_optional(

@@ -1,0 +1,143 @@
+"""Group-committed store calls on real PostgreSQL: many handlers' calls in one statement, each its own answer."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import psycopg
+import pytest
+
+from godot_rag.infra.store import Store
+from godot_rag.v1 import services_pb2 as spb
+
+PROMPT = "Batch check: is this project Godot 3 or Godot 4?"
+
+
+@pytest.fixture(scope="module")
+def analysis(stack, repo) -> tuple[str, list[str]]:
+    """A finished analysis of the Godot 4 sample: its id and chunk ids (the chunk rows the stage rows refer to)."""
+    submitted = stack.gateway.Submit(spb.SubmitRequest(prompt=PROMPT, path=str(repo / "samples" / "godot4_project")), timeout=120)
+    last = None
+    for progress in stack.gateway.WatchProgress(spb.GetRequest(analysis_id=submitted.analysis_id), timeout=300):
+        last = progress
+    assert last is not None and last.status == "done", last
+    rows = stack.sql("select chunk_id from godot_rag.chunks where analysis_id = %s order by chunk_id", (submitted.analysis_id,))
+    assert len(rows) >= 8
+    return submitted.analysis_id, [r["chunk_id"] for r in rows]
+
+
+def attempts(stack, aid: str, stage: str) -> dict[str, tuple[str, int]]:
+    rows = stack.sql(
+        "select chunk_id, status, attempts from godot_rag.chunk_stages where analysis_id = %s and stage = %s", (aid, stage)
+    )
+    return {r["chunk_id"]: (r["status"], r["attempts"]) for r in rows}
+
+
+async def test_claims_and_settlements_made_together_are_batched_and_answered_one_by_one(stack, analysis):
+    aid, chunks = analysis
+    some = chunks[:8]
+    store = await Store.open(stack.runtime["pg_dsn"])
+    try:
+        claimed = await asyncio.gather(*(store.claim_stage(aid, c, "batch_a", worker="w", trace_id="t") for c in some))
+        assert claimed == [True] * len(some)
+        assert store._claims.batches <= 2 and store._claims.items == len(some)
+        # In progress is not settled: a redelivery claims again, one more attempt.
+        assert await asyncio.gather(*(store.claim_stage(aid, c, "batch_a", worker="w") for c in some)) == [True] * len(some)
+        assert attempts(stack, aid, "batch_a") == {c: ("in_progress", 2) for c in some}
+
+        await asyncio.gather(
+            *(
+                store.finish_stage(
+                    aid,
+                    c,
+                    "batch_a",
+                    "failed" if i == 0 else "done",
+                    error="boom" if i == 0 else "",
+                    worker="w",
+                    next_stage="batch_b",
+                )
+                for i, c in enumerate(some)
+            )
+        )
+        assert attempts(stack, aid, "batch_a") == {c: ("failed" if i == 0 else "done", 2) for i, c in enumerate(some)}
+        assert {c: s for c, (s, _) in attempts(stack, aid, "batch_b").items()} == {c: "waiting" for c in some}
+        errors = stack.sql(
+            "select last_error from godot_rag.chunk_stages where analysis_id = %s and chunk_id = %s and stage = 'batch_a'",
+            (aid, some[0]),
+        )
+        assert errors == [{"last_error": "boom"}]
+        # Settled is final: claims of settled stages answer False, each for itself.
+        mixed = await asyncio.gather(
+            *(store.claim_stage(aid, c, stage, worker="w") for c in some[:3] for stage in ("batch_a", "batch_b"))
+        )
+        assert mixed == [False, True] * 3
+
+        statuses = await asyncio.gather(*(store.stage_statuses(aid, c, ("batch_a", "batch_b")) for c in some[:3]))
+        assert statuses == [
+            {"batch_a": "failed", "batch_b": "in_progress"},
+            {"batch_a": "done", "batch_b": "in_progress"},
+            {"batch_a": "done", "batch_b": "in_progress"},
+        ]
+        assert await store.stage_statuses(aid, some[0], ("no_such_stage",)) == {}
+    finally:
+        await store.close()
+
+
+async def test_the_same_chunk_stage_twice_at_once_is_two_statements_as_if_one_after_the_other(stack, analysis):
+    aid, chunks = analysis
+    store = await Store.open(stack.runtime["pg_dsn"])
+    try:
+        both = await asyncio.gather(
+            store.claim_stage(aid, chunks[0], "batch_c", worker="w1"), store.claim_stage(aid, chunks[0], "batch_c", worker="w2")
+        )
+        assert both == [True, True]
+        assert attempts(stack, aid, "batch_c") == {chunks[0]: ("in_progress", 2)}
+    finally:
+        await store.close()
+
+
+async def test_a_refused_item_fails_alone_and_the_rest_of_its_batch_is_claimed(stack, analysis):
+    aid, chunks = analysis
+    store = await Store.open(stack.runtime["pg_dsn"])
+    try:
+        results = await asyncio.gather(
+            store.claim_stage(aid, chunks[1], "batch_d", worker="w"),
+            store.claim_stage(aid, "no/such/chunk", "batch_d", worker="w"),  # no chunk row: a foreign key refuses it
+            store.claim_stage(aid, chunks[2], "batch_d", worker="w"),
+            return_exceptions=True,
+        )
+        assert results[0] is True and results[2] is True
+        assert isinstance(results[1], psycopg.errors.ForeignKeyViolation)
+        assert set(attempts(stack, aid, "batch_d")) == {chunks[1], chunks[2]}
+    finally:
+        await store.close()
+
+
+async def test_embedding_cache_reads_and_writes_in_one_statement_each(stack):
+    store = await Store.open(stack.runtime["pg_dsn"])
+    model = f"batch-test-model-{time.time_ns()}"
+    try:
+        vec = [0.5] + [0.0] * 383
+        other = [0.0, 1.0] + [0.0] * 382
+        literal = "[" + ",".join(str(x) for x in vec) + "]"
+        await store.put_cached_embeddings(
+            model, [("a" * 64, literal), ("b" * 64, "[" + ",".join(str(x) for x in other) + "]"), ("a" * 64, literal)]
+        )  # a repeated text is stored once
+        got = await asyncio.gather(*(store.get_cached_embedding(model, sha) for sha in ("a" * 64, "c" * 64, "b" * 64, "a" * 64)))
+        assert got == [vec, None, other, vec]
+    finally:
+        await store.close()
+
+
+async def test_completion_probe_answers_each_analysis(stack, analysis):
+    aid, _ = analysis
+    store = await Store.open(stack.runtime["pg_dsn"])
+    try:
+        # Finished analyses are not "ready to finalize" again; neither is one that does not exist.
+        assert await asyncio.gather(
+            store._ready_checks(aid), store._ready_checks("no-such-analysis"), store._ready_checks(aid)
+        ) == [False, False, False]
+        assert await store.ready_to_finalize([aid, "no-such-analysis"]) == [False, False]
+    finally:
+        await store.close()
