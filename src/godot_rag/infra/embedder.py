@@ -48,6 +48,11 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One L2-normalised vector per text, in order."""
 
+    @property
+    def texts_per_call(self) -> int:
+        """How many texts one ``embed`` call should take: past it a call costs as much per text
+        as separate calls, so a caller holding more answers each text sooner by calling again."""
+
     def checksum(self) -> str:
         """sha256 of the model weights when known locally, else ''."""
 
@@ -209,6 +214,12 @@ class MiniLMEmbedder:
     @property
     def loaded(self) -> bool:
         return self._model is not None or self._session is not None
+
+    @property
+    def texts_per_call(self) -> int:
+        # The int8 graph runs every text alone (see _embed_onnx): a batch only makes its
+        # first texts wait for its last.
+        return 1 if self.backend == "onnx-int8" else self.batch_size
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
@@ -373,6 +384,10 @@ class TEIEmbedder:
         if not self._name:
             self._info()
         return self._name
+
+    @property
+    def texts_per_call(self) -> int:
+        return self.batch_size
 
     @property
     def dim(self) -> int:

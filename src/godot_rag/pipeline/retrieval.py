@@ -1,9 +1,11 @@
 """The retrieve stage: a chunk's query, its vector, the knowledge-base search, the stored retrieval.
 
 Query vectors are batched across the messages the retriever holds at once:
-every handler asks ``QueryEmbedder.vector`` for its text, and one model call
-embeds every text asked for while the previous call ran. Identical texts (a
-project's many one-line ``.import`` keys) are embedded once.
+every handler asks ``QueryEmbedder.vector`` for its text, and the texts asked
+for while the previous call ran go to the model together, as many per call as
+the backend gains from (the default int8 graph runs each text alone, so each
+handler gets its vector as soon as it is made). Identical texts (a project's
+many one-line ``.import`` keys) are embedded once.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -26,7 +29,7 @@ from godot_rag.domain.retrieval.query import (
     build_embedding_text,
     build_retriever_query,
 )
-from godot_rag.errors import PoisonError, RetryableError
+from godot_rag.errors import GodotRagError, PoisonError, RetryableError
 from godot_rag.infra.embedder import Embedder, check_model, text_sha256, vector_literal
 from godot_rag.infra.rows import ChunkForRetrieval, KbVersionRow
 from godot_rag.infra.service import ServiceContext
@@ -39,7 +42,11 @@ from godot_rag.v1 import messages_pb2 as pb
 # The largest batch one model call takes: past it, a forward pass costs more
 # per text than it saves (attention over padded inputs), measured on 2 cores.
 MAX_EMBED_BATCH = 64
+# New vectors are written to the embedding cache table this many at a time (one statement).
+SAVE_EVERY = 32
 KB_VERSION_TTL_S = 5.0
+
+log = logging.getLogger(__name__)
 
 
 class QueryEmbedder:
@@ -53,12 +60,16 @@ class QueryEmbedder:
         self.embedder = embedder
         self.store = store
         self.capacity = capacity
-        self.max_batch = max_batch
+        # A backend that runs each text alone answers text by text: the handler waiting for the first
+        # vector goes on to its search while the next texts are embedded (a batch of 30 held every
+        # handler for the whole batch, and the model and the searches took turns instead of overlapping).
+        self.max_batch = max(1, min(max_batch, getattr(embedder, "texts_per_call", max_batch)))
         self._lru: OrderedDict[str, list[float]] = OrderedDict()
         self._inflight: dict[str, asyncio.Future[list[float]]] = {}
         self._queue: list[tuple[str, str, asyncio.Future[list[float]]]] = []
         self._wakeup = asyncio.Event()
         self._worker: asyncio.Task | None = None
+        self._saving: set[asyncio.Task] = set()
         self._name = ""
 
     async def name(self) -> str:
@@ -108,6 +119,7 @@ class QueryEmbedder:
             self._wakeup.clear()
             # Let every handler that is ready to ask for a vector do so before the batch is cut.
             await asyncio.sleep(0)
+            unsaved: list[tuple[str, str]] = []
             while self._queue:
                 batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
                 try:
@@ -117,10 +129,28 @@ class QueryEmbedder:
                         if not fut.done():
                             fut.set_exception(RetryableError(f"embedding failed: {exc}"))
                     continue
-                await self.store.put_cached_embeddings(model, [(sha, vector_literal(v)) for (sha, _, _), v in zip(batch, vectors)])
+                # Answered first: the cache write is for later analyses, not for these handlers.
                 for (_, _, fut), vec in zip(batch, vectors):
                     if not fut.done():
                         fut.set_result(vec)
+                unsaved.extend((sha, vector_literal(v)) for (sha, _, _), v in zip(batch, vectors))
+                if len(unsaved) >= SAVE_EVERY:
+                    self._save_later(model, unsaved)
+                    unsaved = []
+            if unsaved:
+                self._save_later(model, unsaved)
+
+    def _save_later(self, model: str, items: list[tuple[str, str]]) -> None:
+        task = asyncio.create_task(self._save(model, items))
+        self._saving.add(task)
+        task.add_done_callback(self._saving.discard)
+
+    async def _save(self, model: str, items: list[tuple[str, str]]) -> None:
+        try:
+            await self.store.put_cached_embeddings(model, items)
+        except GodotRagError as exc:
+            # Only a cache for later analyses is lost; the vectors were already handed out.
+            log.warning("%d query vectors not cached: %s", len(items), exc)
 
     def _remember(self, sha: str, vec: list[float]) -> None:
         self._lru[sha] = vec

@@ -1,0 +1,103 @@
+"""QueryEmbedder (pipeline/retrieval.py): texts batched as the backend gains, answered as soon as made, cached after."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+
+from godot_rag.errors import StoreError
+from godot_rag.pipeline.retrieval import QueryEmbedder
+
+
+class FakeEmbedder:
+    name = "fake-model"
+    dim = 2
+
+    def __init__(self, texts_per_call: int, seconds_per_text: float = 0.0):
+        self.texts_per_call = texts_per_call
+        self.seconds_per_text = seconds_per_text
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        time.sleep(self.seconds_per_text * len(texts))
+        return [[float(len(t)), 1.0] for t in texts]
+
+    def checksum(self) -> str:
+        return ""
+
+
+class FakeStore:
+    def __init__(self, fail_writes: bool = False):
+        self.saved: list[tuple[str, str]] = []
+        self.fail_writes = fail_writes
+
+    async def get_cached_embedding(self, model: str, sha: str):
+        return None
+
+    async def put_cached_embeddings(self, model: str, items):
+        if self.fail_writes:
+            raise StoreError("database unavailable")
+        self.saved.extend(items)
+
+
+def test_a_backend_that_runs_texts_alone_answers_each_text_as_soon_as_it_is_made():
+    async def run():
+        embedder = FakeEmbedder(texts_per_call=1, seconds_per_text=0.05)
+        qe = QueryEmbedder(embedder, FakeStore())  # type: ignore[arg-type]
+        started = time.monotonic()
+        answered: list[float] = []
+
+        async def ask(text: str):
+            vec = await qe.vector(text)
+            answered.append(time.monotonic() - started)
+            return vec
+
+        vectors = await asyncio.gather(*(ask("x" * n) for n in range(1, 7)))
+        return embedder, vectors, answered
+
+    embedder, vectors, answered = asyncio.run(run())
+    assert vectors == [[float(n), 1.0] for n in range(1, 7)]
+    assert all(len(call) == 1 for call in embedder.calls) and len(embedder.calls) == 6
+    # The first handler did not wait for the other five texts.
+    assert answered[0] < answered[-1] - 0.15
+
+
+def test_a_backend_that_gains_from_batches_gets_the_texts_asked_for_together():
+    async def run():
+        embedder = FakeEmbedder(texts_per_call=64)
+        store = FakeStore()
+        qe = QueryEmbedder(embedder, store)  # type: ignore[arg-type]
+        vectors = await asyncio.gather(*(qe.vector(f"text {n}") for n in range(10)))
+        await asyncio.sleep(0.05)  # the cache write runs after the answers
+        return embedder, store, vectors
+
+    embedder, store, vectors = asyncio.run(run())
+    assert len(vectors) == 10 and [len(c) for c in embedder.calls] == [10]
+    assert len(store.saved) == 10
+
+
+def test_identical_texts_in_flight_are_embedded_once():
+    async def run():
+        embedder = FakeEmbedder(texts_per_call=1, seconds_per_text=0.01)
+        qe = QueryEmbedder(embedder, FakeStore())  # type: ignore[arg-type]
+        vectors = await asyncio.gather(*(qe.vector("same text") for _ in range(5)))
+        return embedder, vectors
+
+    embedder, vectors = asyncio.run(run())
+    assert embedder.calls == [["same text"]] and all(v == vectors[0] for v in vectors)
+
+
+def test_a_cache_write_that_fails_loses_only_the_cache():
+    async def run():
+        embedder = FakeEmbedder(texts_per_call=1)
+        qe = QueryEmbedder(embedder, FakeStore(fail_writes=True))  # type: ignore[arg-type]
+        first = await asyncio.gather(*(qe.vector(f"t{n}") for n in range(3)))
+        await asyncio.sleep(0.05)
+        # The worker is still alive: later texts are embedded and answered.
+        later = await qe.vector("another text")
+        return first, later
+
+    first, later = asyncio.run(run())
+    assert first == [[2.0, 1.0]] * 3 and later == [12.0, 1.0]
