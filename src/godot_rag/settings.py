@@ -118,6 +118,13 @@ class Settings:
     retriever_max_ack_pending: int = 0
     judge_max_ack_pending: int = 0  # with judge=llm the default is llm_max_concurrency
     aggregator_max_ack_pending: int = 0
+    # Processes of one chunk stage on the embedded stack; 0 = stage_workers. The retriever holds the
+    # pipeline back on a small machine (docs/benchmarks.md): a second one uses the cores the others leave.
+    parser_workers: int = 0
+    chunker_workers: int = 0
+    retriever_workers: int = 0
+    judge_workers: int = 0
+    aggregator_workers: int = 0
 
     @property
     def loopback_only(self) -> bool:
@@ -157,6 +164,11 @@ class Settings:
         if durable == "judge" and self.judge == "llm":
             return self.llm_max_concurrency
         return default
+
+    def workers_for(self, stage: str) -> int:
+        """Processes the embedded stack starts for one chunk stage: its own setting, else ``stage_workers``."""
+        configured = getattr(self, f"{stage}_workers", 0)
+        return configured if configured > 0 else self.stage_workers
 
     def to_env(self) -> dict[str, str]:
         """The environment that reproduces these settings in a child process."""
@@ -218,6 +230,8 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
     for stage in ("parser", "chunker", "retriever", "judge", "aggregator"):
         if getattr(settings, f"{stage}_max_ack_pending") < 0:
             raise SettingsError(f"{ENV_PREFIX}{stage.upper()}_MAX_ACK_PENDING must be 0 (the stage default) or more")
+        if getattr(settings, f"{stage}_workers") < 0:
+            raise SettingsError(f"{ENV_PREFIX}{stage.upper()}_WORKERS must be 0 (GODOT_RAG_STAGE_WORKERS) or more")
     if settings.stream_retention_days <= 0:
         raise SettingsError(f"{ENV_PREFIX}STREAM_RETENTION_DAYS must be more than 0, not {settings.stream_retention_days}")
     if settings.stage_workers < 1:

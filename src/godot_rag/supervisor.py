@@ -41,7 +41,7 @@ from godot_rag.settings import Settings
 log = logging.getLogger(__name__)
 
 SERVICES = ("parser", "chunker", "retriever", "judge", "aggregator", "gateway")
-# Stages that run Settings.stage_workers processes each; the gateway stays one
+# Stages that run Settings.workers_for(stage) processes each; the gateway stays one
 # (it serves the web screen and the CLI on fixed addresses).
 CHUNK_STAGES = ("parser", "chunker", "retriever", "judge", "aggregator")
 
@@ -185,7 +185,7 @@ class Supervisor:
         logs = s.run_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         for name in SERVICES:
-            workers = s.stage_workers if name in CHUNK_STAGES else 1
+            workers = s.workers_for(name) if name in CHUNK_STAGES else 1
             for worker in range(1, workers + 1):
                 # Extra workers of a stage: same durable consumer (JetStream shares
                 # the messages), own gRPC port; runtime.json names the first one.

@@ -29,3 +29,12 @@ def test_stage_workers_and_embedder_backend(tmp_path: Path):
         load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_STAGE_WORKERS": "0"})
     with pytest.raises(SettingsError, match="GODOT_RAG_EMBEDDER_BACKEND"):
         load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_EMBEDDER_BACKEND": "openvino"})
+
+
+def test_each_chunk_stage_can_have_its_own_number_of_processes(tmp_path: Path):
+    s = load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_STAGE_WORKERS": "2", "GODOT_RAG_RETRIEVER_WORKERS": "3"})
+    assert s.workers_for("retriever") == 3
+    assert [s.workers_for(stage) for stage in ("parser", "chunker", "judge", "aggregator")] == [2, 2, 2, 2]
+    assert load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path)}).workers_for("retriever") == 1
+    with pytest.raises(SettingsError, match="GODOT_RAG_JUDGE_WORKERS"):
+        load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_JUDGE_WORKERS": "-1"})
