@@ -70,9 +70,9 @@ async def bench(dsn: str, queries: list, vectors: list[list[float]], rounds: int
                 t = time.perf_counter()
                 await kb_store.search(conn, q, tables=TABLE_PRIORITY[q.intent], limit_per_table=5, config=lexical)
                 out["search (lexical)"].append((time.perf_counter() - t) * 1000)
-        for q, v in zip(queries, vectors):
-            sha = text_sha256(build_embedding_text(q))
-            await kb_store.put_cached_embedding(conn, MiniLMEmbedder.name, sha, vector_literal(v))
+        await kb_store.put_cached_embeddings(
+            conn, MiniLMEmbedder.name, [(text_sha256(build_embedding_text(q)), vector_literal(v)) for q, v in zip(queries, vectors)]
+        )
         await conn.commit()
         for q in queries:
             t = time.perf_counter()

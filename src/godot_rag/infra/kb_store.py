@@ -213,6 +213,18 @@ async def get_cached_embedding(conn, model: str, sha: str) -> str | None:
     return row["v"] if isinstance(row, dict) else row[0]
 
 
+async def put_cached_embeddings(conn, model: str, items: Sequence[tuple[str, str]]) -> None:
+    """(sha256 of the text, vector literal) pairs in one statement; a text already cached is kept."""
+    if not items:
+        return
+    await conn.execute(
+        f"""insert into {SCHEMA}.embedding_cache (model, text_sha256, embedding)
+        select %(m)s, i.s, i.v::vector from unnest(%(s)s::text[], %(v)s::text[]) as i(s, v)
+        on conflict do nothing""",
+        {"m": model, "s": [sha for sha, _ in items], "v": [vector for _, vector in items]},
+    )
+
+
 # ---------------------------------------------------------------- search (async: query time)
 
 # Weight of a key by its tsvector weight: the record's own symbol (A) over its owner class (B).

@@ -646,14 +646,8 @@ class Store:
 
     async def put_cached_embeddings(self, model: str, items: Sequence[tuple[str, str]]) -> None:
         """(sha256 of the text, vector literal) pairs, in one statement."""
-        if not items:
-            return
-        await self._execute_returning(
-            f"""insert into {SCHEMA}.embedding_cache (model, text_sha256, embedding)
-            select %(m)s, i.s, i.v::vector from unnest(%(s)s::text[], %(v)s::text[]) as i(s, v)
-            on conflict do nothing""",
-            {"m": model, "s": [sha for sha, _ in items], "v": [vector for _, vector in items]},
-        )
+        async with self.pool.connection() as conn:
+            await kb_store.put_cached_embeddings(conn, model, items)
 
     async def kb_version(self) -> KbVersionRow | None:
         return KbVersionRow.from_optional(
