@@ -156,3 +156,14 @@ def test_an_outage_fails_every_caller_at_once_without_item_by_item_retries():
     results = asyncio.run(run())
     assert all(isinstance(r, StoreError) for r in results)
     assert calls == [4]
+
+
+def test_fast_json_writes_what_json_wrote():
+    import json
+
+    from godot_rag.infra.store import _json_dumps
+
+    doc = {"a": [1, 2.5, "x", None, True], "big": 2**70 + 1, "nested": {"k": "é"}, 3: "int key"}
+    # orjson refuses an integer past 64 bits: json writes that document, exactly.
+    assert json.loads(_json_dumps(doc)) == {"a": [1, 2.5, "x", None, True], "big": 2**70 + 1, "nested": {"k": "é"}, "3": "int key"}
+    assert json.loads(_json_dumps({"hits": [{"score": 0.5}], 1: 2})) == {"hits": [{"score": 0.5}], "1": 2}

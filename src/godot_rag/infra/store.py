@@ -17,7 +17,7 @@ from typing import Any, cast
 import orjson
 import psycopg
 from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb, set_json_dumps, set_json_loads
+from psycopg.types.json import Jsonb, set_json_dumps
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from godot_rag.domain.judging.rules import declared_names_of
@@ -170,9 +170,11 @@ def _json_dumps(value: Any) -> bytes | str:
 
 
 def use_fast_json() -> None:
-    """psycopg's JSON adapters (every connection of this process) encode and decode with orjson."""
+    """psycopg's JSON parameters (every connection of this process) are encoded with orjson.
+
+    Reading stays with json: orjson reads an integer past 64 bits as a float, silently.
+    """
     set_json_dumps(_json_dumps)
-    set_json_loads(orjson.loads)
 
 
 class Store:
