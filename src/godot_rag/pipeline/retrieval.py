@@ -29,7 +29,7 @@ from godot_rag.domain.retrieval.query import (
     build_embedding_text,
     build_retriever_query,
 )
-from godot_rag.errors import GodotRagError, PoisonError, RetryableError
+from godot_rag.errors import PoisonError, RetryableError
 from godot_rag.infra.embedder import Embedder, check_model, text_sha256, vector_literal
 from godot_rag.infra.rows import ChunkForRetrieval, KbVersionRow
 from godot_rag.infra.service import ServiceContext
@@ -148,9 +148,9 @@ class QueryEmbedder:
     async def _save(self, model: str, items: list[tuple[str, str]]) -> None:
         try:
             await self.store.put_cached_embeddings(model, items)
-        except GodotRagError as exc:
+        except Exception as exc:  # noqa: BLE001 -- a background write with nobody to answer: logged, never raised
             # Only a cache for later analyses is lost; the vectors were already handed out.
-            log.warning("%d query vectors not cached: %s", len(items), exc)
+            log.warning("%d query vectors not cached: %s: %s", len(items), type(exc).__name__, exc)
 
     def _remember(self, sha: str, vec: list[float]) -> None:
         self._lru[sha] = vec
