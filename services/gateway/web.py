@@ -6,9 +6,6 @@ with autoescaping templates, and work without JavaScript where they can."""
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
-import json
 import logging
 from importlib import resources
 from typing import Any
@@ -32,9 +29,11 @@ from godot_rag.pipeline.versions import diff_results, list_versions
 from godot_rag.pipeline.web_requests import (
     SAFE_METHODS,
     allowed_host_names,
+    archive_of,
     check_request,
     diff_form,
     form_body,
+    json_object_of,
     live_events,
     min_score_of,
     replay_json,
@@ -42,6 +41,7 @@ from godot_rag.pipeline.web_requests import (
     since_of,
     sse_message,
     submit_input_of,
+    submitted_json,
     to_json_text,
 )
 from godot_rag.pipeline.why_not import why_not_retrieved
@@ -347,21 +347,10 @@ def build_app(ctx: ServiceContext) -> web.Application:
     @routes.get("/api/analyses/{analysis_id}/chunks/{chunk_id:.+}")
     async def chunk(request: web.Request) -> web.Response:
         aid, chunk_id = request.match_info["analysis_id"], request.match_info["chunk_id"]
-        row = await ctx.store.get_chunk(aid, chunk_id)
-        if row is None:
+        detail = await web_data.chunk_detail(ctx.store, aid, chunk_id)
+        if detail is None:
             return _json({"error": f"no chunk {chunk_id} in analysis {aid}"}, 404)
-        retrieval = await ctx.store.get_retrieval(aid, chunk_id)
-        judgment = await ctx.store.get_judgment(aid, chunk_id)
-        stages = await ctx.store.chunk_stages(aid, chunk_id)
-        return _json(
-            {
-                "chunk": row.chunk,
-                "source_file": row.source_file,
-                "retrieval": retrieval.to_json() if retrieval is not None else None,
-                "judgment": judgment.to_json() if judgment is not None else None,
-                "stages": [s.to_json() for s in stages],
-            }
-        )
+        return _json(detail)
 
     @routes.get("/api/diff")
     async def diff_api(request: web.Request) -> web.Response:
@@ -377,13 +366,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
     async def replay_api(request: web.Request) -> web.Response:
         """Replay chunks of an analysis: the same pipeline function as the gRPC Replay and `godot-rag replay`."""
         try:
-            body = await request.json()
-        except json.JSONDecodeError:
-            return _json({"error": "the body is not JSON"}, 400)
-        if not isinstance(body, dict):
-            return _json({"error": "the body must be a JSON object"}, 400)
-        try:
-            opts = replay_options_of(request.match_info["analysis_id"], body)
+            opts = replay_options_of(request.match_info["analysis_id"], json_object_of(await request.read()))
             started = await start_replay(ctx.store, ctx.bus, ctx.settings, opts)
         except GodotRagError as exc:
             return _json({"error": str(exc)}, http_status_for(exc))
@@ -399,28 +382,11 @@ def build_app(ctx: ServiceContext) -> web.Application:
     @routes.post("/api/analyses")
     async def submit(request: web.Request) -> web.Response:
         try:
-            body = await request.json()
-        except json.JSONDecodeError:
-            return _json({"error": "the body is not JSON"}, 400)
-        if not isinstance(body, dict):
-            return _json({"error": "the body must be a JSON object"}, 400)
-        archive = b""
-        if body.get("archive_b64"):
-            try:
-                archive = base64.b64decode(body["archive_b64"], validate=True)
-            except (binascii.Error, ValueError, TypeError):
-                return _json({"error": "archive_b64 is not base64"}, 400)
-        try:
-            submitted = await _submit(request, body, archive, str(body.get("archive_name") or ""))
+            body = json_object_of(await request.read())
+            submitted = await _submit(request, body, archive_of(body), str(body.get("archive_name") or ""))
         except (InvalidInputError, AccessDeniedError, OverloadedError) as exc:
             return _json({"error": str(exc)}, http_status_for(exc))
-        return _json(
-            {
-                "analysis_id": submitted[0].analysis_id,
-                "project_id": submitted[0].project_id,
-                "projects": [{"analysis_id": s.analysis_id, "project_id": s.project_id} for s in submitted],
-            }
-        )
+        return _json(submitted_json(submitted))
 
     routes.static("/static", str(pkg.joinpath("static")), append_version=False)
     app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[guard])

@@ -64,3 +64,39 @@ def test_live_events_send_changes_then_progress_and_nothing_when_idle():
     assert events[2][1] == {"counts": {"done": 1}, "status": "running", "chunks_done": 1}
     assert live_events(_batch(), str, str) == []
     assert [n for n, _ in live_events(_batch(running=False, status="done"), str, str)] == ["progress"]
+
+
+def test_a_json_api_body_must_be_a_json_object():
+    from godot_rag.errors import InvalidInputError
+    from godot_rag.pipeline.web_requests import json_object_of
+
+    assert json_object_of(b'{"path": "x"}') == {"path": "x"}
+    for body, said in ((b"not json", "not JSON"), (b"\xff\xfe", "not JSON"), (b"[1, 2]", "JSON object")):
+        with pytest.raises(InvalidInputError, match=said):
+            json_object_of(body)
+
+
+def test_a_json_submission_carries_its_archive_in_base64():
+    import base64
+
+    from godot_rag.errors import InvalidInputError
+    from godot_rag.pipeline.web_requests import archive_of
+
+    assert archive_of({}) == b"" and archive_of({"archive_b64": ""}) == b""
+    assert archive_of({"archive_b64": base64.b64encode(b"PK\x03\x04").decode()}) == b"PK\x03\x04"
+    for bad in ("***", 12):
+        with pytest.raises(InvalidInputError, match="archive_b64 is not base64"):
+            archive_of({"archive_b64": bad})
+
+
+def test_a_submission_answers_its_first_analysis_and_every_project():
+    from types import SimpleNamespace
+
+    from godot_rag.pipeline.web_requests import submitted_json
+
+    two = [SimpleNamespace(analysis_id="a1", project_id="p1"), SimpleNamespace(analysis_id="a2", project_id="p2")]
+    assert submitted_json(two) == {
+        "analysis_id": "a1",
+        "project_id": "p1",
+        "projects": [{"analysis_id": "a1", "project_id": "p1"}, {"analysis_id": "a2", "project_id": "p2"}],
+    }

@@ -692,7 +692,6 @@ class Store:
         chunk instead of six, and the hits (about 20 KB of JSON) encoded once for
         both tables.
         """
-        hits_json = Jsonb(hits)
         await self._execute_returning(
             f"""with version_row as (
                 insert into {SCHEMA}.result_versions (analysis_id, version_id, stage, config, replay_id)
@@ -719,7 +718,7 @@ class Store:
                 "key": retrieval_key,
                 "kb": kb_version,
                 "query": Jsonb(query),
-                "hits": hits_json,
+                "hits": Jsonb(hits),
                 "config": Jsonb(config or {}),
                 "replay": replay_id,
                 "current": make_current,

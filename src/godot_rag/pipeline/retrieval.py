@@ -63,7 +63,7 @@ class QueryEmbedder:
         # A backend that runs each text alone answers text by text: the handler waiting for the first
         # vector goes on to its search while the next texts are embedded (a batch of 30 held every
         # handler for the whole batch, and the model and the searches took turns instead of overlapping).
-        self.max_batch = max(1, min(max_batch, getattr(embedder, "texts_per_call", max_batch)))
+        self.max_batch = max(1, min(max_batch, embedder.texts_per_call))
         self._lru: OrderedDict[str, list[float]] = OrderedDict()
         self._inflight: dict[str, asyncio.Future[list[float]]] = {}
         self._queue: list[tuple[str, str, asyncio.Future[list[float]]]] = []

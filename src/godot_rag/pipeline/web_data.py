@@ -64,6 +64,23 @@ async def verdict_part(store: Store, analysis_id: str) -> dict:
     }
 
 
+async def chunk_detail(store: Store, analysis_id: str, chunk_id: str) -> dict | None:
+    """One chunk with its retrieval, judgment and stage rows (the JSON API's chunk); None when there is no such chunk."""
+    row = await store.get_chunk(analysis_id, chunk_id)
+    if row is None:
+        return None
+    retrieval = await store.get_retrieval(analysis_id, chunk_id)
+    judgment = await store.get_judgment(analysis_id, chunk_id)
+    stages = await store.chunk_stages(analysis_id, chunk_id)
+    return {
+        "chunk": row.chunk,
+        "source_file": row.source_file,
+        "retrieval": retrieval.to_json() if retrieval is not None else None,
+        "judgment": judgment.to_json() if judgment is not None else None,
+        "stages": [s.to_json() for s in stages],
+    }
+
+
 class LiveFeed:
     """The live list of one analysis for one client: after one full read, each
     poll reads only the chunks and files changed since the cursor (looking back

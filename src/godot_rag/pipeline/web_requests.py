@@ -8,8 +8,10 @@ written (JSON text, server-sent events of the live feed).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from ipaddress import ip_address
 from typing import Any
@@ -114,6 +116,36 @@ def form_body(form: Mapping[str, str], *, has_archive: bool) -> dict[str, str]:
     if not (body["path"] or body["git_url"] or has_archive) and text.strip():
         body["expanded_text" if text.lstrip().startswith("# ") else "snippet"] = text
     return body
+
+
+def json_object_of(body: bytes) -> dict[str, Any]:
+    """A request body that must be a JSON object; InvalidInputError says what it is instead."""
+    try:
+        value = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise InvalidInputError("the body is not JSON") from None
+    if not isinstance(value, dict):
+        raise InvalidInputError("the body must be a JSON object")
+    return value
+
+
+def archive_of(body: Mapping[str, Any]) -> bytes:
+    """The archive a JSON submission carries in ``archive_b64`` (empty when none)."""
+    if not body.get("archive_b64"):
+        return b""
+    try:
+        return base64.b64decode(body["archive_b64"], validate=True)
+    except (binascii.Error, ValueError, TypeError):
+        raise InvalidInputError("archive_b64 is not base64") from None
+
+
+def submitted_json(submitted: Sequence[Any]) -> dict[str, Any]:
+    """The JSON API's answer to a submission: the first analysis, and every project's when the input held several."""
+    return {
+        "analysis_id": submitted[0].analysis_id,
+        "project_id": submitted[0].project_id,
+        "projects": [{"analysis_id": s.analysis_id, "project_id": s.project_id} for s in submitted],
+    }
 
 
 def submit_input_of(body: Mapping[str, Any], archive: bytes, archive_name: str, client: str) -> SubmitInput:
