@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-import asyncio
-
-from godot_rag.infra.service import run_service
+from godot_rag.infra.service import run_main, run_service
 from godot_rag.settings import load_settings
 from godot_rag.v1 import services_pb2, services_pb2_grpc
 from services.chunker import consumer
@@ -16,4 +14,4 @@ def main() -> None:
         services_pb2_grpc.add_ChunkerServicer_to_server(ChunkerServicer(), server)
         return [services_pb2.DESCRIPTOR.services_by_name["Chunker"].full_name]
 
-    asyncio.run(run_service("chunker", settings, settings.chunker_port, register, consumer.start))
+    run_main(run_service("chunker", settings, settings.chunker_port, register, consumer.start), settings)

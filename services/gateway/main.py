@@ -3,7 +3,7 @@ from __future__ import annotations
 import asyncio
 
 from godot_rag.infra.metrics import poll_analyses
-from godot_rag.infra.service import run_service
+from godot_rag.infra.service import run_main, run_service
 from godot_rag.settings import load_settings
 from godot_rag.v1 import services_pb2, services_pb2_grpc
 from services.gateway import web
@@ -21,4 +21,4 @@ def main() -> None:
         ctx.background.append(asyncio.create_task(poll_analyses(ctx.store, settings.metrics_poll_s, ctx.stop)))
         return [asyncio.create_task(web.serve(ctx, settings.host, settings.web_port))]
 
-    asyncio.run(run_service("gateway", settings, settings.gateway_port, register, start_web))
+    run_main(run_service("gateway", settings, settings.gateway_port, register, start_web), settings)

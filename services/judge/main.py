@@ -5,7 +5,7 @@ import asyncio
 from godot_rag.domain.judging.backends import JudgeBackend
 from godot_rag.domain.judging.rules import RenameIndex, shipped_vocabulary
 from godot_rag.errors import InvalidInputError
-from godot_rag.infra.service import run_service
+from godot_rag.infra.service import run_main, run_service
 from godot_rag.pipeline.judging import JudgeStage, build_backend
 from godot_rag.settings import Settings, load_settings
 from godot_rag.v1 import services_pb2, services_pb2_grpc
@@ -39,4 +39,4 @@ def main() -> None:
         holder["servicer"].backend = backend
         return await consumer.start(ctx, JudgeStage(ctx, backend, index))
 
-    asyncio.run(run_service("judge", settings, settings.judge_port, register, start))
+    run_main(run_service("judge", settings, settings.judge_port, register, start), settings)

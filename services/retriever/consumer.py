@@ -5,7 +5,7 @@ import asyncio
 from godot_rag.infra.bus import Delivery
 from godot_rag.infra.service import ServiceContext
 from godot_rag.pipeline.retrieval import RetrieveStage
-from godot_rag.pipeline.stage_runner import consume, run_chunk_stage
+from godot_rag.pipeline.stage_runner import consume, run_chunk_stage, run_chunk_stage_batch
 from godot_rag.stages import RETRIEVER, Stage
 
 
@@ -13,4 +13,7 @@ async def start(ctx: ServiceContext, stage: RetrieveStage) -> list[asyncio.Task]
     async def handle(delivery: Delivery) -> None:
         await run_chunk_stage(ctx, Stage.RETRIEVE, delivery, stage)
 
-    return [consume(ctx, RETRIEVER, handle)]
+    async def handle_batch(deliveries: list[Delivery]) -> list[BaseException | None]:
+        return await run_chunk_stage_batch(ctx, Stage.RETRIEVE, deliveries, stage, stage.run_batch)
+
+    return [consume(ctx, RETRIEVER, handle, handle_batch)]

@@ -1,9 +1,7 @@
 from __future__ import annotations
 
-import asyncio
-
 from godot_rag.infra.embedder import embedder_from_settings
-from godot_rag.infra.service import run_service
+from godot_rag.infra.service import run_main, run_service
 from godot_rag.pipeline.retrieval import QueryEmbedder, RetrieveStage
 from godot_rag.settings import load_settings
 from godot_rag.v1 import services_pb2, services_pb2_grpc
@@ -26,4 +24,4 @@ def main() -> None:
     async def start_consumers(ctx):
         return await consumer.start(ctx, holder["stage"])
 
-    asyncio.run(run_service("retriever", settings, settings.retriever_port, register, start_consumers))
+    run_main(run_service("retriever", settings, settings.retriever_port, register, start_consumers), settings)

@@ -101,6 +101,9 @@ class Settings:
     # PostgreSQL connections each service process keeps: the consumers' handlers
     # share them, so a pool smaller than the in-flight messages makes them queue.
     pg_pool_size: int = 8
+    # Event loop of every service process: uvloop (libuv; less per-message work in the loop,
+    # docs/benchmarks.md) or asyncio (the standard library's).
+    event_loop: str = "uvloop"
     # Set by `godot-rag up` for its services: they get SIGTERM when this process dies (0 = not supervised).
     parent_pid: int = 0
     log_level: str = "INFO"
@@ -125,6 +128,9 @@ class Settings:
     retriever_workers: int = 0
     judge_workers: int = 0
     aggregator_workers: int = 0
+    # Messages the retrieve, judge and aggregate stages handle together (claims, reads, model
+    # calls, writes and settlements once per batch, each message with its own outcome); 1 = one at a time.
+    stage_batch_size: int = 32
 
     @property
     def loopback_only(self) -> bool:
@@ -225,6 +231,8 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         raise SettingsError(f"{ENV_PREFIX}LLM_FLAVOR must be 'vllm', 'llamacpp' or 'openai', not {settings.llm_flavor!r}")
     if settings.embedder not in ("minilm", "tei", "none"):
         raise SettingsError(f"{ENV_PREFIX}EMBEDDER must be 'minilm', 'tei' or 'none', not {settings.embedder!r}")
+    if settings.event_loop not in ("uvloop", "asyncio"):
+        raise SettingsError(f"{ENV_PREFIX}EVENT_LOOP must be 'uvloop' or 'asyncio', not {settings.event_loop!r}")
     if settings.log_format not in ("text", "json"):
         raise SettingsError(f"{ENV_PREFIX}LOG_FORMAT must be 'text' or 'json', not {settings.log_format!r}")
     for stage in ("parser", "chunker", "retriever", "judge", "aggregator"):
@@ -234,6 +242,8 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
             raise SettingsError(f"{ENV_PREFIX}{stage.upper()}_WORKERS must be 0 (GODOT_RAG_STAGE_WORKERS) or more")
     if settings.stream_retention_days <= 0:
         raise SettingsError(f"{ENV_PREFIX}STREAM_RETENTION_DAYS must be more than 0, not {settings.stream_retention_days}")
+    if settings.stage_batch_size < 1:
+        raise SettingsError(f"{ENV_PREFIX}STAGE_BATCH_SIZE must be at least 1, not {settings.stage_batch_size}")
     if settings.stage_workers < 1:
         raise SettingsError(f"{ENV_PREFIX}STAGE_WORKERS must be at least 1, not {settings.stage_workers}")
     if settings.embedder_backend not in ("torch", "onnx", "onnx-int8"):

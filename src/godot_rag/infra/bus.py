@@ -59,6 +59,8 @@ class Delivery:
     num_delivered: int
     max_deliver: int
     _msg: object = field(repr=False, default=None)
+    # The consumer span of this message when it is handled in a batch (each message keeps its own trace).
+    span: trace.Span | None = field(repr=False, default=None)
 
     @property
     def last_attempt(self) -> bool:
@@ -70,6 +72,8 @@ class Delivery:
 
 
 Handler = Callable[[Delivery], Awaitable[None]]
+# A batch of deliveries handled together: one outcome per delivery, in order (None = handled, or the error to map).
+BatchHandler = Callable[[list[Delivery]], Awaitable[list[BaseException | None]]]
 DeadLetterSink = Callable[[Delivery, str], Awaitable[None]]
 
 
@@ -190,10 +194,25 @@ class Bus:
         return StoredMessage(raw.subject or "", raw.data or b"", dict(raw.headers or {}))
 
     async def run_stage(
-        self, spec: ConsumerSpec, handler: Handler, dead_letter: DeadLetterSink, stop: asyncio.Event, max_ack_pending: int = 0
+        self,
+        spec: ConsumerSpec,
+        handler: Handler,
+        dead_letter: DeadLetterSink,
+        stop: asyncio.Event,
+        max_ack_pending: int = 0,
+        batch_handler: BatchHandler | None = None,
+        batch_size: int = 1,
     ) -> None:
-        """Consume ``spec``'s subjects until ``stop``: at most ``max_ack_pending`` handlers run at once."""
+        """Consume ``spec``'s subjects until ``stop``: at most ``max_ack_pending`` messages are handled at once.
+
+        With ``batch_handler`` and ``batch_size`` > 1, the messages of a fetch are
+        handed over in batches of up to ``batch_size``, so a stage does its
+        statements and model calls once per batch; each message still has its
+        own span, outcome, ack, nak or dead letter. ``handler`` takes a message
+        alone.
+        """
         in_flight = max_ack_pending or spec.max_ack_pending
+        batched = batch_handler is not None and batch_size > 1
         config = api.ConsumerConfig(
             durable_name=spec.durable,
             ack_policy=api.AckPolicy.EXPLICIT,
@@ -210,7 +229,7 @@ class Bus:
         sub = await self.js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
         tracer = trace.get_tracer("godot_rag.bus")
         ack_wait = self.ack_wait_override_s or spec.ack_wait_s
-        slots = asyncio.Semaphore(in_flight)
+        slots = _CountedSlots(in_flight)
         pending: set[asyncio.Task] = set()
 
         max_handling = self.max_handling_override_s or spec.max_handling_s
@@ -250,49 +269,139 @@ class Bus:
                 return
             await _quietly("term", msg.term())
 
-        async def process(msg) -> None:
-            md = msg.metadata
-            delivery = Delivery(msg.subject, msg.data, dict(msg.headers or {}), md.num_delivered, spec.max_deliver, msg)
-            ctx = extract_context(delivery.headers)
+        def delivery_of(msg) -> Delivery:
+            delivery = Delivery(msg.subject, msg.data, dict(msg.headers or {}), msg.metadata.num_delivered, spec.max_deliver, msg)
             if delivery.num_delivered > 1:
                 metrics.count_redelivery(spec.durable)
+            return delivery
+
+        def span_attributes(delivery: Delivery) -> tuple[dict, str]:
+            parsed = parse_subject(delivery.subject)
+            attributes: dict = {
+                "messaging.system": "nats",
+                "messaging.destination.name": delivery.subject,
+                "messaging.operation.type": "process",
+                "messaging.consumer.group.name": spec.durable,
+                "messaging.message.delivery_count": delivery.num_delivered,
+            }
+            if parsed is not None:
+                attributes["godot_rag.analysis_id"] = parsed.analysis_id
+            return attributes, parsed.step if parsed is not None else "message"
+
+        async def settle_failure(delivery: Delivery, msg, exc: BaseException) -> None:
+            """The one mapping of a handler's error to what JetStream is told about its message."""
+            if isinstance(exc, PoisonError):
+                await give_up(delivery, msg, f"poison: {exc}")
+            elif isinstance(exc, RetryableError):
+                if delivery.last_attempt:
+                    await give_up(delivery, msg, f"gave up after {delivery.num_delivered} deliveries: {exc}")
+                else:
+                    await _quietly("nak", msg.nak(delay=exc.delay_s * delivery.num_delivered))
+            else:
+                log.error(
+                    "stage %s failed on %s (delivery %d)",
+                    spec.durable,
+                    msg.subject,
+                    delivery.num_delivered,
+                    exc_info=(type(exc), exc, exc.__traceback__),
+                )
+                if delivery.last_attempt:
+                    await give_up(delivery, msg, f"gave up after {delivery.num_delivered} deliveries: {type(exc).__name__}: {exc}")
+                else:
+                    await _quietly("nak", msg.nak(delay=min(30.0, 2.0**delivery.num_delivered)))
+
+        async def process(msg) -> None:
+            delivery = delivery_of(msg)
+            ctx = extract_context(delivery.headers)
             started = time.perf_counter()
             ok = False
             try:
-                parsed = parse_subject(msg.subject)
-                attributes = {
-                    "messaging.system": "nats",
-                    "messaging.destination.name": msg.subject,
-                    "messaging.operation.type": "process",
-                    "messaging.consumer.group.name": spec.durable,
-                    "messaging.message.delivery_count": delivery.num_delivered,
-                }
-                if parsed is not None:
-                    attributes["godot_rag.analysis_id"] = parsed.analysis_id
+                attributes, step = span_attributes(delivery)
                 # While the handler runs, progress acks keep JetStream from
                 # redelivering work that is slow but alive (a model load, a long
                 # generation); only a dead worker's messages come back. The
                 # handler's cap bounds how long they go on.
                 async with keep_alive(msg.in_progress, every_s=max(0.5, ack_wait / 3)):
-                    await run_handler(delivery, ctx, attributes, parsed.step if parsed is not None else "message")
+                    await run_handler(delivery, ctx, attributes, step)
                 await _quietly("ack", msg.ack())
                 ok = True
-            except PoisonError as exc:
-                await give_up(delivery, msg, f"poison: {exc}")
-            except RetryableError as exc:
-                if delivery.last_attempt:
-                    await give_up(delivery, msg, f"gave up after {delivery.num_delivered} deliveries: {exc}")
-                else:
-                    await _quietly("nak", msg.nak(delay=exc.delay_s * delivery.num_delivered))
-            except Exception as exc:
-                log.exception("stage %s failed on %s (delivery %d)", spec.durable, msg.subject, delivery.num_delivered)
-                if delivery.last_attempt:
-                    await give_up(delivery, msg, f"gave up after {delivery.num_delivered} deliveries: {type(exc).__name__}: {exc}")
-                else:
-                    await _quietly("nak", msg.nak(delay=min(30.0, 2.0**delivery.num_delivered)))
+            except Exception as exc:  # noqa: BLE001 -- mapped to ack/nak/term in one place
+                await settle_failure(delivery, msg, exc)
             finally:
                 metrics.observe_handled(spec.durable, time.perf_counter() - started, ok)
                 slots.release()
+
+        async def run_batch(deliveries: list[Delivery]) -> list[BaseException | None]:
+            """The batch handler under the overall cap; an outage is waited out in place, every message held."""
+            assert batch_handler is not None
+            outage_since = time.monotonic()
+            pause = 1.0
+            while True:
+                cap = asyncio.timeout(max_handling)
+                try:
+                    async with cap:
+                        outcomes = await batch_handler(deliveries)
+                except TimeoutError as exc:
+                    if cap.expired():
+                        raise HandlingTimeout(f"{spec.durable} handler ran past its {max_handling:g}s cap") from exc
+                    raise
+                except OutageError as exc:
+                    outage = exc
+                else:
+                    # One message that met an outage holds the batch: every message is run again once
+                    # the dependency is back (each stage's work is idempotent).
+                    found = next((o for o in outcomes if isinstance(o, OutageError)), None)
+                    if found is None:
+                        return outcomes
+                    outage = found
+                if stop.is_set() or time.monotonic() - outage_since + pause > self.outage_patience_s:
+                    raise outage
+                log.warning(
+                    "%s waits for a dependency (%d messages held): %s (retry in %.0fs)",
+                    spec.durable,
+                    len(deliveries),
+                    outage,
+                    pause,
+                )
+                await asyncio.sleep(pause)
+                pause = min(30.0, pause * 2)
+
+        async def process_batch(msgs: list) -> None:
+            deliveries = [delivery_of(m) for m in msgs]
+            for delivery in deliveries:
+                attributes, step = span_attributes(delivery)
+                delivery.span = tracer.start_span(
+                    f"{spec.durable} {step}",
+                    context=extract_context(delivery.headers),
+                    kind=trace.SpanKind.CONSUMER,
+                    attributes=attributes,
+                )
+            started = time.perf_counter()
+            outcomes: list[BaseException | None]
+            try:
+
+                async def beat() -> None:
+                    await asyncio.gather(*(m.in_progress() for m in msgs))
+
+                async with keep_alive(beat, every_s=max(0.5, ack_wait / 3)):
+                    outcomes = await run_batch(deliveries)
+            except Exception as exc:  # noqa: BLE001 -- the batch as a whole failed: every message gets the error
+                outcomes = [exc] * len(deliveries)
+            elapsed = time.perf_counter() - started
+            for msg, delivery, outcome in zip(msgs, deliveries, outcomes):
+                try:
+                    if outcome is None:
+                        await _quietly("ack", msg.ack())
+                    else:
+                        assert delivery.span is not None
+                        delivery.span.record_exception(outcome)
+                        delivery.span.set_status(trace.StatusCode.ERROR, f"{type(outcome).__name__}: {outcome}")
+                        await settle_failure(delivery, msg, outcome)
+                finally:
+                    if delivery.span is not None:
+                        delivery.span.end()
+                    metrics.observe_handled(spec.durable, elapsed, outcome is None)
+                    slots.release()
 
         # Isolation after a crash: a worker that died took every message it held
         # with it, and each of them comes back one delivery closer to MaxDeliver.
@@ -306,7 +415,7 @@ class Bus:
             if careful and pending:
                 await asyncio.wait(set(pending))
             try:
-                msgs = await sub.fetch(1 if careful else max(1, min(in_flight, in_flight - len(pending))), timeout=1.0)
+                msgs = await sub.fetch(1 if careful else max(1, in_flight - slots.held), timeout=1.0)
             except (TimeoutError, nats.errors.TimeoutError):
                 # An empty fetch: nothing pending for this stage right now.
                 continue
@@ -318,14 +427,17 @@ class Bus:
                 log.warning("%s: fetch failed (%s); retrying", spec.durable, exc)
                 await asyncio.sleep(1.0)
                 continue
+            if batched and not careful and len(msgs) < min(batch_size, in_flight - slots.held):
+                msgs += await gather_more(sub, min(batch_size, in_flight - slots.held) - len(msgs))
             redelivered = [m for m in msgs if m.metadata.num_delivered > 1]
             if redelivered:
                 careful_until = time.monotonic() + 2 * ack_wait
-            for msg in msgs:
-                if msg in redelivered:
-                    continue
-                await slots.acquire()
-                task = asyncio.create_task(process(msg))
+            fresh = [m for m in msgs if m not in redelivered]
+            for start in range(0, len(fresh), batch_size if batched else 1):
+                group = fresh[start : start + (batch_size if batched else 1)]
+                for _ in group:
+                    await slots.acquire()
+                task = asyncio.create_task(process_batch(group) if batched else process(group[0]))
                 pending.add(task)
                 task.add_done_callback(pending.discard)
             for msg in redelivered:
@@ -333,9 +445,43 @@ class Bus:
                 if pending:
                     await asyncio.wait(set(pending))
                 await slots.acquire()
-                await process(msg)
+                await (process_batch([msg]) if batched else process(msg))
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+
+
+# How long a batched stage waits for more messages when a fetch brought fewer than a batch: an
+# upstream stage hands its batch on in a burst, and a few milliseconds take the rest of it.
+BATCH_LINGER_S = 0.01
+
+
+async def gather_more(sub, wanted: int) -> list:
+    """Up to ``wanted`` more messages that arrive within the linger (none is fine)."""
+    await asyncio.sleep(BATCH_LINGER_S)
+    try:
+        return list(await sub.fetch(wanted, timeout=BATCH_LINGER_S))
+    except (TimeoutError, nats.errors.TimeoutError):
+        return []
+    except nats.errors.Error as exc:
+        # The next fetch meets the same trouble and handles it; these messages go on now.
+        log.debug("linger fetch failed: %s", exc)
+        return []
+
+
+class _CountedSlots:
+    """A semaphore of messages in flight that also says how many are held (what the next fetch may take)."""
+
+    def __init__(self, size: int):
+        self._semaphore = asyncio.Semaphore(size)
+        self.held = 0
+
+    async def acquire(self) -> None:
+        await self._semaphore.acquire()
+        self.held += 1
+
+    def release(self) -> None:
+        self.held -= 1
+        self._semaphore.release()
 
 
 @contextlib.asynccontextmanager

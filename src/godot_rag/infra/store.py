@@ -133,6 +133,25 @@ class StageFinish:
         return (self.analysis_id, self.chunk_id, self.stage)
 
 
+@dataclass(frozen=True, slots=True)
+class RetrievalSave:
+    """One ``save_retrieval`` call."""
+
+    analysis_id: str
+    chunk_id: str
+    retrieval_key: str
+    kb_version: str
+    query: dict
+    hits: list[dict]
+    version_id: str = ""
+    config: dict | None = None
+    make_current: bool = True
+    replay_id: str = ""
+
+    def key(self) -> tuple[str, str, str]:
+        return (self.analysis_id, self.chunk_id, self.version_id)
+
+
 class GuardedPool:
     """The connection pool, with database outages raised as StoreError (retryable).
 
@@ -189,6 +208,12 @@ class Store:
         )
         self._status_reads: Coalescer[tuple[str, str, tuple[str, ...]], dict[str, str]] = Coalescer(
             self.stage_statuses_of, key=lambda ask: ask, share=True, name="stage_statuses"
+        )
+        self._chunk_reads: Coalescer[tuple[str, str], ChunkForRetrieval | None] = Coalescer(
+            self.chunks_for_retrieval, key=lambda ask: ask, share=True, name="chunks_for_retrieval"
+        )
+        self._retrieval_saves: Coalescer[RetrievalSave, None] = Coalescer(
+            self.save_retrievals, key=RetrievalSave.key, name="save_retrievals"
         )
         # Asked after each caller's own settlement committed, so one answer serves every caller of a batch.
         self._ready_checks: Coalescer[str, bool] = Coalescer(self.ready_to_finalize, key=str, share=True, name="ready_to_finalize")
@@ -440,15 +465,23 @@ class Store:
         return row["symbol_scope"] if row else ""
 
     async def chunk_for_retrieval(self, analysis_id: str, chunk_id: str) -> ChunkForRetrieval | None:
-        """A chunk and its file's hash in one round trip (None: no such chunk)."""
-        return ChunkForRetrieval.from_optional(
-            await self._fetchone(
-                f"""select c.chunk_order, c.source_file, c.chunk, f.sha256 as file_sha256 from {SCHEMA}.chunks c
-                left join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
-                where c.analysis_id = %s and c.chunk_id = %s""",
-                (analysis_id, chunk_id),
-            )
+        """A chunk and its file's hash (None: no such chunk); reads made at the same time are one statement."""
+        return await self._chunk_reads((analysis_id, chunk_id))
+
+    async def chunks_for_retrieval(self, asks: Sequence[tuple[str, str]]) -> list[ChunkForRetrieval | None]:
+        """``chunk_for_retrieval`` of many (analysis, chunk) pairs in one statement."""
+        rows = await self._fetchall(
+            f"""select i.n, c.chunk_order, c.source_file, c.chunk, f.sha256 as file_sha256
+            from unnest(%(a)s::text[], %(c)s::text[]) with ordinality as i(a, c, n)
+            join {SCHEMA}.chunks c on c.analysis_id = i.a and c.chunk_id = i.c
+            left join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file""",
+            {"a": [a for a, _ in asks], "c": [c for _, c in asks]},
         )
+        found: list[ChunkForRetrieval | None] = [None] * len(asks)
+        for r in rows:
+            n = r.pop("n")
+            found[n - 1] = ChunkForRetrieval.from_row(r)
+        return found
 
     async def judge_inputs(self, analysis_id: str, chunk_id: str) -> JudgeInputs | None:
         """What the judge needs of one chunk, in one round trip: the chunk, its file's kind and slice of the project
@@ -686,44 +719,66 @@ class Store:
         replay_id: str = "",
     ) -> None:
         """The retrieval as its version (kept beside the earlier ones) and, when ``make_current``, as the chunk's
-        current retrieval.
+        current retrieval. Saves made at the same time go as one statement (``save_retrievals``)."""
+        await self._retrieval_saves(
+            RetrievalSave(
+                analysis_id, chunk_id, retrieval_key, kb_version, query, hits, version_id, config, make_current, replay_id
+            )
+        )
 
-        One statement (its parts commit together): a round trip and a commit per
-        chunk instead of six, and the hits (about 20 KB of JSON) encoded once for
-        both tables.
+    async def save_retrievals(self, saves: Sequence[RetrievalSave]) -> list[None]:
+        """``save_retrieval`` of many chunks in one statement (distinct chunk and version).
+
+        Its parts commit together: one round trip and one commit for the batch,
+        each retrieval's hits (about 20 KB of JSON) encoded once for both tables.
         """
         await self._execute_returning(
-            f"""with version_row as (
+            f"""with i as (
+                select e->>'a' as a, e->>'c' as c, e->>'v' as v, e->>'key' as key, e->>'kb' as kb,
+                  e->'query' as query, e->'hits' as hits, e->'config' as config, e->>'replay' as replay,
+                  (e->>'current')::bool as current
+                from jsonb_array_elements(%(saves)s::jsonb) as e),
+            version_row as (
                 insert into {SCHEMA}.result_versions (analysis_id, version_id, stage, config, replay_id)
-                select %(a)s, %(v)s, 'retrieve', %(config)s, %(replay)s where %(v)s <> ''
+                select distinct on (i.a, i.v) i.a, i.v, 'retrieve', i.config, i.replay from i where i.v <> ''
                 on conflict (analysis_id, version_id) do nothing),
             version as (
                 insert into {SCHEMA}.retrieval_versions (analysis_id, chunk_id, version_id, retrieval_key, kb_version, query, hits)
-                select %(a)s, %(c)s, %(v)s, %(key)s, %(kb)s, %(query)s, %(hits)s where %(v)s <> ''
+                select i.a, i.c, i.v, i.key, i.kb, i.query, i.hits from i where i.v <> ''
                 on conflict (analysis_id, chunk_id, version_id) do update set retrieval_key = excluded.retrieval_key,
                   kb_version = excluded.kb_version, query = excluded.query, hits = excluded.hits),
             current_row as (
                 insert into {SCHEMA}.retrievals (analysis_id, chunk_id, retrieval_key, kb_version, query, hits, version_id)
-                select %(a)s, %(c)s, %(key)s, %(kb)s, %(query)s, %(hits)s, %(v)s where %(current)s
+                select distinct on (i.a, i.c) i.a, i.c, i.key, i.kb, i.query, i.hits, i.v from i where i.current
                 on conflict (analysis_id, chunk_id) do update set retrieval_key = excluded.retrieval_key,
                   kb_version = excluded.kb_version, query = excluded.query, hits = excluded.hits,
                   version_id = excluded.version_id)
             -- The analysis's own run: its first version is the current one.
-            update {SCHEMA}.analyses set current_retrieval_version = %(v)s
-            where analysis_id = %(a)s and current_retrieval_version = '' and %(v)s <> '' and %(current)s and %(replay)s = ''""",
+            update {SCHEMA}.analyses t set current_retrieval_version = first.v
+            from (select distinct on (i.a) i.a, i.v from i where i.v <> '' and i.current and i.replay = '' order by i.a, i.v) first
+            where t.analysis_id = first.a and t.current_retrieval_version = ''""",
+            # One JSON document for the batch: encoded once, no array literal to quote element by element.
             {
-                "a": analysis_id,
-                "c": chunk_id,
-                "v": version_id,
-                "key": retrieval_key,
-                "kb": kb_version,
-                "query": Jsonb(query),
-                "hits": Jsonb(hits),
-                "config": Jsonb(config or {}),
-                "replay": replay_id,
-                "current": make_current,
+                "saves": Jsonb(
+                    [
+                        {
+                            "a": x.analysis_id,
+                            "c": x.chunk_id,
+                            "v": x.version_id,
+                            "key": x.retrieval_key,
+                            "kb": x.kb_version,
+                            "query": x.query,
+                            "hits": x.hits,
+                            "config": x.config or {},
+                            "replay": x.replay_id,
+                            "current": x.make_current,
+                        }
+                        for x in saves
+                    ]
+                )
             },
         )
+        return [None] * len(saves)
 
     async def get_retrieval_version(self, analysis_id: str, chunk_id: str, version_id: str) -> RetrievalRow | None:
         return RetrievalRow.from_optional(

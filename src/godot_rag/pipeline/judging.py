@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import replace
 
 from godot_rag import convert
@@ -22,7 +23,7 @@ from godot_rag.infra.llm_client import LLMClient
 from godot_rag.infra.rows import JudgeInputs
 from godot_rag.infra.service import ServiceContext
 from godot_rag.infra.store import Store
-from godot_rag.pipeline.stage_runner import ChunkWork, Outcome
+from godot_rag.pipeline.stage_runner import ChunkWork, Outcome, each
 from godot_rag.prompts import JUDGE_PROMPT_VERSION, judge_prompts
 from godot_rag.settings import Settings
 from godot_rag.stages import Status
@@ -147,6 +148,10 @@ class JudgeStage:
         self.backend = backend
         self.backends = JudgeBackends(ctx.settings, index, backend)
         self.declared = DeclaredNamesCache(ctx.store)
+
+    async def run_batch(self, items: Sequence[ChunkWork]) -> list[Outcome | BaseException]:
+        """Every chunk of a batch at once: their reads and writes made in the same turn are one statement each."""
+        return await each(items, self)
 
     async def __call__(self, item: ChunkWork) -> Outcome:
         store = self.ctx.store

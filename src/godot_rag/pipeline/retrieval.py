@@ -17,6 +17,7 @@ import json
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from godot_rag import convert
@@ -34,7 +35,7 @@ from godot_rag.infra.embedder import Embedder, check_model, text_sha256, vector_
 from godot_rag.infra.rows import ChunkForRetrieval, KbVersionRow
 from godot_rag.infra.service import ServiceContext
 from godot_rag.infra.store import Store
-from godot_rag.pipeline.stage_runner import ChunkWork, Outcome
+from godot_rag.pipeline.stage_runner import ChunkWork, Outcome, each, each_pair
 from godot_rag.settings import Settings
 from godot_rag.stages import Status
 from godot_rag.v1 import messages_pb2 as pb
@@ -156,6 +157,14 @@ class QueryEmbedder:
         self._lru[sha] = vec
         if len(self._lru) > self.capacity:
             self._lru.popitem(last=False)
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """What a chunk's search is asked: its query and the hits per table."""
+
+    query: RetrieverQuery
+    limit: int
 
 
 @dataclass
@@ -287,8 +296,19 @@ class RetrieveStage:
         return await retrieve(self.ctx.store, self.kb, query, search_limit(limit, self.ctx.settings), self.embedder, self.cache)
 
     async def __call__(self, item: ChunkWork) -> Outcome:
-        store = self.ctx.store
-        row = await store.chunk_for_retrieval(item.analysis_id, item.chunk_id)
+        return await self.save(item, await self.query_of(item))
+
+    async def run_batch(self, items: Sequence[ChunkWork]) -> list[Outcome | BaseException]:
+        """The stage's work on a batch, step by step for every chunk at once: the chunk reads are
+        one statement, the query vectors are asked together, and the saves are one statement."""
+        queries = await each(items, self.query_of)
+        ready = [(item, q) for item, q in zip(items, queries) if not isinstance(q, BaseException)]
+        saved = iter(await each_pair(ready, self.save))
+        return [q if isinstance(q, BaseException) else next(saved) for q in queries]
+
+    async def query_of(self, item: ChunkWork) -> SearchPlan:
+        """The chunk's query, checked against the committed chunk list, and its per-table limit."""
+        row = await self.ctx.store.chunk_for_retrieval(item.analysis_id, item.chunk_id)
         if row is None:
             raise PoisonError(f"chunk {item.chunk_id} of analysis {item.analysis_id} is not recorded")
         problems = validate_payload(item.trace, row)
@@ -300,17 +320,21 @@ class RetrieveStage:
         query = build_retriever_query(prompt=await self.prompt_of(item.analysis_id), chunk=chunk)
         # A replay may search with another per-table limit: that is part of the retrieval's version.
         limit = (item.replay.limit_per_table if item.replay is not None else 0) or self.ctx.settings.retrieval_limit_per_table
-        hits, kb_version = await self.search(query, limit)
-        version = retrieval_version_id(kb_version=kb_version, retrieval_version=RETRIEVAL_VERSION, limit_per_table=limit)
-        await store.save_retrieval(
+        return SearchPlan(query, limit)
+
+    async def save(self, item: ChunkWork, plan: SearchPlan) -> Outcome:
+        """Search, then store the retrieval (saves made at the same time are one statement)."""
+        hits, kb_version = await self.search(plan.query, plan.limit)
+        version = retrieval_version_id(kb_version=kb_version, retrieval_version=RETRIEVAL_VERSION, limit_per_table=plan.limit)
+        await self.ctx.store.save_retrieval(
             item.analysis_id,
             item.chunk_id,
-            retrieval_key=retrieval_key(query, kb_version),
+            retrieval_key=retrieval_key(plan.query, kb_version),
             kb_version=kb_version,
-            query=convert.to_dict(convert.query_to_pb(query)),
+            query=convert.to_dict(convert.query_to_pb(plan.query)),
             hits=[convert.hit_to_dict(h) for h in hits],
             version_id=version,
             replay_id=item.replay.replay_id if item.replay is not None else "",
-            config=retrieval_config(kb_version=kb_version, retrieval_version=RETRIEVAL_VERSION, limit_per_table=limit),
+            config=retrieval_config(kb_version=kb_version, retrieval_version=RETRIEVAL_VERSION, limit_per_table=plan.limit),
         )
         return Outcome(Status.DONE, version=version)

@@ -22,18 +22,21 @@ waiting with the reason recorded, then reaches the bus (nak with delay).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import TypeVar
 
+from google.protobuf.message import DecodeError
 from opentelemetry import trace
 
 from godot_rag.domain.ids import message_id, replay_message_version, subject_token
-from godot_rag.errors import RetryableError
-from godot_rag.infra.bus import Delivery, Handler
+from godot_rag.errors import PoisonError, RetryableError
+from godot_rag.infra.bus import BatchHandler, Delivery, Handler
 from godot_rag.infra.logs import log_context
 from godot_rag.infra.metrics import poll_consumers
 from godot_rag.infra.service import ServiceContext
@@ -70,6 +73,55 @@ class Outcome:
 DONE = Outcome(Status.DONE)
 
 StageWork = Callable[[ChunkWork], Awaitable[Outcome]]
+T = TypeVar("T")
+R = TypeVar("R")
+# The work of many chunks at once: one Outcome, or the error that chunk met, per item and in order.
+BatchWork = Callable[[Sequence[ChunkWork]], Awaitable[list["Outcome | BaseException"]]]
+
+
+@contextlib.contextmanager
+def item_scope(item: ChunkWork) -> Iterator[None]:
+    """Within the block, spans and log records belong to this chunk's own message (one of a batch)."""
+    span = item.delivery.span
+    with (
+        trace.use_span(span, end_on_exit=False) if span is not None else contextlib.nullcontext(),
+        log_context(item.analysis_id, item.chunk_id),
+    ):
+        yield
+
+
+async def each(items: Sequence[ChunkWork], step: Callable[[ChunkWork], Awaitable]) -> list:
+    """``step`` of every item at once, each in its own scope: its result or the error it met, in order.
+
+    The items' store calls made in the same event-loop turn go to PostgreSQL as
+    one statement (infra/batching.py), so a batch costs a statement per step,
+    not per chunk.
+    """
+
+    async def scoped(item: ChunkWork):
+        with item_scope(item):
+            return await step(item)
+
+    return await asyncio.gather(*(scoped(item) for item in items), return_exceptions=True)
+
+
+async def each_pair(pairs: Sequence[tuple[ChunkWork, T]], step: Callable[[ChunkWork, T], Awaitable[R]]) -> list[R | BaseException]:
+    """``each`` for steps that also take what an earlier step made of the item."""
+
+    async def scoped(item: ChunkWork, value: T) -> R:
+        with item_scope(item):
+            return await step(item, value)
+
+    return await asyncio.gather(*(scoped(item, value) for item, value in pairs), return_exceptions=True)
+
+
+def one_by_one(work: StageWork) -> BatchWork:
+    """A stage's per-chunk work run on a batch: every chunk at once, each with its own outcome."""
+
+    async def run(items: Sequence[ChunkWork]) -> list[Outcome | BaseException]:
+        return await each(items, work)
+
+    return run
 
 
 def task_message_id(task: pb.ChunkTask, stage: str) -> str:
@@ -118,6 +170,100 @@ async def run_chunk_stage(ctx: ServiceContext, stage: Stage, delivery: Delivery,
             chunk_subject(next_stage, aid, subject_token(chunk_id)), delivery.data, task_message_id(task, next_stage)
         )
     return outcome
+
+
+async def run_chunk_stage_batch(
+    ctx: ServiceContext, stage: Stage, deliveries: Sequence[Delivery], work: StageWork, batch_work: BatchWork | None = None
+) -> list[BaseException | None]:
+    """``run_chunk_stage`` for a batch of messages, step by step for all of them.
+
+    Claims, settlements and hand-ons of the batch are made together, and the
+    work runs on the whole batch (``batch_work``, else ``work`` on every chunk
+    at once). Every message keeps its own outcome: None when handled, else the
+    error the bus maps for that message alone. Replays take the one-message path.
+    """
+    outcomes: list[BaseException | None] = [None] * len(deliveries)
+    next_stage = NEXT_STAGE[stage]
+    worker = worker_name(ctx.name)
+    items: list[tuple[int, pb.ChunkTask, ChunkWork]] = []
+    replays: list[int] = []
+    for n, delivery in enumerate(deliveries):
+        try:
+            task = pb.ChunkTask.FromString(delivery.data)
+        except DecodeError as exc:
+            outcomes[n] = PoisonError(f"the chunk task on {delivery.subject} cannot be decoded: {exc}")
+            continue
+        if delivery.span is not None:
+            delivery.span.set_attributes(chunk_span_attributes(task))
+        if task.HasField("replay"):
+            replays.append(n)
+        else:
+            items.append((n, task, ChunkWork(task.analysis_id, task.trace.chunk_id, task.trace, delivery)))
+
+    async def replay_one(n: int) -> None:
+        span = deliveries[n].span
+        with trace.use_span(span, end_on_exit=False) if span is not None else contextlib.nullcontext():
+            await run_chunk_stage(ctx, stage, deliveries[n], work)
+
+    replayed = asyncio.gather(*(replay_one(n) for n in replays), return_exceptions=True)
+
+    async def claim(item: ChunkWork) -> bool:
+        return await ctx.store.claim_stage(item.analysis_id, item.chunk_id, stage, worker=worker, trace_id=current_trace_id())
+
+    claims = await each([w for _, _, w in items], claim)
+    claimed = [(n, task, w) for (n, task, w), won in zip(items, claims) if won is True]
+    for (n, _, _), won in zip(items, claims):
+        if isinstance(won, BaseException):
+            outcomes[n] = won
+    results = await (batch_work or one_by_one(work))([w for _, _, w in claimed])
+    if len(results) != len(claimed):
+        raise RuntimeError(f"{stage} batch work gave {len(results)} outcomes for {len(claimed)} chunks")
+
+    async def settle(entry: tuple[ChunkWork, Outcome | BaseException]) -> None:
+        item, result = entry
+        with item_scope(item):
+            if isinstance(result, RetryableError):
+                await ctx.store.mark_stage(
+                    item.analysis_id, item.chunk_id, stage, Status.WAITING, error=str(result)[:2000], worker=worker
+                )
+                raise result
+            if isinstance(result, BaseException):
+                raise result
+            await ctx.store.finish_stage(
+                item.analysis_id,
+                item.chunk_id,
+                stage,
+                result.status,
+                error=result.error[:2000],
+                worker=worker,
+                next_stage=next_stage,
+            )
+
+    settled = await asyncio.gather(*(settle(entry) for entry in zip((w for _, _, w in claimed), results)), return_exceptions=True)
+    for (n, _, _), done in zip(claimed, settled):
+        if isinstance(done, BaseException):
+            outcomes[n] = done
+    # Settled now or before: the chunk goes on (a failed one too: the aggregator accounts for every chunk).
+    if next_stage is not None:
+        to_publish = [(n, task, w) for n, task, w in items if outcomes[n] is None]
+
+        async def hand_on(entry: tuple[int, pb.ChunkTask, ChunkWork]) -> None:
+            _, task, item = entry
+            with item_scope(item):
+                await ctx.bus.publish(
+                    chunk_subject(next_stage, item.analysis_id, subject_token(item.chunk_id)),
+                    item.delivery.data,
+                    task_message_id(task, next_stage),
+                )
+
+        published = await asyncio.gather(*(hand_on(e) for e in to_publish), return_exceptions=True)
+        for (n, _, _), done in zip(to_publish, published):
+            if isinstance(done, BaseException):
+                outcomes[n] = done
+    for n, done in zip(replays, await replayed):
+        if isinstance(done, BaseException):
+            outcomes[n] = done
+    return outcomes
 
 
 async def _settle_replay(
@@ -184,7 +330,24 @@ def with_fault_hook(settings: Settings, stage: str, handler: Handler) -> Handler
     return crashing
 
 
-def consume(ctx: ServiceContext, spec: ConsumerSpec, handler: Handler) -> asyncio.Task:
+def with_batch_fault_hook(settings: Settings, stage: str, handler: BatchHandler) -> BatchHandler:
+    """``with_fault_hook`` for a batch handler: the process exits when any message of the batch is chosen."""
+    target_stage, _, text = settings.fault_crash_on.partition(":")
+    if not settings.fault_hooks or target_stage != stage or not text:
+        return handler
+
+    async def crashing(deliveries: list[Delivery]) -> list[BaseException | None]:
+        for delivery in deliveries:
+            if text in delivery.subject:
+                log.critical("fault hook: %s exits on %s (delivery %d)", stage, delivery.subject, delivery.num_delivered)
+                logging.shutdown()
+                os._exit(70)
+        return await handler(deliveries)
+
+    return crashing
+
+
+def consume(ctx: ServiceContext, spec: ConsumerSpec, handler: Handler, batch_handler: BatchHandler | None = None) -> asyncio.Task:
     """Run ``handler`` on ``spec``'s subjects until the service stops; dead letters are settled, never dropped.
 
     The consumer's pending and ack-pending counts are read into /metrics alongside.
@@ -211,5 +374,7 @@ def consume(ctx: ServiceContext, spec: ConsumerSpec, handler: Handler) -> asynci
             partial(settle_dead_letter, ctx),
             ctx.stop,
             max_ack_pending=in_flight,
+            batch_handler=None if batch_handler is None else with_batch_fault_hook(ctx.settings, spec.durable, batch_handler),
+            batch_size=ctx.settings.stage_batch_size,
         )
     )
