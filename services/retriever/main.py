@@ -12,7 +12,7 @@ from services.retriever.servicer import RetrieverServicer
 def main() -> None:
     settings = load_settings()
     # Built here, loaded on the first query (the model is not needed to start).
-    backend = embedder_from_settings(settings)
+    backend = embedder_from_settings(settings, query_time=True)
     holder: dict[str, RetrieveStage] = {}
 
     def register(server, ctx):

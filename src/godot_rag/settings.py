@@ -95,6 +95,9 @@ class Settings:
     # Runtime of the in-process minilm model: onnx (ONNX Runtime, graph exported once from the
     # packaged weights into data_dir/models) or torch (sentence-transformers); same vectors.
     embedder_backend: str = "onnx-int8"
+    # Threads of the in-process model per retriever process (0 = every core). A query is one
+    # short text: split over two threads it costs 10.5 ms of CPU against 7.2 on one (docs/benchmarks.md).
+    embedder_threads: int = 1
     # Alias of OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT (infra/telemetry.py);
     # all empty = spans are kept in-process only.
     otlp_endpoint: str = ""
@@ -242,6 +245,8 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
             raise SettingsError(f"{ENV_PREFIX}{stage.upper()}_WORKERS must be 0 (GODOT_RAG_STAGE_WORKERS) or more")
     if settings.stream_retention_days <= 0:
         raise SettingsError(f"{ENV_PREFIX}STREAM_RETENTION_DAYS must be more than 0, not {settings.stream_retention_days}")
+    if settings.embedder_threads < 0:
+        raise SettingsError(f"{ENV_PREFIX}EMBEDDER_THREADS must be 0 (every core) or more, not {settings.embedder_threads}")
     if settings.stage_batch_size < 1:
         raise SettingsError(f"{ENV_PREFIX}STAGE_BATCH_SIZE must be at least 1, not {settings.stage_batch_size}")
     if settings.stage_workers < 1:

@@ -225,7 +225,7 @@ class Bus:
         )
         # Creating an existing durable with changed updatable fields (ack wait,
         # max deliver, max ack pending) updates it in place on the server.
-        await self.js.add_consumer(spec.stream, config)
+        consumer = await self.js.add_consumer(spec.stream, config)
         sub = await self.js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
         tracer = trace.get_tracer("godot_rag.bus")
         ack_wait = self.ack_wait_override_s or spec.ack_wait_s
@@ -405,11 +405,12 @@ class Bus:
 
         # Isolation after a crash: a worker that died took every message it held
         # with it, and each of them comes back one delivery closer to MaxDeliver.
-        # So a (re)started worker, and one that sees a redelivery, takes one
+        # So a restarted worker, and one that sees a redelivery, takes one
         # message at a time for a while: a message that kills its worker on every
         # delivery then dies alone, and the ones that were beside it are not
-        # dropped with it.
-        careful_until = time.monotonic() + ack_wait
+        # dropped with it. A worker that starts while no message of its consumer
+        # is held anywhere follows no crash, and takes full fetches at once.
+        careful_until = time.monotonic() + ack_wait if (consumer.num_ack_pending or 0) > 0 else 0.0
         while not stop.is_set():
             careful = time.monotonic() < careful_until
             if careful and pending:

@@ -419,7 +419,7 @@ class TEIEmbedder:
 
 
 def make_embedder(
-    kind: str, tei_url: str = "", *, backend: str = DEFAULT_BACKEND, cache_dir: Path | None = None
+    kind: str, tei_url: str = "", *, backend: str = DEFAULT_BACKEND, cache_dir: Path | None = None, threads: int = 0
 ) -> Embedder | None:
     """The embedder Settings.embedder names ('minilm' | 'tei' | 'none').
 
@@ -427,7 +427,7 @@ def make_embedder(
     is kept) apply to minilm; ``embedder_from_settings`` fills them from Settings.
     """
     if kind == "minilm":
-        return MiniLMEmbedder(backend=backend, cache_dir=cache_dir)
+        return MiniLMEmbedder(backend=backend, cache_dir=cache_dir, threads=threads or None)
     if kind == "tei":
         return TEIEmbedder(tei_url)
     if kind == "none":
@@ -435,10 +435,18 @@ def make_embedder(
     raise ValueError(f"unknown embedder {kind!r} (minilm, tei or none)")
 
 
-def embedder_from_settings(settings) -> Embedder | None:
-    """The embedder of a Settings object (embedder, tei_url, embedder_backend, data_dir/models)."""
+def embedder_from_settings(settings, *, query_time: bool = False) -> Embedder | None:
+    """The embedder of a Settings object (embedder, tei_url, embedder_backend, data_dir/models).
+
+    ``query_time``: the retriever's, one text per call, on ``embedder_threads``
+    threads (a knowledge-base build embeds large batches on every core).
+    """
     return make_embedder(
-        settings.embedder, settings.tei_url, backend=settings.embedder_backend, cache_dir=settings.data_dir / "models"
+        settings.embedder,
+        settings.tei_url,
+        backend=settings.embedder_backend,
+        cache_dir=settings.data_dir / "models",
+        threads=settings.embedder_threads if query_time else 0,
     )
 
 
