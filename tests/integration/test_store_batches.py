@@ -141,3 +141,31 @@ async def test_completion_probe_answers_each_analysis(stack, analysis):
         assert await store.ready_to_finalize([aid, "no-such-analysis"]) == [False, False]
     finally:
         await store.close()
+
+
+async def test_retrieval_saves_and_chunk_reads_made_together_are_one_statement_each(stack, analysis):
+    aid, chunks = analysis
+    some = chunks[:6]
+    store = await Store.open(stack.runtime["pg_dsn"])
+    try:
+        rows = await asyncio.gather(*(store.chunk_for_retrieval(aid, c) for c in some + ["no-such-chunk"]))
+        assert all(r is not None and r.file_sha256 for r in rows[:-1]) and rows[-1] is None
+        assert store._chunk_reads.batches <= 2
+        hits = [{"record_id": f"r{i}", "content": 'quote " and \\ backslash', "score": 0.5} for i in range(3)]
+        await asyncio.gather(
+            *(
+                store.save_retrieval(
+                    aid, c, retrieval_key=f"k{i}", kb_version="kb/x", query={"q": i}, hits=hits, version_id="batchv",
+                    config={"limit": 5}, make_current=False,
+                )
+                for i, c in enumerate(some)
+            )
+        )
+        assert store._retrieval_saves.batches <= 2 and store._retrieval_saves.items == len(some)
+        for i, c in enumerate(some):
+            saved = await store.get_retrieval_version(aid, c, "batchv")
+            assert saved is not None and saved.query == {"q": i} and saved.hits == hits and saved.retrieval_key == f"k{i}"
+            current = await store.get_retrieval(aid, c)
+            assert current is not None and current.version_id != "batchv"  # make_current=False keeps the analysis's own
+    finally:
+        await store.close()
