@@ -152,6 +152,19 @@ class RetrievalSave:
         return (self.analysis_id, self.chunk_id, self.version_id)
 
 
+@dataclass(frozen=True, slots=True)
+class JudgmentSave:
+    """One ``save_judgment_record`` call, as the parameters of its statement."""
+
+    analysis_id: str
+    chunk_id: str
+    version_id: str
+    params: dict
+
+    def key(self) -> tuple[str, str, str]:
+        return (self.analysis_id, self.chunk_id, self.version_id)
+
+
 class GuardedPool:
     """The connection pool, with database outages raised as StoreError (retryable).
 
@@ -214,6 +227,15 @@ class Store:
         )
         self._retrieval_saves: Coalescer[RetrievalSave, None] = Coalescer(
             self.save_retrievals, key=RetrievalSave.key, name="save_retrievals"
+        )
+        self._judge_reads: Coalescer[tuple[str, str], JudgeInputs | None] = Coalescer(
+            self.judge_inputs_of, key=lambda ask: ask, share=True, name="judge_inputs"
+        )
+        self._judgment_cache_reads: Coalescer[str, dict | None] = Coalescer(
+            self.cached_judgments, key=str, share=True, name="judgment_cache"
+        )
+        self._judgment_saves: Coalescer[JudgmentSave, None] = Coalescer(
+            self.save_judgment_records, key=JudgmentSave.key, name="save_judgments"
         )
         # Asked after each caller's own settlement committed, so one answer serves every caller of a batch.
         self._ready_checks: Coalescer[str, bool] = Coalescer(self.ready_to_finalize, key=str, share=True, name="ready_to_finalize")
@@ -484,20 +506,27 @@ class Store:
         return found
 
     async def judge_inputs(self, analysis_id: str, chunk_id: str) -> JudgeInputs | None:
-        """What the judge needs of one chunk, in one round trip: the chunk, its file's kind and slice of the project
-        index, its retrieval, the prompt."""
-        return JudgeInputs.from_optional(
-            await self._fetchone(
-                f"""select c.chunk, c.source_file, f.source_kind, f.symbol_scope, r.query, r.hits,
-                  r.version_id as retrieval_version, a.prompt, a.project_id, a.current_judgment_version
-                from {SCHEMA}.chunks c
-                join {SCHEMA}.analyses a on a.analysis_id = c.analysis_id
-                left join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
-                left join {SCHEMA}.retrievals r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id
-                where c.analysis_id = %s and c.chunk_id = %s""",
-                (analysis_id, chunk_id),
-            )
+        """What the judge needs of one chunk: the chunk, its file's kind and slice of the project index, its
+        retrieval, the prompt. Reads made at the same time are one statement (``judge_inputs_of``)."""
+        return await self._judge_reads((analysis_id, chunk_id))
+
+    async def judge_inputs_of(self, asks: Sequence[tuple[str, str]]) -> list[JudgeInputs | None]:
+        """``judge_inputs`` of many (analysis, chunk) pairs in one statement."""
+        rows = await self._fetchall(
+            f"""select i.n, c.chunk, c.source_file, f.source_kind, f.symbol_scope, r.query, r.hits,
+              r.version_id as retrieval_version, a.prompt, a.project_id, a.current_judgment_version
+            from unnest(%(a)s::text[], %(c)s::text[]) with ordinality as i(a, c, n)
+            join {SCHEMA}.chunks c on c.analysis_id = i.a and c.chunk_id = i.c
+            join {SCHEMA}.analyses a on a.analysis_id = c.analysis_id
+            left join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
+            left join {SCHEMA}.retrievals r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id""",
+            {"a": [a for a, _ in asks], "c": [c for _, c in asks]},
         )
+        found: list[JudgeInputs | None] = [None] * len(asks)
+        for r in rows:
+            n = r.pop("n")
+            found[n - 1] = JudgeInputs.from_row(r)
+        return found
 
     async def file_declared_names(self, analysis_id: str, source_file: str) -> list[str]:
         rows = await self._fetchall(
@@ -804,8 +833,15 @@ class Store:
     # ------------------------------------------------------------ judgments
 
     async def get_cached_judgment(self, judgment_key: str) -> dict | None:
-        row = await self._fetchone(f"select judgment from {SCHEMA}.judgment_cache where judgment_key = %s", (judgment_key,))
-        return None if row is None else row["judgment"]
+        """The cached judgment of a key; lookups made at the same time are one statement."""
+        return await self._judgment_cache_reads(judgment_key)
+
+    async def cached_judgments(self, keys: Sequence[str]) -> list[dict | None]:
+        rows = await self._fetchall(
+            f"select judgment_key, judgment from {SCHEMA}.judgment_cache where judgment_key = any(%s)", (list(keys),)
+        )
+        by_key = {r["judgment_key"]: r["judgment"] for r in rows}
+        return [by_key.get(k) for k in keys]
 
     async def _unfinished(self, conn, analysis_id: str) -> bool:
         """Whether a file is still queued or a chunk not yet settled by the aggregator.
@@ -998,19 +1034,60 @@ class Store:
         cached, so a later analysis tries again.
         """
         evidence_ids = [e.get("record_id", "") for e in judgment.get("evidence", [])]
-        # One statement (its parts commit together), the judgment encoded once for its three tables.
+        params = {
+            "a": analysis_id,
+            "c": chunk_id,
+            "v": version_id,
+            "rv": retrieval_version,
+            "key": judgment_key,
+            "signal": judgment.get("signal", ""),
+            "nm": bool(judgment.get("needs_migration")),
+            "conf": float(judgment.get("confidence", 0.0)),
+            "kind": judgment.get("judge_kind", ""),
+            "model": judgment.get("model", ""),
+            "pv": judgment.get("prompt_version", ""),
+            "status": judgment.get("status") or "ok",
+            "latency": latency_ms,
+            "judgment": judgment,
+            "error": judgment.get("error", ""),
+            "raw": judgment.get("raw_output", ""),
+            "pt": int(judgment.get("prompt_tokens", 0)),
+            "ct": int(judgment.get("completion_tokens", 0)),
+            "calls": int(judgment.get("llm_calls", 0)),
+            "route": judgment.get("route", ""),
+            "cached": bool(judgment.get("cached", False)),
+            "evidence": evidence_ids,
+            "config": config or {},
+            "base": base_version,
+            "replay": replay_id,
+            "current": make_current,
+            "cache": cache,
+        }
+        await self._judgment_saves(JudgmentSave(analysis_id, chunk_id, version_id, params))
+
+    async def save_judgment_records(self, saves: Sequence[JudgmentSave]) -> list[None]:
+        """``save_judgment_record`` of many chunks in one statement (distinct chunk and version); its parts
+        commit together, and the batch's parameters travel as one JSON document."""
         await self._execute_returning(
-            f"""with version_row as (
+            f"""with i as (
+                select e->>'a' as a, e->>'c' as c, e->>'v' as v, e->>'rv' as rv, e->>'key' as key, e->>'signal' as signal,
+                  (e->>'nm')::bool as nm, (e->>'conf')::float8 as conf, e->>'kind' as kind, e->>'model' as model,
+                  e->>'pv' as pv, e->>'status' as status, (e->>'latency')::float8 as latency, e->'judgment' as judgment,
+                  e->>'error' as error, e->>'raw' as raw, (e->>'pt')::int as pt, (e->>'ct')::int as ct,
+                  (e->>'calls')::int as calls, e->>'route' as route, (e->>'cached')::bool as cached,
+                  array(select jsonb_array_elements_text(e->'evidence')) as evidence, e->'config' as config,
+                  e->>'base' as base, e->>'replay' as replay, (e->>'current')::bool as current, (e->>'cache')::bool as cache
+                from jsonb_array_elements(%(saves)s::jsonb) as e),
+            version_row as (
                 insert into {SCHEMA}.result_versions (analysis_id, version_id, stage, config, base_version, replay_id)
-                select %(a)s, %(v)s, 'judge', %(config)s, %(base)s, %(replay)s where %(v)s <> ''
+                select distinct on (i.a, i.v) i.a, i.v, 'judge', i.config, i.base, i.replay from i where i.v <> ''
                 on conflict (analysis_id, version_id) do nothing),
             version as (
                 insert into {SCHEMA}.judgment_versions (analysis_id, chunk_id, version_id, retrieval_version,
                     judgment_key, signal, needs_migration, confidence, judge_kind, model, prompt_version, status,
                     latency_ms, judgment)
-                select %(a)s, %(c)s, %(v)s, %(rv)s, %(key)s, %(signal)s, %(nm)s, %(conf)s, %(kind)s, %(model)s, %(pv)s,
-                    %(status)s, %(latency)s, %(judgment)s
-                where %(v)s <> ''
+                select i.a, i.c, i.v, i.rv, i.key, i.signal, i.nm, i.conf, i.kind, i.model, i.pv, i.status, i.latency, i.judgment
+                from i where i.v <> ''
                 on conflict (analysis_id, chunk_id, version_id) do update set retrieval_version = excluded.retrieval_version,
                   judgment_key = excluded.judgment_key, signal = excluded.signal,
                   needs_migration = excluded.needs_migration, confidence = excluded.confidence,
@@ -1020,10 +1097,9 @@ class Store:
                 insert into {SCHEMA}.judgments (analysis_id, chunk_id, judgment_key, signal, needs_migration, confidence,
                     judge_kind, model, prompt_version, latency_ms, judgment, status, error, raw_output, prompt_tokens,
                     completion_tokens, llm_calls, route, cached, evidence_ids, version_id)
-                select %(a)s, %(c)s, %(key)s, %(signal)s, %(nm)s, %(conf)s, %(kind)s, %(model)s, %(pv)s, %(latency)s,
-                    %(judgment)s, %(status)s, %(error)s, %(raw)s, %(pt)s, %(ct)s, %(calls)s, %(route)s, %(cached)s,
-                    %(evidence)s::text[], %(v)s
-                where %(current)s
+                select distinct on (i.a, i.c) i.a, i.c, i.key, i.signal, i.nm, i.conf, i.kind, i.model, i.pv, i.latency,
+                    i.judgment, i.status, i.error, i.raw, i.pt, i.ct, i.calls, i.route, i.cached, i.evidence, i.v
+                from i where i.current
                 on conflict (analysis_id, chunk_id) do update set judgment_key = excluded.judgment_key, signal = excluded.signal,
                   needs_migration = excluded.needs_migration, confidence = excluded.confidence, judge_kind = excluded.judge_kind,
                   model = excluded.model, prompt_version = excluded.prompt_version, latency_ms = excluded.latency_ms,
@@ -1032,40 +1108,15 @@ class Store:
                   llm_calls = excluded.llm_calls, route = excluded.route, cached = excluded.cached,
                   evidence_ids = excluded.evidence_ids, version_id = excluded.version_id),
             cached_row as (
-                insert into {SCHEMA}.judgment_cache (judgment_key, judgment) select %(key)s, %(judgment)s where %(cache)s
+                insert into {SCHEMA}.judgment_cache (judgment_key, judgment)
+                select distinct on (i.key) i.key, i.judgment from i where i.cache
                 on conflict (judgment_key) do nothing)
-            update {SCHEMA}.analyses set current_judgment_version = %(v)s
-            where analysis_id = %(a)s and current_judgment_version = '' and %(v)s <> '' and %(current)s and %(replay)s = ''""",
-            {
-                "a": analysis_id,
-                "c": chunk_id,
-                "v": version_id,
-                "rv": retrieval_version,
-                "key": judgment_key,
-                "signal": judgment.get("signal", ""),
-                "nm": bool(judgment.get("needs_migration")),
-                "conf": float(judgment.get("confidence", 0.0)),
-                "kind": judgment.get("judge_kind", ""),
-                "model": judgment.get("model", ""),
-                "pv": judgment.get("prompt_version", ""),
-                "status": judgment.get("status") or "ok",
-                "latency": latency_ms,
-                "judgment": Jsonb(judgment),
-                "error": judgment.get("error", ""),
-                "raw": judgment.get("raw_output", ""),
-                "pt": int(judgment.get("prompt_tokens", 0)),
-                "ct": int(judgment.get("completion_tokens", 0)),
-                "calls": int(judgment.get("llm_calls", 0)),
-                "route": judgment.get("route", ""),
-                "cached": bool(judgment.get("cached", False)),
-                "evidence": evidence_ids,
-                "config": Jsonb(config or {}),
-                "base": base_version,
-                "replay": replay_id,
-                "current": make_current,
-                "cache": cache,
-            },
+            update {SCHEMA}.analyses t set current_judgment_version = first.v
+            from (select distinct on (i.a) i.a, i.v from i where i.v <> '' and i.current and i.replay = '' order by i.a, i.v) first
+            where t.analysis_id = first.a and t.current_judgment_version = ''""",
+            {"saves": Jsonb([x.params for x in saves])},
         )
+        return [None] * len(saves)
 
     # ------------------------------------------------------------ versions and replays
 

@@ -35,7 +35,7 @@ from godot_rag.infra.embedder import Embedder, check_model, text_sha256, vector_
 from godot_rag.infra.rows import ChunkForRetrieval, KbVersionRow
 from godot_rag.infra.service import ServiceContext
 from godot_rag.infra.store import Store
-from godot_rag.pipeline.stage_runner import ChunkWork, Outcome, each, each_pair
+from godot_rag.pipeline.stage_runner import ChunkWork, Outcome, each, then
 from godot_rag.settings import Settings
 from godot_rag.stages import Status
 from godot_rag.v1 import messages_pb2 as pb
@@ -296,15 +296,16 @@ class RetrieveStage:
         return await retrieve(self.ctx.store, self.kb, query, search_limit(limit, self.ctx.settings), self.embedder, self.cache)
 
     async def __call__(self, item: ChunkWork) -> Outcome:
-        return await self.save(item, await self.query_of(item))
+        plan = await self.query_of(item)
+        return await self.save(item, plan, await self.search(plan.query, plan.limit))
 
     async def run_batch(self, items: Sequence[ChunkWork]) -> list[Outcome | BaseException]:
-        """The stage's work on a batch, step by step for every chunk at once: the chunk reads are
-        one statement, the query vectors are asked together, and the saves are one statement."""
-        queries = await each(items, self.query_of)
-        ready = [(item, q) for item, q in zip(items, queries) if not isinstance(q, BaseException)]
-        saved = iter(await each_pair(ready, self.save))
-        return [q if isinstance(q, BaseException) else next(saved) for q in queries]
+        """The stage's work on a batch, step by step for every chunk at once: the chunk reads are one
+        statement, the query vectors are asked together, and the saves (after every search) are one statement."""
+        plans = await each(items, self.query_of)
+        found = await then(items, plans, lambda _, plan: self.search(plan.query, plan.limit))
+        searched = [f if isinstance(f, BaseException) else (p, f) for p, f in zip(plans, found)]
+        return await then(items, searched, lambda item, pf: self.save(item, pf[0], pf[1]))
 
     async def query_of(self, item: ChunkWork) -> SearchPlan:
         """The chunk's query, checked against the committed chunk list, and its per-table limit."""
@@ -322,9 +323,9 @@ class RetrieveStage:
         limit = (item.replay.limit_per_table if item.replay is not None else 0) or self.ctx.settings.retrieval_limit_per_table
         return SearchPlan(query, limit)
 
-    async def save(self, item: ChunkWork, plan: SearchPlan) -> Outcome:
-        """Search, then store the retrieval (saves made at the same time are one statement)."""
-        hits, kb_version = await self.search(plan.query, plan.limit)
+    async def save(self, item: ChunkWork, plan: SearchPlan, found: tuple[list[RetrievalHit], str]) -> Outcome:
+        """Store the retrieval (saves made at the same time are one statement)."""
+        hits, kb_version = found
         version = retrieval_version_id(kb_version=kb_version, retrieval_version=RETRIEVAL_VERSION, limit_per_table=plan.limit)
         await self.ctx.store.save_retrieval(
             item.analysis_id,

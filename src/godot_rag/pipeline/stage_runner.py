@@ -105,14 +105,23 @@ async def each(items: Sequence[ChunkWork], step: Callable[[ChunkWork], Awaitable
     return await asyncio.gather(*(scoped(item) for item in items), return_exceptions=True)
 
 
-async def each_pair(pairs: Sequence[tuple[ChunkWork, T]], step: Callable[[ChunkWork, T], Awaitable[R]]) -> list[R | BaseException]:
-    """``each`` for steps that also take what an earlier step made of the item."""
+async def then(
+    items: Sequence[ChunkWork], values: Sequence[T | BaseException], step: Callable[[ChunkWork, T], Awaitable[R]]
+) -> list[R | BaseException]:
+    """The next step of a batch: ``step(item, value)`` for every item whose last step gave a value, all at
+    once and each in its own scope; an item whose last step failed keeps its error."""
 
     async def scoped(item: ChunkWork, value: T) -> R:
         with item_scope(item):
             return await step(item, value)
 
-    return await asyncio.gather(*(scoped(item, value) for item, value in pairs), return_exceptions=True)
+    live = [(n, item, v) for n, (item, v) in enumerate(zip(items, values)) if not isinstance(v, BaseException)]
+    done = await asyncio.gather(*(scoped(item, v) for _, item, v in live), return_exceptions=True)
+    # Every value that is not an error is replaced by its item's result below.
+    out: list = list(values)
+    for (n, _, _), result in zip(live, done):
+        out[n] = result
+    return out
 
 
 def one_by_one(work: StageWork) -> BatchWork:
