@@ -225,6 +225,9 @@ class Store:
         self._chunk_reads: Coalescer[tuple[str, str], ChunkForRetrieval | None] = Coalescer(
             self.chunks_for_retrieval, key=lambda ask: ask, share=True, name="chunks_for_retrieval"
         )
+        self._retrieval_reads: Coalescer[str, list[dict] | None] = Coalescer(
+            self.stored_hits_of, key=str, share=True, name="stored_retrievals"
+        )
         self._retrieval_saves: Coalescer[RetrievalSave, None] = Coalescer(
             self.save_retrievals, key=RetrievalSave.key, name="save_retrievals"
         )
@@ -732,6 +735,20 @@ class Store:
                 )
         observe_kb_search(time.perf_counter() - started)
         return hits
+
+    async def stored_hits(self, retrieval_key: str) -> list[dict] | None:
+        """The hits of a retrieval stored under this reuse key by any analysis (None: none is);
+        lookups made at the same time are one statement."""
+        return await self._retrieval_reads(retrieval_key)
+
+    async def stored_hits_of(self, keys: Sequence[str]) -> list[list[dict] | None]:
+        rows = await self._fetchall(
+            f"""select distinct on (retrieval_key) retrieval_key, hits from {SCHEMA}.retrieval_versions
+            where retrieval_key = any(%s) order by retrieval_key""",
+            (list(keys),),
+        )
+        by_key = {r["retrieval_key"]: r["hits"] for r in rows}
+        return [by_key.get(k) for k in keys]
 
     async def save_retrieval(
         self,

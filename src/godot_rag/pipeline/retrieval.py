@@ -165,6 +165,7 @@ class SearchPlan:
 
     query: RetrieverQuery
     limit: int
+    reuse: bool = True
 
 
 @dataclass
@@ -201,7 +202,7 @@ class SearchCache:
 
     @staticmethod
     def key(query: RetrieverQuery, kb_version: str, limit: int) -> str:
-        return hashlib.sha256(json.dumps([dataclasses.astuple(query), kb_version, limit, RETRIEVAL_VERSION]).encode()).hexdigest()
+        return retrieval_key(query, kb_version, limit)
 
     def get(self, key: str) -> list[RetrievalHit] | None:
         found = self._entries.get(key)
@@ -225,8 +226,13 @@ async def retrieve(
     limit: int,
     embedder: QueryEmbedder | None = None,
     cache: SearchCache | None = None,
+    reuse: bool = True,
 ) -> tuple[list[RetrievalHit], str]:
-    """Search the knowledge base with the query alone (no trace reaches this function)."""
+    """Search the knowledge base with the query alone (no trace reaches this function).
+
+    ``reuse``: the hits an earlier retrieval with the same key stored (any analysis)
+    answer without a query vector or a search; a replay searches again.
+    """
     version = await kb.get()
     if version is None:
         raise RetryableError("the knowledge base is not built yet (godot-rag kb build)", delay_s=5)
@@ -237,6 +243,11 @@ async def retrieve(
     key = SearchCache.key(query, kb_version, limit)
     if cache is not None and (cached := cache.get(key)) is not None:
         return cached, kb_version
+    if reuse and (stored := await store.stored_hits(key)) is not None:
+        hits = [convert.hit_from_dict(h) for h in stored]
+        if cache is not None:
+            cache.put(key, hits)
+        return hits, kb_version
     vector = None if embedder is None else await embedder.vector(build_embedding_text(query))
     tables = TABLE_PRIORITY.get(query.intent, TABLE_PRIORITY[INTENT_VERSION])  # a gRPC caller may leave it empty
     hits = await store.search(query, tables=tables, limit_per_table=limit, query_embedding=vector)
@@ -257,11 +268,10 @@ def validate_payload(trace_msg: pb.ChunkTrace, row: ChunkForRetrieval) -> list[s
     return problems
 
 
-def retrieval_key(query: RetrieverQuery, kb_version: str) -> str:
-    """Reuse key of a retrieval: the prompt's intent, the chunk's query and the knowledge base it searched."""
-    return hashlib.sha256(
-        json.dumps([query.intent, query.query_text, query.raw_chunk_text, kb_version, RETRIEVAL_VERSION]).encode()
-    ).hexdigest()
+def retrieval_key(query: RetrieverQuery, kb_version: str, limit: int) -> str:
+    """Reuse key of a retrieval: everything that decides its hits (the whole query, the knowledge base
+    searched, the query builder's version and the per-table limit)."""
+    return hashlib.sha256(json.dumps([dataclasses.astuple(query), kb_version, limit, RETRIEVAL_VERSION]).encode()).hexdigest()
 
 
 def search_limit(asked: int, settings: Settings) -> int:
@@ -292,18 +302,20 @@ class RetrieveStage:
             self._prompts[aid] = analysis.prompt
         return self._prompts[aid]
 
-    async def search(self, query: RetrieverQuery, limit: int = 0) -> tuple[list[RetrievalHit], str]:
-        return await retrieve(self.ctx.store, self.kb, query, search_limit(limit, self.ctx.settings), self.embedder, self.cache)
+    async def search(self, query: RetrieverQuery, limit: int = 0, *, reuse: bool = True) -> tuple[list[RetrievalHit], str]:
+        return await retrieve(
+            self.ctx.store, self.kb, query, search_limit(limit, self.ctx.settings), self.embedder, self.cache, reuse
+        )
 
     async def __call__(self, item: ChunkWork) -> Outcome:
         plan = await self.query_of(item)
-        return await self.save(item, plan, await self.search(plan.query, plan.limit))
+        return await self.save(item, plan, await self.search(plan.query, plan.limit, reuse=plan.reuse))
 
     async def run_batch(self, items: Sequence[ChunkWork]) -> list[Outcome | BaseException]:
         """The stage's work on a batch, step by step for every chunk at once: the chunk reads are one
         statement, the query vectors are asked together, and the saves (after every search) are one statement."""
         plans = await each(items, self.query_of)
-        found = await then(items, plans, lambda _, plan: self.search(plan.query, plan.limit))
+        found = await then(items, plans, lambda _, plan: self.search(plan.query, plan.limit, reuse=plan.reuse))
         searched = [f if isinstance(f, BaseException) else (p, f) for p, f in zip(plans, found)]
         return await then(items, searched, lambda item, pf: self.save(item, pf[0], pf[1]))
 
@@ -321,7 +333,8 @@ class RetrieveStage:
         query = build_retriever_query(prompt=await self.prompt_of(item.analysis_id), chunk=chunk)
         # A replay may search with another per-table limit: that is part of the retrieval's version.
         limit = (item.replay.limit_per_table if item.replay is not None else 0) or self.ctx.settings.retrieval_limit_per_table
-        return SearchPlan(query, limit)
+        # A replay is asked to search again: it does not take a stored retrieval's hits.
+        return SearchPlan(query, limit, reuse=item.replay is None)
 
     async def save(self, item: ChunkWork, plan: SearchPlan, found: tuple[list[RetrievalHit], str]) -> Outcome:
         """Store the retrieval (saves made at the same time are one statement)."""
@@ -330,7 +343,7 @@ class RetrieveStage:
         await self.ctx.store.save_retrieval(
             item.analysis_id,
             item.chunk_id,
-            retrieval_key=retrieval_key(plan.query, kb_version),
+            retrieval_key=retrieval_key(plan.query, kb_version, plan.limit),
             kb_version=kb_version,
             query=convert.to_dict(convert.query_to_pb(plan.query)),
             hits=[convert.hit_to_dict(h) for h in hits],
