@@ -151,3 +151,12 @@ async def test_metrics_endpoint_serves_the_registry_on_a_free_port():
         await server.close()
     key = ("godot_rag_stage_messages_processed_total", (("stage", "chunker"),))
     assert first[key] == 1 and second[key] == 2
+
+
+def test_batch_sizes_are_a_histogram_per_stage():
+    metrics = m.Metrics()
+    for size in (1, 32, 20):
+        metrics.observe_batch("retriever", size)
+    assert value(metrics, "godot_rag_stage_batch_messages_count", stage="retriever") == 3
+    assert value(metrics, "godot_rag_stage_batch_messages_sum", stage="retriever") == 53
+    assert value(metrics, "godot_rag_stage_batch_messages_bucket", stage="retriever", le="16.0") == 1

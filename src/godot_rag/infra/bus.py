@@ -367,6 +367,7 @@ class Bus:
                 pause = min(30.0, pause * 2)
 
         async def process_batch(msgs: list) -> None:
+            metrics.observe_batch(spec.durable, len(msgs))
             deliveries = [delivery_of(m) for m in msgs]
             for delivery in deliveries:
                 attributes, step = span_attributes(delivery)

@@ -63,6 +63,13 @@ class Metrics:
             buckets=HANDLER_BUCKETS,
             registry=r,
         )
+        self.batch_messages = Histogram(
+            f"{PREFIX}_stage_batch_messages",
+            "Messages a batched stage handled together (GODOT_RAG_STAGE_BATCH_SIZE at most)",
+            ["stage"],
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128),
+            registry=r,
+        )
         self.redeliveries = Counter(
             f"{PREFIX}_stage_redeliveries", "Messages received again (JetStream delivery count above 1)", ["stage"], registry=r
         )
@@ -113,6 +120,9 @@ class Metrics:
         (self.processed if ok else self.failed).labels(stage).inc()
         self.handler_seconds.labels(stage, "ok" if ok else "error").observe(seconds)
 
+    def observe_batch(self, stage: str, messages: int) -> None:
+        self.batch_messages.labels(stage).observe(messages)
+
     def count_redelivery(self, stage: str) -> None:
         self.redeliveries.labels(stage).inc()
 
@@ -157,6 +167,10 @@ METRICS = Metrics(process=True)
 
 def observe_handled(stage: str, seconds: float, ok: bool) -> None:
     METRICS.observe_handled(stage, seconds, ok)
+
+
+def observe_batch(stage: str, messages: int) -> None:
+    METRICS.observe_batch(stage, messages)
 
 
 def count_redelivery(stage: str) -> None:
