@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 from godot_rag.infra.rows import KbVersionRow
-from godot_rag.pipeline.retrieval import KbVersionCache, SearchCache, retrieve
+from godot_rag import convert
+from godot_rag.pipeline.retrieval import KbVersionCache, SearchCache, retrieval_key, retrieve
 
 
 def kb_row(data_version: str) -> KbVersionRow:
@@ -16,11 +17,16 @@ def kb_row(data_version: str) -> KbVersionRow:
 
 
 class RecordingKnowledgeBase:
-    """The two Store methods retrieve() calls, recording every search it makes."""
+    """The Store methods retrieve() calls, recording every search it makes; ``stored`` holds the hits
+    earlier analyses saved, by retrieval key."""
 
     def __init__(self):
         self.version = kb_row("kb-1")
         self.searches: list[tuple[RetrieverQuery, int]] = []
+        self.stored: dict[str, list[dict]] = {}
+
+    async def stored_hits(self, key):
+        return self.stored.get(key)
 
     async def kb_version(self):
         return self.version
@@ -78,3 +84,15 @@ def test_the_cache_keeps_only_the_most_recent_entries():
     run(retrieve(kb, versions, queries[2], 5, None, cache))  # still held
     run(retrieve(kb, versions, queries[0], 5, None, cache))  # evicted: searched again
     assert len(kb.searches) == 4
+
+
+def test_a_stored_retrieval_with_the_same_key_answers_without_a_search_unless_reuse_is_off():
+    kb = RecordingKnowledgeBase()
+    versions = KbVersionCache(kb, ttl_s=0)
+    stored = RetrievalHit("api_mapping", "api:stored", 0.5, "KinematicBody2D -> CharacterBody2D", "c", {}, {"keys": 1.0})
+    kb.stored[retrieval_key(QUERY, "kb-1/lexical", 5)] = [convert.hit_to_dict(stored)]
+    hits, _ = run(retrieve(kb, versions, QUERY, 5, None, SearchCache()))
+    assert [h.record_id for h in hits] == ["api:stored"] and kb.searches == []
+    run(retrieve(kb, versions, QUERY, 8, None, SearchCache()))  # another limit: another key
+    run(retrieve(kb, versions, QUERY, 5, None, SearchCache(), reuse=False))  # a replay searches again
+    assert len(kb.searches) == 2
