@@ -189,90 +189,73 @@ async def run_chunk_stage_batch(
     Claims, settlements and hand-ons of the batch are made together, and the
     work runs on the whole batch (``batch_work``, else ``work`` on every chunk
     at once). Every message keeps its own outcome: None when handled, else the
-    error the bus maps for that message alone. Replays take the one-message path.
+    error the bus maps for that message alone. Replays (rare) take the
+    one-message path after the batch.
     """
-    outcomes: list[BaseException | None] = [None] * len(deliveries)
     next_stage = NEXT_STAGE[stage]
     worker = worker_name(ctx.name)
-    items: list[tuple[int, pb.ChunkTask, ChunkWork]] = []
-    replays: list[int] = []
-    for n, delivery in enumerate(deliveries):
+    # Per message: its chunk's work item, or the error that stops it here.
+    items: list[ChunkWork | BaseException] = []
+    tasks: dict[int, pb.ChunkTask] = {}
+    for delivery in deliveries:
         try:
             task = pb.ChunkTask.FromString(delivery.data)
         except DecodeError as exc:
-            outcomes[n] = PoisonError(f"the chunk task on {delivery.subject} cannot be decoded: {exc}")
+            items.append(PoisonError(f"the chunk task on {delivery.subject} cannot be decoded: {exc}"))
             continue
         if delivery.span is not None:
             delivery.span.set_attributes(chunk_span_attributes(task))
-        if task.HasField("replay"):
-            replays.append(n)
-        else:
-            items.append((n, task, ChunkWork(task.analysis_id, task.trace.chunk_id, task.trace, delivery)))
-
-    async def replay_one(n: int) -> None:
-        span = deliveries[n].span
-        with trace.use_span(span, end_on_exit=False) if span is not None else contextlib.nullcontext():
-            await run_chunk_stage(ctx, stage, deliveries[n], work)
-
-    replayed = asyncio.gather(*(replay_one(n) for n in replays), return_exceptions=True)
+        replay = task.replay if task.HasField("replay") else None
+        item = ChunkWork(task.analysis_id, task.trace.chunk_id, task.trace, delivery, replay)
+        tasks[id(item)] = task
+        items.append(item)
+    fresh = [i for i in items if isinstance(i, ChunkWork) and i.replay is None]
 
     async def claim(item: ChunkWork) -> bool:
         return await ctx.store.claim_stage(item.analysis_id, item.chunk_id, stage, worker=worker, trace_id=current_trace_id())
 
-    claims = await each([w for _, _, w in items], claim)
-    claimed = [(n, task, w) for (n, task, w), won in zip(items, claims) if won is True]
-    for (n, _, _), won in zip(items, claims):
-        if isinstance(won, BaseException):
-            outcomes[n] = won
-    results = await (batch_work or one_by_one(work))([w for _, _, w in claimed])
-    if len(results) != len(claimed):
-        raise RuntimeError(f"{stage} batch work gave {len(results)} outcomes for {len(claimed)} chunks")
+    claims = await each(fresh, claim)
+    # A chunk this stage settled before (claimed False) is only handed on.
+    to_work = [item for item, won in zip(fresh, claims) if won is True]
+    results = await (batch_work or one_by_one(work))(to_work)
+    if len(results) != len(to_work):
+        raise RuntimeError(f"{stage} batch work gave {len(results)} outcomes for {len(to_work)} chunks")
 
-    async def settle(entry: tuple[ChunkWork, Outcome | BaseException]) -> None:
-        item, result = entry
-        with item_scope(item):
-            if isinstance(result, RetryableError):
-                await ctx.store.mark_stage(
-                    item.analysis_id, item.chunk_id, stage, Status.WAITING, error=str(result)[:2000], worker=worker
-                )
-                raise result
-            if isinstance(result, BaseException):
-                raise result
-            await ctx.store.finish_stage(
-                item.analysis_id,
-                item.chunk_id,
-                stage,
-                result.status,
-                error=result.error[:2000],
-                worker=worker,
-                next_stage=next_stage,
+    async def wait_again(item: ChunkWork) -> None:
+        error = next(r for w, r in zip(to_work, results) if w is item)
+        await ctx.store.mark_stage(item.analysis_id, item.chunk_id, stage, Status.WAITING, error=str(error)[:2000], worker=worker)
+
+    async def finish(item: ChunkWork, outcome: Outcome) -> None:
+        await ctx.store.finish_stage(
+            item.analysis_id, item.chunk_id, stage, outcome.status, error=outcome.error[:2000], worker=worker, next_stage=next_stage
+        )
+
+    # The retried ones go back to waiting with their reason; the others are settled.
+    await each([w for w, r in zip(to_work, results) if isinstance(r, RetryableError)], wait_again)
+    settled = dict(zip(map(id, to_work), await then(to_work, results, finish)))
+    state: dict[int, BaseException | None] = {}
+    for item, won in zip(fresh, claims):
+        state[id(item)] = won if isinstance(won, BaseException) else settled.get(id(item))
+
+    async def hand_on(item: ChunkWork, _: object) -> None:
+        # Settled now or before: the chunk goes on (a failed one too: the aggregator accounts for every chunk).
+        if next_stage is not None:
+            await ctx.bus.publish(
+                chunk_subject(next_stage, item.analysis_id, subject_token(item.chunk_id)),
+                item.delivery.data,
+                task_message_id(tasks[id(item)], next_stage),
             )
 
-    settled = await asyncio.gather(*(settle(entry) for entry in zip((w for _, _, w in claimed), results)), return_exceptions=True)
-    for (n, _, _), done in zip(claimed, settled):
-        if isinstance(done, BaseException):
-            outcomes[n] = done
-    # Settled now or before: the chunk goes on (a failed one too: the aggregator accounts for every chunk).
-    if next_stage is not None:
-        to_publish = [(n, task, w) for n, task, w in items if outcomes[n] is None]
+    handed = await then(fresh, [state[id(item)] for item in fresh], hand_on)
+    outcome = {id(item): (done if isinstance(done, BaseException) else None) for item, done in zip(fresh, handed)}
 
-        async def hand_on(entry: tuple[int, pb.ChunkTask, ChunkWork]) -> None:
-            _, task, item = entry
-            with item_scope(item):
-                await ctx.bus.publish(
-                    chunk_subject(next_stage, item.analysis_id, subject_token(item.chunk_id)),
-                    item.delivery.data,
-                    task_message_id(task, next_stage),
-                )
+    async def replay_one(item: ChunkWork) -> None:
+        await run_chunk_stage(ctx, stage, item.delivery, work)
 
-        published = await asyncio.gather(*(hand_on(e) for e in to_publish), return_exceptions=True)
-        for (n, _, _), done in zip(to_publish, published):
-            if isinstance(done, BaseException):
-                outcomes[n] = done
-    for n, done in zip(replays, await replayed):
-        if isinstance(done, BaseException):
-            outcomes[n] = done
-    return outcomes
+    replays = [i for i in items if isinstance(i, ChunkWork) and i.replay is not None]
+    for item, done in zip(replays, await each(replays, replay_one)):
+        outcome[id(item)] = done if isinstance(done, BaseException) else None
+    return [item if isinstance(item, BaseException) else outcome[id(item)] for item in items]
 
 
 async def _settle_replay(
