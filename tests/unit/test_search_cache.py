@@ -6,9 +6,9 @@ import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from godot_rag import convert
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 from godot_rag.infra.rows import KbVersionRow
-from godot_rag import convert
 from godot_rag.pipeline.retrieval import KbVersionCache, SearchCache, retrieval_key, retrieve
 
 
