@@ -38,7 +38,7 @@ async def bus(tmp_path):
 async def _settled_info(bus: Bus):
     """The consumer's info once the acks sent at the end of the run reached the server (they are not awaited)."""
     for _ in range(50):
-        info = await _settled_info(bus)
+        info = await bus.js.consumer_info(STREAM_CHUNKS, SPEC.durable)
         if not info.num_ack_pending:
             break
         await asyncio.sleep(0.1)
