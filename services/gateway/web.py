@@ -5,7 +5,6 @@ with autoescaping templates, and work without JavaScript where they can."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from importlib import resources
 from typing import Any
@@ -34,12 +33,10 @@ from godot_rag.pipeline.web_requests import (
     diff_form,
     form_body,
     json_object_of,
-    live_events,
     min_score_of,
     replay_json,
     replay_options_of,
     since_of,
-    sse_message,
     submit_input_of,
     submitted_json,
     to_json_text,
@@ -49,8 +46,6 @@ from godot_rag.pipeline.why_not import why_not_retrieved
 log = logging.getLogger(__name__)
 
 DEFAULT_PROMPT = "Is this Godot 3 or Godot 4, and what is the basis for converting it?"
-POLL_S = 0.5  # how often a live list asks the store for changes
-HEARTBEAT_S = 15.0
 # Everything the pages use is served from here: no inline script, nothing from elsewhere.
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -230,31 +225,13 @@ def build_app(ctx: ServiceContext) -> web.Application:
             }
         )
         await resp.prepare(request)
-        idle = 0.0
+        chunk_html, file_html = (lambda v: str(macros.chunk_row(v, aid))), (lambda e: str(macros.file_meta(e)))
         try:
-            while True:
-                wrote = await _send_batch(resp, aid, batch)
-                idle = 0.0 if wrote else idle + POLL_S
-                if not batch["running"]:
-                    await resp.write(sse_message("end", {"status": batch["status"]}, batch["cursor"]))
-                    break
-                if idle >= HEARTBEAT_S:
-                    await resp.write(b": keep-alive\n\n")
-                    idle = 0.0
-                if ctx.stop.is_set():
-                    break
-                await asyncio.sleep(POLL_S)
-                batch = await feed.poll()
+            async for event in web_data.live_stream(feed, batch, chunk_html, file_html, ctx.stop):
+                await resp.write(event)
         except ConnectionResetError:
             pass  # the page went away
         return resp
-
-    async def _send_batch(resp: web.StreamResponse, aid: str, batch: dict) -> bool:
-        """Write the batch's events; whether chunks or files changed."""
-        events = live_events(batch, lambda v: str(macros.chunk_row(v, aid)), lambda e: str(macros.file_meta(e)))
-        for name, data in events:
-            await resp.write(sse_message(name, data, batch["cursor"]))
-        return any(name != "progress" for name, _ in events)
 
     @routes.get("/a/{aid}/f/{path:.+}")
     async def file_page(request: web.Request) -> web.Response:

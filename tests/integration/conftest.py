@@ -14,6 +14,8 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
+from godot_rag.infra.bus import Bus
+from godot_rag.infra.embedded import EmbeddedNats
 from godot_rag.settings import load_settings
 from godot_rag.supervisor import Supervisor
 from godot_rag.v1 import services_pb2_grpc as sgrpc
@@ -55,3 +57,17 @@ def stack(tmp_path_factory):
         stop_flag[0] = True
         supervisor.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@pytest.fixture
+async def bus(tmp_path):
+    """A Bus on a nats-server of its own (the bus tests drive consumers directly, without the services)."""
+    server = EmbeddedNats(tmp_path, "127.0.0.1", 0)
+    server.start()
+    b = await Bus.connect(server.url, name="bus-test", outage_patience_s=60)
+    await b.ensure_streams()
+    try:
+        yield b
+    finally:
+        await b.close()
+        server.stop()

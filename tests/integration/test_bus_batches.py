@@ -6,12 +6,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-import pytest
 from nats.js import api
 
 from godot_rag.errors import PoisonError, RetryableError, StoreError
 from godot_rag.infra.bus import Bus, Delivery
-from godot_rag.infra.embedded import EmbeddedNats
 from godot_rag.stages import JUDGE, STREAM_CHUNKS, chunk_subject
 
 SPEC = replace(JUDGE, durable="judge", ack_wait_s=1.0, max_deliver=3, max_handling_s=300)
@@ -20,19 +18,6 @@ SPEC = replace(JUDGE, durable="judge", ack_wait_s=1.0, max_deliver=3, max_handli
 STEADY = replace(SPEC, ack_wait_s=6.0)
 # A crashed worker's message comes back after this; the careful window lasts as long.
 SHORT = replace(SPEC, ack_wait_s=3.0)
-
-
-@pytest.fixture
-async def bus(tmp_path):
-    server = EmbeddedNats(tmp_path, "127.0.0.1", 0)
-    server.start()
-    b = await Bus.connect(server.url, name="bus-batches-test", outage_patience_s=60)
-    await b.ensure_streams()
-    try:
-        yield b
-    finally:
-        await b.close()
-        server.stop()
 
 
 async def _settled_info(bus: Bus):

@@ -7,29 +7,14 @@ import asyncio
 import json
 from dataclasses import replace
 
-import pytest
 from nats.js import api
 
 from godot_rag.errors import PoisonError, StoreError
 from godot_rag.infra.bus import Bus, Delivery
-from godot_rag.infra.embedded import EmbeddedNats
 from godot_rag.stages import JUDGE, STREAM_ADVISORIES, STREAM_CHUNKS, chunk_subject
 
 # A short-fused copy of the judge's consumer: redeliveries within seconds.
 SPEC = replace(JUDGE, durable="judge", ack_wait_s=1.0, max_deliver=3, max_handling_s=300)
-
-
-@pytest.fixture
-async def bus(tmp_path):
-    server = EmbeddedNats(tmp_path, "127.0.0.1", 0)
-    server.start()
-    b = await Bus.connect(server.url, name="bus-faults-test", outage_patience_s=60)
-    await b.ensure_streams()
-    try:
-        yield b
-    finally:
-        await b.close()
-        server.stop()
 
 
 async def _run_until(bus: Bus, spec, handler, dead_letter, done: asyncio.Event, timeout_s: float = 60) -> None:

@@ -100,3 +100,31 @@ def test_a_submission_answers_its_first_analysis_and_every_project():
         "project_id": "p1",
         "projects": [{"analysis_id": "a1", "project_id": "p1"}, {"analysis_id": "a2", "project_id": "p2"}],
     }
+
+
+def test_the_live_stream_sends_changes_keeps_alive_when_idle_and_ends_with_the_analysis():
+    import asyncio
+
+    from godot_rag.pipeline.web_data import live_stream
+
+    def batch(running: bool, chunks: list) -> dict:
+        return {"chunks": chunks, "files": [], "running": running, "status": "running" if running else "done",
+                "counts": {}, "progress": {}, "cursor": None}
+
+    class Feed:
+        def __init__(self):
+            self.batches = [batch(True, []), batch(True, []), batch(False, [])]
+
+        async def poll(self):
+            return self.batches.pop(0)
+
+    row = {"chunk_id": "c1", "order_key": 1, "status": "done"}
+
+    async def collect() -> list[bytes]:
+        stream = live_stream(Feed(), batch(True, [row]), lambda v: "<tr/>", lambda e: "", asyncio.Event(), poll_s=0, heartbeat_s=0)
+        return [event async for event in stream]
+
+    events = asyncio.run(collect())
+    assert events[0].startswith(b"event: chunks") and events[1].startswith(b"event: progress")
+    assert b": keep-alive\n\n" in events  # idle polls with nothing to send
+    assert events[-1].startswith(b"event: end") and b'"done"' in events[-1]

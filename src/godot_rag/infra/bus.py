@@ -234,29 +234,43 @@ class Bus:
 
         max_handling = self.max_handling_override_s or spec.max_handling_s
 
-        async def run_handler(delivery: Delivery, ctx, attributes: dict, step: str) -> None:
-            """The handler under the overall cap; an outage is waited out in place, the message held."""
+        async def through_outages(attempt: Callable[[], Awaitable[list[BaseException | None]]], held: str) -> list:
+            """``attempt`` (one message's handler or a batch's) under the overall cap; an outage, raised or met
+            by any message of a batch, is waited out in place with every message held, then all run again
+            (each stage's work is idempotent)."""
             outage_since = time.monotonic()
             pause = 1.0
             while True:
                 cap = asyncio.timeout(max_handling)
                 try:
                     async with cap:
-                        with tracer.start_as_current_span(
-                            f"{spec.durable} {step}", context=ctx, kind=trace.SpanKind.CONSUMER, attributes=attributes
-                        ):
-                            await handler(delivery)
-                    return
+                        outcomes = await attempt()
                 except TimeoutError as exc:
                     if cap.expired():
                         raise HandlingTimeout(f"{spec.durable} handler ran past its {max_handling:g}s cap") from exc
                     raise
                 except OutageError as exc:
-                    if stop.is_set() or time.monotonic() - outage_since + pause > self.outage_patience_s:
-                        raise
-                    log.warning("%s waits for a dependency on %s: %s (retry in %.0fs)", spec.durable, delivery.subject, exc, pause)
-                    await asyncio.sleep(pause)
-                    pause = min(30.0, pause * 2)
+                    outage = exc
+                else:
+                    found = next((o for o in outcomes if isinstance(o, OutageError)), None)
+                    if found is None:
+                        return outcomes
+                    outage = found
+                if stop.is_set() or time.monotonic() - outage_since + pause > self.outage_patience_s:
+                    raise outage
+                log.warning("%s waits for a dependency (%s held): %s (retry in %.0fs)", spec.durable, held, outage, pause)
+                await asyncio.sleep(pause)
+                pause = min(30.0, pause * 2)
+
+        async def run_handler(delivery: Delivery, ctx, attributes: dict, step: str) -> None:
+            async def attempt() -> list[BaseException | None]:
+                with tracer.start_as_current_span(
+                    f"{spec.durable} {step}", context=ctx, kind=trace.SpanKind.CONSUMER, attributes=attributes
+                ):
+                    await handler(delivery)
+                return [None]
+
+            await through_outages(attempt, delivery.subject)
 
         async def give_up(delivery: Delivery, msg, reason: str) -> None:
             try:
@@ -332,39 +346,8 @@ class Bus:
                 slots.release()
 
         async def run_batch(deliveries: list[Delivery]) -> list[BaseException | None]:
-            """The batch handler under the overall cap; an outage is waited out in place, every message held."""
             assert batch_handler is not None
-            outage_since = time.monotonic()
-            pause = 1.0
-            while True:
-                cap = asyncio.timeout(max_handling)
-                try:
-                    async with cap:
-                        outcomes = await batch_handler(deliveries)
-                except TimeoutError as exc:
-                    if cap.expired():
-                        raise HandlingTimeout(f"{spec.durable} handler ran past its {max_handling:g}s cap") from exc
-                    raise
-                except OutageError as exc:
-                    outage = exc
-                else:
-                    # One message that met an outage holds the batch: every message is run again once
-                    # the dependency is back (each stage's work is idempotent).
-                    found = next((o for o in outcomes if isinstance(o, OutageError)), None)
-                    if found is None:
-                        return outcomes
-                    outage = found
-                if stop.is_set() or time.monotonic() - outage_since + pause > self.outage_patience_s:
-                    raise outage
-                log.warning(
-                    "%s waits for a dependency (%d messages held): %s (retry in %.0fs)",
-                    spec.durable,
-                    len(deliveries),
-                    outage,
-                    pause,
-                )
-                await asyncio.sleep(pause)
-                pause = min(30.0, pause * 2)
+            return await through_outages(lambda: batch_handler(deliveries), f"{len(deliveries)} messages")
 
         async def process_batch(msgs: list) -> None:
             metrics.observe_batch(spec.durable, len(msgs))

@@ -12,7 +12,7 @@ from godot_rag.infra.bus import Delivery
 from godot_rag.infra.service import ServiceContext
 from godot_rag.infra.store import Store
 from godot_rag.pipeline.results import finalize_analysis
-from godot_rag.pipeline.stage_runner import DONE, ChunkWork, Outcome, one_by_one, run_chunk_stage, run_chunk_stage_batch
+from godot_rag.pipeline.stage_runner import DONE, ChunkWork, Outcome, one_by_one, run_chunk_stage_batch
 from godot_rag.pipeline.versions import finalize_replay
 from godot_rag.stages import FILE_DONE, Stage, Status, parse_subject
 from godot_rag.v1 import messages_pb2 as pb
@@ -40,19 +40,10 @@ class AggregateStage:
 
 
 async def handle_aggregate(ctx: ServiceContext, stage: AggregateStage, delivery: Delivery) -> None:
-    """An aggregate task settles its chunk; a file-done event only checks completion (files without chunks)."""
-    parsed = parse_subject(delivery.subject)
-    if parsed is not None and parsed.step == FILE_DONE:
-        analysis_id = pb.FileDone.FromString(delivery.data).analysis_id
-    else:
-        await run_chunk_stage(ctx, Stage.AGGREGATE, delivery, stage)
-        task = pb.ChunkTask.FromString(delivery.data)
-        if task.HasField("replay"):
-            # A replay finishes on its own: its version's verdict, that version made current.
-            await finalize_replay(ctx.store, task.replay.replay_id)
-            return
-        analysis_id = task.analysis_id
-    await finalize_analysis(ctx.store, analysis_id)
+    """One aggregate message: the batch path with a batch of one, its error raised for the bus to map."""
+    (outcome,) = await handle_aggregate_batch(ctx, stage, [delivery])
+    if outcome is not None:
+        raise outcome
 
 
 async def handle_aggregate_batch(

@@ -6,7 +6,10 @@ returned dicts and nothing else.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime, timedelta
+from typing import Any
 
 from godot_rag.domain.patching import source_kind
 from godot_rag.errors import NotFoundError
@@ -14,6 +17,7 @@ from godot_rag.infra.rows import AnalysisRow, FileRow, WebChunkRow
 from godot_rag.infra.store import Store
 from godot_rag.pipeline import web_views as wv
 from godot_rag.pipeline.patch import analysis_patch_doc
+from godot_rag.pipeline.web_requests import live_events, sse_message
 from godot_rag.pipeline.why_not import why_not_retrieved
 
 # A stage row is stamped with its transaction's start time, and a chunk list
@@ -79,6 +83,40 @@ async def chunk_detail(store: Store, analysis_id: str, chunk_id: str) -> dict | 
         "judgment": judgment.to_json() if judgment is not None else None,
         "stages": [s.to_json() for s in stages],
     }
+
+
+POLL_S = 0.5  # how often a live list asks the store for changes
+HEARTBEAT_S = 15.0  # a comment line when nothing was sent for this long (proxies close idle streams)
+
+
+async def live_stream(
+    feed: LiveFeed,
+    first: dict,
+    render_chunk: Callable[[Mapping[str, Any]], str],
+    render_file: Callable[[Mapping[str, Any]], str],
+    stop: asyncio.Event,
+    poll_s: float = POLL_S,
+    heartbeat_s: float = HEARTBEAT_S,
+) -> AsyncIterator[bytes]:
+    """The server-sent events of a live list, from its first batch until the analysis ends (an ``end``
+    event) or the service stops: each batch's events, and a keep-alive comment when idle."""
+    batch = first
+    idle = 0.0
+    while True:
+        events = live_events(batch, render_chunk, render_file)
+        for name, data in events:
+            yield sse_message(name, data, batch["cursor"])
+        idle = 0.0 if any(name != "progress" for name, _ in events) else idle + poll_s
+        if not batch["running"]:
+            yield sse_message("end", {"status": batch["status"]}, batch["cursor"])
+            return
+        if idle >= heartbeat_s:
+            yield b": keep-alive\n\n"
+            idle = 0.0
+        if stop.is_set():
+            return
+        await asyncio.sleep(poll_s)
+        batch = await feed.poll()
 
 
 class LiveFeed:
