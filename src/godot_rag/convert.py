@@ -93,6 +93,7 @@ def query_to_pb(q: m.RetrieverQuery) -> pb.RetrieverQuery:
         reference_candidates=list(q.reference_candidates),
         prompt_terms=list(q.prompt_terms),
         intent=q.intent,
+        direct_chunk=q.direct_chunk,
     )
 
 
@@ -106,6 +107,7 @@ def query_from_pb(q: pb.RetrieverQuery) -> m.RetrieverQuery:
         reference_candidates=tuple(q.reference_candidates),
         prompt_terms=tuple(q.prompt_terms),
         intent=q.intent,
+        direct_chunk=q.direct_chunk,
     )
 
 

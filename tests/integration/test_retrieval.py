@@ -17,7 +17,9 @@ import pytest
 from psycopg.rows import dict_row
 
 from godot_rag import convert
+from godot_rag.domain.chunking.files import chunk_file
 from godot_rag.domain.chunking.gdscript import parse_gdscript
+from godot_rag.domain.ingest.policy import classify_path
 from godot_rag.domain.retrieval.query import build_embedding_text, build_retriever_query
 from godot_rag.infra import kb_store
 from godot_rag.infra.embedder import MINILM_MODEL, EmbeddingModelMismatch, MiniLMEmbedder, TEIEmbedder, check_model, text_sha256
@@ -142,6 +144,24 @@ def test_retriever_service_search_embeds_caches_and_returns_components(stack):
     with pytest.raises(grpc.RpcError) as err:
         stub.Search(spb.SearchRequest(query=convert.query_to_pb(replace(q, query_terms=(), raw_chunk_text=""))), timeout=30)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_a_scene_node_is_found_by_its_type_without_a_query_vector(stack):
+    """A direct chunk (here a Godot 3 scene node) is searched by its candidates: no vector is made or
+    cached for it, no hit carries a vector score, and its node type finds the rename and the class page."""
+    stub = stack.stub("retriever", sgrpc.RetrieverStub)
+    source = ('[gd_scene load_steps=2 format=2]\n\n[ext_resource path="res://player.gd" type="Script" id=1]\n\n'
+              '[node name="Player" type="KinematicBody2D"]\nscript = ExtResource( 1 )\n')
+    chunk = next(c for c in chunk_file("player.tscn", classify_path("player.tscn")[0], source.encode()).chunks
+                 if c.chunk_id == "player.tscn:node:Player")
+    q = build_retriever_query(prompt=PROMPT, chunk=chunk)
+    assert q.direct_chunk
+    resp = stub.Search(spb.SearchRequest(query=convert.query_to_pb(q), limit_per_table=5), timeout=120)
+    assert [h.record_id for h in resp.hits if h.table == "api_mapping"][0] == "rename:class_renames:KinematicBody2D"
+    assert "docs:3:KinematicBody2D" in [h.record_id for h in resp.hits if h.table == "docs_chunks"][:2]
+    assert resp.hits and not any("vector" in h.component_scores for h in resp.hits)
+    sha = text_sha256(build_embedding_text(q))
+    assert stack.sql("select count(*) n from godot_rag.embedding_cache where text_sha256 = %s", (sha,))[0]["n"] == 0
 
 
 def test_minilm_vectors_are_real_and_normalised(embedder):

@@ -11,11 +11,14 @@ Three parts:
   side, an old name no other pair shares), written as realistic usage of the
   old name; the expected record is that pair (plus the Godot 3 class page for
   class renames);
+- ``direct``: chunks of scenes, resources, ``.import`` files and ``project.godot``
+  (the direct chunker's), by hand and from sampled class and property renames
+  used where a scene uses them (a node's type, a node's property);
 - an expected entry "a|b" is met by either record (the doc page of a member
   that version-neutral code uses exists in both class references);
-- every case is a whole small .gd file; the eval runs it through the real
-  parser (godot_rag.domain.chunking.gdscript.parse_gdscript) and takes the chunk named
-  in ``chunk`` (a chunk id) to build the query.
+- every case is a whole small file; the eval runs it through the real chunker
+  of its kind (``godot_rag.domain.chunking.files.chunk_file``) and takes the chunk
+  named in ``chunk`` (a chunk id) to build the query.
 """
 
 from __future__ import annotations
@@ -41,9 +44,14 @@ PROMPTS = [
 cases: list[dict] = []
 
 
-def case(cid: str, category: str, source: str, chunk: str, expect: list[str], prompt: str = PV) -> None:
-    cases.append({"id": cid, "category": category, "file": f"{cid}.gd", "source": source, "chunk": chunk,
+def case(cid: str, category: str, source: str, chunk: str, expect: list[str], prompt: str = PV, file: str = "") -> None:
+    cases.append({"id": cid, "category": category, "file": file or f"{cid}.gd", "source": source, "chunk": chunk,
                   "prompt": prompt, "expect": expect})
+
+
+def direct(cid: str, file: str, source: str, chunk: str, expect: list[str], prompt: str = PV) -> None:
+    """A chunk of a scene, resource, import or project file (the direct chunker's), named ``file``."""
+    case(cid, "direct", source, f"{file}:{chunk}", expect, prompt, file)
 
 
 A, D, P = "api_mapping:", "docs_chunks:", "label_prototypes:"
@@ -310,7 +318,100 @@ def sampled_renames() -> None:
             case(cid, "renamed_godot3", source, f"{cid}.gd:{chunk}", expect, PROMPTS[len(cases) % len(PROMPTS)])
 
 
+# ---------------------------------------------------------------- direct: scenes, resources, imports, project.godot
+G3_SCENE = "[gd_scene load_steps=3 format=2]\n\n[ext_resource path=\"res://player.gd\" type=\"Script\" id=1]\n\n"
+G4_SCENE = "[gd_scene load_steps=3 format=3 uid=\"uid://b8u3k2x1q0mfa\"]\n\n[ext_resource type=\"Script\" path=\"res://player.gd\" id=\"1_abcd\"]\n\n"
+direct("d-scene-format2", "main.tscn", G3_SCENE + "[node name=\"Main\" type=\"Node\"]\nscript = ExtResource( 1 )\n",
+       "header:gd_scene", [P + "proto:g3-scene-format2", A + "change:scene-format"])
+direct("d-scene-format3", "main.tscn", G4_SCENE + "[node name=\"Main\" type=\"Node\"]\nscript = ExtResource(\"1_abcd\")\n",
+       "header:gd_scene", [P + "proto:g4-scene-format3"])
+direct("d-project-g3", "project.godot", "config_version=4\n\n[application]\n\nconfig/name=\"Dodge\"\nrun/main_scene=\"res://Main.tscn\"\n",
+       "config_version:config_version", [P + "proto:g3-project-godot", A + "change:config-version"])
+direct("d-project-g4", "project.godot", "config_version=5\n\n[application]\n\nconfig/name=\"Dodge\"\nconfig/features=PackedStringArray(\"4.2\")\n",
+       "config_version:config_version", [P + "proto:g4-project-godot"])
+direct("d-project-window", "project.godot", "config_version=4\n\n[display]\n\nwindow/size/width=480\nwindow/size/height=720\n",
+       "section:display", [A + "rename:project_settings_renames:display/window/size/width"])
+direct("d-import-stex", "icon.png.import", "[remap]\n\nimporter=\"texture\"\ntype=\"StreamTexture\"\npath=\"res://.import/icon.png-487276ed1e3a0c39cad0279d744ee560.stex\"\n",
+       "section:remap", [A + "rename:class_renames:StreamTexture"])
+direct("d-kinematic-node", "player.tscn", G3_SCENE + "[node name=\"Player\" type=\"KinematicBody2D\"]\nscript = ExtResource( 1 )\n",
+       "node:Player", [A + "rename:class_renames:KinematicBody2D", D + "docs:3:KinematicBody2D"])
+direct("d-spatial-node", "level.tscn", G3_SCENE + "[node name=\"Level\" type=\"Spatial\"]\nscript = ExtResource( 1 )\n",
+       "node:Level", [A + "rename:class_renames:Spatial", D + "docs:3:Spatial"])
+direct("d-extents", "player.tscn", "[gd_scene load_steps=2 format=2]\n\n[sub_resource type=\"RectangleShape2D\" id=1]\nextents = Vector2( 16, 24 )\n\n"
+       "[node name=\"Shape\" type=\"CollisionShape2D\"]\nshape = SubResource( 1 )\n",
+       "sub_resource:1", [A + "change:extents-size", P + "proto:g3-extents"])
+direct("d-rect-props", "hud.tscn", "[gd_scene format=2]\n\n[node name=\"HUD\" type=\"Control\"]\nrect_min_size = Vector2( 320, 40 )\nrect_pivot_offset = Vector2( 160, 20 )\n",
+       "node:HUD", [A + "change:rect-properties"])
+direct("d-margins", "hud.tscn", "[gd_scene format=2]\n\n[node name=\"Panel\" type=\"Panel\"]\nmargin_left = 8.0\nmargin_top = 8.0\nmargin_right = 120.0\nmargin_bottom = 40.0\n",
+       "node:Panel", [A + "change:margin-offset"])
+direct("d-custom-colors", "hud.tscn", "[gd_scene format=2]\n\n[node name=\"Score\" type=\"Label\"]\ncustom_colors/font_color = Color( 1, 0.8, 0, 1 )\ntext = \"0\"\n",
+       "node:Score", [A + "rename:theme_override_renames:custom_colors/|" + A + "change:theme-overrides"])
+direct("d-pause-mode", "main.tscn", "[gd_scene format=2]\n\n[node name=\"Pause\" type=\"CanvasLayer\"]\npause_mode = 2\n",
+       "node:Pause", [A + "change:pause-mode"])
+direct("d-characterbody", "player.tscn", G4_SCENE + "[node name=\"Player\" type=\"CharacterBody2D\"]\nscript = ExtResource(\"1_abcd\")\n",
+       "node:Player", [D + "docs:4:CharacterBody2D"])
+direct("d-node3d", "level.tscn", G4_SCENE + "[node name=\"Level\" type=\"Node3D\"]\nscript = ExtResource(\"1_abcd\")\n",
+       "node:Level", [D + "docs:4:Node3D"])
+direct("d-timer-node", "main.tscn", "[gd_scene format=2]\n\n[node name=\"SpawnTimer\" type=\"Timer\"]\nwait_time = 0.5\none_shot = true\n",
+       "node:SpawnTimer", [either("Timer")])
+direct("d-area-node", "mob.tscn", "[gd_scene format=3]\n\n[node name=\"Coin\" type=\"Area2D\"]\nmonitoring = true\n",
+       "node:Coin", [either("Area2D")])
+direct("d-anim-sprite", "mob.tscn", "[gd_scene format=2]\n\n[node name=\"AnimatedSprite\" type=\"AnimatedSprite\"]\nframes = SubResource( 1 )\nanimation = \"walk\"\nplaying = true\n",
+       "node:AnimatedSprite", [A + "rename:class_renames:AnimatedSprite", A + "change:animatedsprite-playing"])
+direct("d-resource-g3", "theme.tres", "[gd_resource type=\"DynamicFont\" load_steps=2 format=2]\n\n[ext_resource path=\"res://font.ttf\" type=\"DynamicFontData\" id=1]\n\n[resource]\nsize = 32\nfont_data = ExtResource( 1 )\n",
+       "resource:resource", [A + "change:dynamicfont"])
+direct("d-env-resource", "default_env.tres", "[gd_resource type=\"Environment\" load_steps=2 format=2]\n\n[sub_resource type=\"ProceduralSky\" id=1]\n\n[resource]\nbackground_mode = 2\nbackground_sky = SubResource( 1 )\n",
+       "sub_resource:1", [A + "rename:class_renames:ProceduralSky"])
+direct("d-input-map", "project.godot", "config_version=4\n\n[input]\n\nmove_left={\n\"deadzone\": 0.5,\n\"events\": [ Object(InputEventKey,\"resource_local_to_scene\":false,\"resource_name\":\"\",\"device\":0,\"alt\":false,\"shift\":false,\"control\":false,\"meta\":false,\"command\":false,\"pressed\":false,\"scancode\":16777231,\"physical_scancode\":0,\"unicode\":0,\"echo\":false,\"script\":null)\n ]\n}\n",
+       "input_action:move_left", [A + "change:input-scancode"])
+
+
+def sampled_scene_renames() -> None:
+    """Node types, sub-resource types and node properties of a Godot 3 scene that Godot 4 renamed
+    (sampled converter pairs whose old name is a Godot 3 node or resource class, or a property of a node class)."""
+    rows = list(read_jsonl_gz("godot_renames_3to4.jsonl.gz"))
+    reference = list(read_jsonl_gz("godot3_class_reference.jsonl.gz"))
+    parent = {r["class"]: r.get("inherits") or "" for r in reference if r["kind"] == "class"}
+
+    def derives(cls: str, base: str) -> bool:
+        while cls:
+            if cls == base:
+                return True
+            cls = parent.get(cls, "")
+        return False
+
+    owners: dict[str, set[str]] = {}
+    for r in reference:
+        if r["kind"] == "property" and derives(r["class"], "Node"):
+            owners.setdefault(r["name"], set()).add(r["class"])
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["old"]] = counts.get(r["old"], 0) + 1
+    usable = [r for r in rows if r["enabled"] and counts[r["old"]] == 1 and r["old"] != r["new"]]
+    classes = sorted({r["old"] for r in usable if r["table"] == "class_renames" and r["old"] in parent
+                      and (derives(r["old"], "Node") or derives(r["old"], "Resource")) and not r["old"].startswith(("Editor", "Visual"))})
+    props = sorted({r["old"] for r in usable if r["table"] == "gdscript_properties_renames" and r["old"] in owners})
+    rng = random.Random(9)
+    rng.shuffle(classes)
+    rng.shuffle(props)
+    for old in classes[:24]:
+        expect = [A + f"rename:class_renames:{old}", D + f"docs:3:{old}"]
+        if derives(old, "Node"):
+            source = (f"[gd_scene load_steps=2 format=2]\n\n[node name=\"Level\" type=\"Node\"]\n\n"
+                      f"[node name=\"{old}\" type=\"{old}\" parent=\".\"]\n")
+            chunk = f"node:Level/{old}"
+        else:
+            source = f"[gd_scene load_steps=2 format=2]\n\n[sub_resource type=\"{old}\" id=1]\n\n[node name=\"Level\" type=\"Node\"]\n"
+            chunk = "sub_resource:1"
+        direct(f"d-class-{old}", "level.tscn", source, chunk, expect, PROMPTS[len(cases) % len(PROMPTS)])
+    for old in props[:12]:
+        owner = sorted(owners[old])[0]
+        direct(f"d-prop-{old}", "level.tscn", f"[gd_scene load_steps=2 format=2]\n\n[node name=\"Thing\" type=\"{owner}\"]\n{old} = true\n",
+               "node:Thing", [A + f"rename:gdscript_properties_renames:{old}"], PROMPTS[len(cases) % len(PROMPTS)])
+
+
 sampled_renames()
+sampled_scene_renames()
 
 if __name__ == "__main__":
     out = HERE / "cases.jsonl"

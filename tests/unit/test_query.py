@@ -7,7 +7,10 @@ from dataclasses import fields
 
 import pytest
 
+from godot_rag import convert
+from godot_rag.domain.chunking.files import chunk_file
 from godot_rag.domain.chunking.gdscript import parse_gdscript
+from godot_rag.domain.ingest.policy import classify_path
 from godot_rag.domain.models import RetrieverQuery
 from godot_rag.domain.retrieval import fusion
 from godot_rag.domain.retrieval.query import (
@@ -151,3 +154,57 @@ def test_comment_words_stay_out_of_the_keys():
     assert "kinematicbody2d" not in lexemes and "flash" not in lexemes
     assert {"modulate", "color", "show"} <= set(lexemes)
     assert fusion.strip_comments('x = "a\\"#b" # c') == 'x = "a\\"#b" '
+
+
+def direct_chunk_of(path: str, source: str, chunk_id: str):
+    result = chunk_file(path, classify_path(path)[0], source.encode())
+    return next(c for c in result.chunks if c.chunk_id == chunk_id)
+
+
+@pytest.mark.parametrize("path,source,chunk_id,format_words", [
+    ("player.tscn", '[gd_scene load_steps=2 format=2]\n\n[ext_resource path="res://player.gd" type="Script" id=1]\n\n'
+     '[node name="Player" type="KinematicBody2D"]\nscript = ExtResource( 1 )\ncollision_mask = 3\n', "player.tscn:node:Player",
+     {"node", "name", "type", "extresource", "player"}),
+    ("icon.png.import", '[remap]\n\nimporter="texture"\ntype="StreamTexture"\npath="res://.import/icon.png-1.stex"\n',
+     "icon.png.import:section:remap", {"remap", "res", "stex", "icon"}),
+    ("project.godot", 'config_version=4\n\n[display]\n\nwindow/size/width=480\n', "project.godot:section:display", {"display"}),
+    ("theme.tres", '[gd_resource type="DynamicFont" format=2]\n\n[resource]\nsize = 32\n', "theme.tres:resource:resource",
+     {"resource", "gd_resource", "format"}),
+])
+def test_a_direct_chunk_is_searched_by_its_candidates_alone(path, source, chunk_id, format_words):
+    chunk = direct_chunk_of(path, source, chunk_id)
+    query = build_retriever_query(prompt=SEED_PROMPT, chunk=chunk)
+    assert query.direct_chunk
+    assert not fusion.searches_vectors(query)
+    lexemes = fusion.query_lexemes(query)
+    assert lexemes  # its engine names and keys
+    assert lexemes == fusion.query_lexemes(query, chunk_identifiers=False)
+    # The file format's own words and the project's names are not keys.
+    assert not format_words & set(lexemes)
+
+
+def test_a_scene_node_keeps_its_type_and_property_keys():
+    chunk = direct_chunk_of("player.tscn", '[gd_scene format=2]\n\n[node name="Player" type="KinematicBody2D"]\ncollision_mask = 3\n',
+                            "player.tscn:node:Player")
+    lexemes = fusion.query_lexemes(build_retriever_query(prompt=SEED_PROMPT, chunk=chunk))
+    assert {"kinematicbody2d", "collision_mask"} <= set(lexemes)
+
+
+@pytest.mark.parametrize("path,source", [
+    ("player.gd", "extends KinematicBody2D\n\nfunc _ready():\n\tpass\n"),
+    ("water.gdshader", "shader_type canvas_item;\n\nvoid fragment() {\n\tCOLOR = texture(TEXTURE, UV);\n}\n"),
+    ("notes.txt", "A plain text file\n"),
+])
+def test_script_shader_and_text_chunks_keep_the_hybrid_search(path, source):
+    kind = classify_path(path)[0]
+    for chunk in chunk_file(path, kind, source.encode()).chunks:
+        query = build_retriever_query(prompt=SEED_PROMPT, chunk=chunk)
+        assert not query.direct_chunk and fusion.searches_vectors(query), chunk.chunk_id
+
+
+def test_the_direct_flag_survives_the_wire():
+    chunk = direct_chunk_of("icon.png.import", '[remap]\n\ntype="StreamTexture"\n', "icon.png.import:section:remap")
+    query = build_retriever_query(prompt=SEED_PROMPT, chunk=chunk)
+    assert convert.query_from_pb(convert.query_to_pb(query)) == query
+    script = build_retriever_query(prompt=SEED_PROMPT, chunk=chunk_of(SEED_PROCESS))
+    assert convert.query_from_pb(convert.query_to_pb(script)) == script

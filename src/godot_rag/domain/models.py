@@ -117,6 +117,9 @@ class RetrieverQuery:
     reference_candidates: tuple[str, ...] = ()
     prompt_terms: tuple[str, ...] = ()
     intent: str = "version_check"
+    # A chunk of a scene, resource, import or project file: searched by its candidates alone,
+    # without the query vector (``godot_rag.domain.retrieval.fusion.searches_vectors``).
+    direct_chunk: bool = False
 
 
 @dataclass(frozen=True)

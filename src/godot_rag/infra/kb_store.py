@@ -33,6 +33,7 @@ from godot_rag.domain.retrieval.fusion import (
     SearchConfig,
     fuse,
     query_lexemes,
+    searches_vectors,
     trigram_terms,
 )
 from godot_rag.domain.retrieval.knowledge import KnowledgeRecord
@@ -343,7 +344,7 @@ async def search(
             raise ValueError(f"unknown knowledge table {table!r}")
     lexemes = query_lexemes(query, chunk_identifiers=config.chunk_identifiers) if config.mode != MODE_VECTOR else []
     tsq = tsquery_literal(lexemes)
-    use_vector = query_embedding is not None and config.mode != MODE_LEXICAL
+    use_vector = query_embedding is not None and config.mode != MODE_LEXICAL and searches_vectors(query)
     use_lexical = bool(tsq) and config.mode != MODE_VECTOR
     if not (use_vector or use_lexical) or not tables:
         return []
@@ -436,7 +437,7 @@ async def rank_record(
     view = f"{SCHEMA}.dynamic_retrieval_view"
     lexemes = query_lexemes(query, chunk_identifiers=config.chunk_identifiers) if config.mode != MODE_VECTOR else []
     tsq = tsquery_literal(lexemes)
-    use_vector = query_embedding is not None and config.mode != MODE_LEXICAL
+    use_vector = query_embedding is not None and config.mode != MODE_LEXICAL and searches_vectors(query)
     use_lexical = bool(tsq) and config.mode != MODE_VECTOR
     vec = None if query_embedding is None else "[" + ",".join(f"{x:.6g}" for x in query_embedding) + "]"
     cand = max(config.candidates_per_index, limit_per_table)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from godot_rag import convert
 from godot_rag.domain.aggregation.versions import retrieval_config, retrieval_version_id
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
+from godot_rag.domain.retrieval.fusion import searches_vectors
 from godot_rag.domain.retrieval.query import (
     INTENT_VERSION,
     RETRIEVAL_VERSION,
@@ -251,7 +252,7 @@ async def retrieve(
         if cache is not None:
             cache.put(key, hits)
         return hits, kb_version
-    vector = None if embedder is None else await embedder.vector(build_embedding_text(query))
+    vector = None if embedder is None or not searches_vectors(query) else await embedder.vector(build_embedding_text(query))
     tables = TABLE_PRIORITY.get(query.intent, TABLE_PRIORITY[INTENT_VERSION])  # a gRPC caller may leave it empty
     hits = await store.search(query, tables=tables, limit_per_table=limit, query_embedding=vector)
     if cache is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from godot_rag import convert
+from godot_rag.domain.retrieval.fusion import searches_vectors
 from godot_rag.domain.retrieval.query import INTENT_VERSION, TABLE_PRIORITY, build_embedding_text
 from godot_rag.domain.retrieval.why_not import SEARCH_NAMES, explain, rank_text
 from godot_rag.errors import NotFoundError
@@ -48,7 +49,11 @@ async def why_not_retrieved(store: Store, analysis_id: str, chunk_id: str, recor
     query = convert.query_from_pb(convert.from_dict(retrieval.query, pb.RetrieverQuery))
     mode, kb_changed = _search_mode(retrieval.kb_version, kb)
     vector = None
-    if mode != "lexical":
+    if not searches_vectors(query):
+        out["notes"].append(
+            "a chunk of a scene, resource, import or project file is searched by its candidates alone, without the vector search"
+        )
+    elif mode != "lexical":
         vector = await store.cached_embedding(mode, text_sha256(build_embedding_text(query)))
         if vector is None:
             out["notes"].append(f"the query vector ({mode}) is not in the embedding cache: the vector search is left out")

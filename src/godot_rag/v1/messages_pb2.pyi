@@ -117,7 +117,7 @@ class ChunkingOutput(_message.Message):
     def __init__(self, project_id: _Optional[str] = ..., source_file: _Optional[str] = ..., source_kind: _Optional[str] = ..., source_sha256: _Optional[str] = ..., status: _Optional[str] = ..., chunks: _Optional[_Iterable[_Union[Chunk, _Mapping]]] = ..., errors: _Optional[_Iterable[_Union[SourceError, _Mapping]]] = ..., producer_version: _Optional[str] = ...) -> None: ...
 
 class RetrieverQuery(_message.Message):
-    __slots__ = ("query_text", "query_terms", "raw_chunk_text", "symbol_candidates", "api_call_candidates", "reference_candidates", "prompt_terms", "intent")
+    __slots__ = ("query_text", "query_terms", "raw_chunk_text", "symbol_candidates", "api_call_candidates", "reference_candidates", "prompt_terms", "intent", "direct_chunk")
     QUERY_TEXT_FIELD_NUMBER: _ClassVar[int]
     QUERY_TERMS_FIELD_NUMBER: _ClassVar[int]
     RAW_CHUNK_TEXT_FIELD_NUMBER: _ClassVar[int]
@@ -126,6 +126,7 @@ class RetrieverQuery(_message.Message):
     REFERENCE_CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     PROMPT_TERMS_FIELD_NUMBER: _ClassVar[int]
     INTENT_FIELD_NUMBER: _ClassVar[int]
+    DIRECT_CHUNK_FIELD_NUMBER: _ClassVar[int]
     query_text: str
     query_terms: _containers.RepeatedScalarFieldContainer[str]
     raw_chunk_text: str
@@ -134,7 +135,8 @@ class RetrieverQuery(_message.Message):
     reference_candidates: _containers.RepeatedScalarFieldContainer[str]
     prompt_terms: _containers.RepeatedScalarFieldContainer[str]
     intent: str
-    def __init__(self, query_text: _Optional[str] = ..., query_terms: _Optional[_Iterable[str]] = ..., raw_chunk_text: _Optional[str] = ..., symbol_candidates: _Optional[_Iterable[str]] = ..., api_call_candidates: _Optional[_Iterable[str]] = ..., reference_candidates: _Optional[_Iterable[str]] = ..., prompt_terms: _Optional[_Iterable[str]] = ..., intent: _Optional[str] = ...) -> None: ...
+    direct_chunk: bool
+    def __init__(self, query_text: _Optional[str] = ..., query_terms: _Optional[_Iterable[str]] = ..., raw_chunk_text: _Optional[str] = ..., symbol_candidates: _Optional[_Iterable[str]] = ..., api_call_candidates: _Optional[_Iterable[str]] = ..., reference_candidates: _Optional[_Iterable[str]] = ..., prompt_terms: _Optional[_Iterable[str]] = ..., intent: _Optional[str] = ..., direct_chunk: _Optional[bool] = ...) -> None: ...
 
 class RetrievalHit(_message.Message):
     __slots__ = ("table", "record_id", "title", "content", "score", "component_scores", "metadata_json")

@@ -49,6 +49,13 @@ _SCENE_TAG_KIND = {
     "resource": "resource",
 }
 
+# Chunk kinds cut by the scene and INI scanners: their candidates are the file's engine names
+# (node and resource types, property and setting keys, constructors), and every other identifier
+# in their text is the format's own syntax (node, name, type, parent, ExtResource, id...).
+STRUCTURED_CHUNK_KINDS = frozenset(_SCENE_TAG_KIND.values()) | frozenset(
+    {"section", "config_version", "features", "top_level", "input_action", "fragment"}
+)
+
 # Only used to recover from an unterminated value: a line that looks like a
 # header ends the broken value so the rest of the file keeps its structure.
 _SCENE_HEADER_LIKE = re.compile(

@@ -60,14 +60,21 @@ def strip_comments(code: str) -> str:
     return "\n".join(out)
 
 
+def searches_vectors(query: RetrieverQuery) -> bool:
+    """Whether a query's search uses a query vector: not for a direct chunk (a scene,
+    resource, import or project file), whose candidates find its records better alone
+    (``godot_rag.domain.retrieval.query`` has the measurement)."""
+    return not query.direct_chunk
+
+
 def query_lexemes(query: RetrieverQuery, *, chunk_identifiers: bool = True) -> list[str]:
     """The lexical keys of a query: its terms (API calls, symbols, name), then
-    (optionally) the other identifiers of the chunk's code. Prompt terms stay
-    out: "godot", "migration" are in every record's prose and in no record's keys."""
+    (optionally, and for script chunks only) the other identifiers of the chunk's code.
+    Prompt terms stay out: "godot", "migration" are in every record's prose and in no record's keys."""
     prompt = set(query.prompt_terms)
     terms = [t for t in query.query_terms if t not in prompt]
     lexemes = key_lexemes(" ".join(terms))
-    if chunk_identifiers:
+    if chunk_identifiers and not query.direct_chunk:
         # Comments are prose about the code, not code: their words stay out of the keys.
         for lex in key_lexemes(strip_comments(query.raw_chunk_text)):
             if lex not in lexemes:

@@ -21,6 +21,14 @@ docs/retrieval.md has the tables):
 - The migration intent adds only "migration" (the worked example), not
   "deprecated"/"renamed" (reference code): those two words lowered the
   vector-only Recall@5 from 0.854 to 0.819 and the hybrid MRR from 0.926 to 0.920.
+- A chunk of a scene, resource, .import or project.godot (``direct_chunk``) is
+  searched by its candidates alone: lexical keys from its terms, no chunk
+  identifiers (there they are the format's own words: node, name, type,
+  parent, ExtResource...) and no query vector. Measured on the set's 57 such
+  chunks, Recall@5 / MRR: 1.000 / 0.894, against 0.974 / 0.873 with the
+  script chunks' hybrid search (its lexical part alone, with the format's
+  words: 0.921); and a third of a project's chunks then need neither a query
+  vector nor a vector search.
 - Prompt terms stay out of the lexical keys (they are in no record's keys and
   in every guide page's prose); they reach the search through the embedding
   text and through the intent's table priority.
@@ -30,10 +38,11 @@ from __future__ import annotations
 
 import re
 
+from godot_rag.domain.chunking.direct import STRUCTURED_CHUNK_KINDS
 from godot_rag.domain.models import Chunk, RetrieverQuery
 
 # Bump when query building or search changes what a chunk retrieves.
-RETRIEVAL_VERSION = "retrieval/2"
+RETRIEVAL_VERSION = "retrieval/3"
 
 INTENT_EXPLAIN = "explain"
 INTENT_MIGRATION = "migration"
@@ -158,6 +167,7 @@ def build_retriever_query(*, prompt: str, chunk: Chunk) -> RetrieverQuery:
         reference_candidates=tuple(references),
         prompt_terms=tuple(prompt_terms),
         intent=primary_intent(prompt),
+        direct_chunk=chunk.chunk_kind in STRUCTURED_CHUNK_KINDS,
     )
 
 
