@@ -258,6 +258,45 @@ case("n-add-child", "neutral", "func spawn_marker():\n\tvar m = Node2D.new()\n\t
 case("n-paused", "neutral", "func _unhandled_input(event):\n\tif event.is_action_pressed(\"pause\"):\n\t\tget_tree().paused = not get_tree().paused\n",
      "n-paused.gd:function:_unhandled_input", [P + "proto:n-process-input", either("SceneTree.paused")])
 
+# ---------------------------------------------------------------- hand-written: declarations (variables, constants, signals)
+case("h-decl-rpc", "godot3_changed", "remote var health = 100\npuppet var puppet_position = Vector2()\n", "h-decl-rpc.gd:variable:health",
+     [A + "change:rpc-keywords", P + "proto:g3-rpc-keywords"])
+case("h-decl-color", "godot3_changed", "export(Color, RGB) var tint = Color(1, 1, 1)\n", "h-decl-color.gd:variable:tint",
+     [A + "change:export-color-no-alpha"])
+case("h-decl-layers", "godot3_changed", "export(int, LAYERS_2D_PHYSICS) var hit_mask = 1\n", "h-decl-layers.gd:variable:hit_mask",
+     [A + "change:export-flags-layers"])
+case("h-decl-file", "godot3_changed", "var save_file = File.new()\n", "h-decl-file.gd:variable:save_file",
+     [A + "change:file-class", P + "proto:g3-file"])
+case("h-decl-dir", "godot3_changed", "var levels_dir = Directory.new()\n", "h-decl-dir.gd:variable:levels_dir",
+     [A + "change:directory-class", P + "proto:g3-directory"])
+case("h-decl-tween", "godot3_changed", "onready var fade = Tween.new()\n", "h-decl-tween.gd:variable:fade",
+     [A + "change:tween-node", P + "proto:g3-tween-node"])
+case("h-decl-font", "godot3_changed", "var title_font = DynamicFont.new()\n", "h-decl-font.gd:variable:title_font",
+     [A + "change:dynamicfont"])
+case("h-decl-enet", "godot3_changed", "var peer = NetworkedMultiplayerENet.new()\n", "h-decl-enet.gd:variable:peer",
+     [A + "rename:class_renames:NetworkedMultiplayerENet", P + "proto:g3-network-peer"])
+case("h-decl-onready-typed", "godot3_changed", "onready var timer := $Cooldown as Timer\n", "h-decl-onready-typed.gd:variable:timer",
+     [A + "change:onready"])
+case("g4-decl-typed-array", "godot4", "var enemies: Array[Node2D] = []\n", "g4-decl-typed-array.gd:variable:enemies",
+     [P + "proto:g4-typed-array", A + "change:typed-arrays"])
+case("g4-decl-stringname", "godot4", "const JUMP_ACTION := &\"jump\"\n", "g4-decl-stringname.gd:const:JUMP_ACTION",
+     [P + "proto:g4-stringname", A + "change:stringname-literal"])
+case("g4-decl-group", "godot4", "@export_group(\"Movement\")\n@export var speed := 300.0\n", "g4-decl-group.gd:variable:speed",
+     [P + "proto:g4-export-groups"])
+case("g4-decl-rpc", "godot4", "@rpc(\"any_peer\")\nfunc take_damage(amount):\n\thealth -= amount\n", "g4-decl-rpc.gd:function:take_damage",
+     [P + "proto:g4-rpc", A + "change:rpc-keywords"])
+case("g4-decl-unique", "godot4", "@onready var hud: CanvasLayer = %HUD\n", "g4-decl-unique.gd:variable:hud",
+     [P + "proto:g4-unique-node"])
+case("n-decl-signal-args", "neutral", "signal health_changed(old_value, new_value)\n", "n-decl-signal-args.gd:signal:health_changed",
+     [P + "proto:n-signal-decl"])
+case("n-decl-rng", "neutral", "var rng = RandomNumberGenerator.new()\n", "n-decl-rng.gd:variable:rng",
+     [either("RandomNumberGenerator")])
+case("n-decl-zero", "neutral", "var velocity = Vector2.ZERO\n", "n-decl-zero.gd:variable:velocity",
+     [either("Vector2.ZERO")])
+case("n-decl-preload", "neutral", "const Explosion = preload(\"res://fx/explosion.tscn\")\n", "n-decl-preload.gd:const:Explosion",
+     [P + "proto:n-preload"])
+
+
 # ---------------------------------------------------------------- renamed: sampled converter pairs
 def sampled_renames() -> None:
     rows = list(read_jsonl_gz("godot_renames_3to4.jsonl.gz"))
