@@ -23,6 +23,7 @@ from godot_rag.domain.ingest.policy import classify_path
 from godot_rag.domain.retrieval.query import build_embedding_text, build_retriever_query
 from godot_rag.infra import kb_store
 from godot_rag.infra.embedder import MINILM_MODEL, EmbeddingModelMismatch, MiniLMEmbedder, TEIEmbedder, check_model, text_sha256
+from godot_rag.infra.store import Store
 from godot_rag.pipeline.kb import build_kb, data_version, kb_is_current
 from godot_rag.v1 import services_pb2 as spb
 from godot_rag.v1 import services_pb2_grpc as sgrpc
@@ -162,6 +163,34 @@ def test_a_scene_node_is_found_by_its_type_without_a_query_vector(stack):
     assert resp.hits and not any("vector" in h.component_scores for h in resp.hits)
     sha = text_sha256(build_embedding_text(q))
     assert stack.sql("select count(*) n from godot_rag.embedding_cache where text_sha256 = %s", (sha,))[0]["n"] == 0
+
+
+def test_the_store_searches_on_connections_opened_with_the_search_settings(dsn, embedder):
+    """Store.search runs on its own pool, whose connections carry the search's planner settings (no
+    transaction and no settings round trip per search), and finds what a search in a transaction finds."""
+    source = "func _ready():\n\tyield(get_tree().create_timer(1.0), \"timeout\")\n\tqueue_free()\n"
+    q = query_for(source, "enemy.gd", "_ready")
+    vector = embedder.embed([build_embedding_text(q)])[0]
+
+    async def run():
+        store = await Store.open(dsn, max_size=2)
+        try:
+            hits = await store.search(q, tables=kb_store.TABLES, limit_per_table=5, query_embedding=vector)
+            settings = {}
+            for name, pool in (("search", store._search_pool), ("main", store.pool)):
+                async with pool.connection() as conn:
+                    row = await (await conn.execute("select current_setting('enable_seqscan') as s, "
+                                                    "current_setting('plan_cache_mode') as p")).fetchone()
+                    settings[name] = (row["s"], row["p"])
+            return hits, settings
+        finally:
+            await store.close()
+
+    hits, settings = asyncio.run(run())
+    assert settings == {"search": ("off", "force_generic_plan"), "main": ("on", "auto")}
+    expected = search(dsn, q, vector)
+    assert [(h.table_name, h.record_id, h.score) for h in hits] == [(h.table_name, h.record_id, h.score) for h in expected]
+    assert "change:yield-await" in [h.record_id for h in hits]
 
 
 def test_minilm_vectors_are_real_and_normalised(embedder):

@@ -6,6 +6,7 @@ import pytest
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from godot_rag.domain.models import RetrieverQuery
 from godot_rag.errors import OutageError, PoisonError, StoreError
 from godot_rag.infra.store import Store
 
@@ -20,6 +21,21 @@ async def test_an_unreachable_database_raises_a_retryable_store_error(tmp_path):
         with pytest.raises(StoreError) as caught:
             await store.get_analysis("a1")
         assert isinstance(caught.value, OutageError)  # the bus waits it out instead of spending a delivery
+    finally:
+        await store.close()
+
+
+async def test_a_search_against_an_unreachable_database_is_an_outage(tmp_path):
+    """The search's own pool opens on the first search: during an outage that is a retryable StoreError too."""
+    pool = AsyncConnectionPool(f"postgresql://postgres:@/postgres?host={tmp_path}", min_size=1, max_size=1, open=False,
+                               timeout=1, kwargs={"row_factory": dict_row, "connect_timeout": 1})
+    await pool.open(wait=False)
+    store = Store(pool)
+    try:
+        query = RetrieverQuery(query_text="Timer", query_terms=("Timer",), raw_chunk_text="var t = Timer.new()")
+        with pytest.raises(StoreError) as caught:
+            await store.search(query, tables=("api_mapping",), limit_per_table=3)
+        assert isinstance(caught.value, OutageError)
     finally:
         await store.close()
 

@@ -311,11 +311,18 @@ def candidate_statement(tables: tuple[str, ...], *, lexical: bool, vector: bool)
 # search's 9 ms (the plan does not depend on the values: every table is read
 # through the same indexes whatever the query).
 SEARCH_SETTINGS_SQL = "select set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)"
+# The same settings for a whole connection, given when it is opened (the store's search pool):
+# its searches need neither a transaction nor the settings' round trip (three of five round trips).
+SEARCH_SESSION_OPTIONS = "-c enable_seqscan=off -c plan_cache_mode=force_generic_plan"
 
 
-async def _candidates(conn, tables: Sequence[str], *, lexical: bool, vector: bool, params: dict) -> list[dict]:
-    """The candidate rows of every table, each scored on every component (inside the caller's transaction)."""
-    await conn.execute(SEARCH_SETTINGS_SQL)
+async def _candidates(
+    conn, tables: Sequence[str], *, lexical: bool, vector: bool, params: dict, session_configured: bool = False
+) -> list[dict]:
+    """The candidate rows of every table, each scored on every component (inside the caller's transaction,
+    unless the connection was opened with ``SEARCH_SESSION_OPTIONS``)."""
+    if not session_configured:
+        await conn.execute(SEARCH_SETTINGS_SQL)
     sql, names = candidate_statement(tuple(tables), lexical=lexical, vector=vector)
     cur = psycopg.AsyncRawCursor(conn, row_factory=dict_row)
     await cur.execute(sql, [params[n] for n in names], prepare=True)
@@ -330,8 +337,12 @@ async def search(
     limit_per_table: int,
     query_embedding: list[float] | None = None,
     config: SearchConfig = DEFAULT_CONFIG,
+    session_configured: bool = False,
 ) -> list[RetrievalHit]:
     """Hybrid search over dynamic_retrieval_view with the query alone.
+
+    ``session_configured``: ``conn`` was opened with ``SEARCH_SESSION_OPTIONS`` (no transaction needed);
+    otherwise the caller runs the search in a transaction, which the planner settings are local to.
 
     Returns up to ``limit_per_table`` hits per table, grouped by table in the
     order of ``tables`` (the intent's priority), best first within a table.
@@ -357,7 +368,9 @@ async def search(
         "cand": max(config.candidates_per_index, limit_per_table),
     }
     by_table: dict[str, list[dict]] = {}
-    for row in await _candidates(conn, tables, lexical=use_lexical, vector=use_vector, params=params):
+    for row in await _candidates(
+        conn, tables, lexical=use_lexical, vector=use_vector, params=params, session_configured=session_configured
+    ):
         by_table.setdefault(row["table_name"], []).append(row)
     kept = {
         t: fuse(by_table.get(t, []), limit_per_table, with_vector=use_vector, with_lexical=use_lexical, config=config)

@@ -6,6 +6,7 @@ message rewrites the same row instead of adding one.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
@@ -214,6 +215,10 @@ class Store:
 
     def __init__(self, pool: AsyncConnectionPool):
         self.pool = GuardedPool(pool)
+        # Opened on the first search (only the retriever searches): connections whose planner
+        # settings are the search's, so a search is two round trips instead of five.
+        self._search_pool: GuardedPool | None = None
+        self._search_pool_lock = asyncio.Lock()
         self._claims: Coalescer[StageClaim, bool] = Coalescer(self.claim_stages, key=StageClaim.key, name="claim_stages")
         self._finishes: Coalescer[StageFinish, None] = Coalescer(self.finish_stages, key=StageFinish.key, name="finish_stages")
         self._embedding_reads: Coalescer[tuple[str, str], list[float] | None] = Coalescer(
@@ -256,7 +261,29 @@ class Store:
         return cls(pool)
 
     async def close(self) -> None:
+        if self._search_pool is not None:
+            await self._search_pool.close()
         await self.pool.close()
+
+    async def _searching(self) -> GuardedPool:
+        if self._search_pool is None:
+            async with self._search_pool_lock:
+                if self._search_pool is None:
+                    main = self.pool.raw
+                    pool = AsyncConnectionPool(
+                        main.conninfo,
+                        min_size=1,
+                        max_size=main.max_size,
+                        open=False,
+                        kwargs={"row_factory": dict_row, "autocommit": True, "options": kb_store.SEARCH_SESSION_OPTIONS},
+                    )
+                    try:
+                        await pool.open(wait=True, timeout=main.timeout)
+                    except _OUTAGE_ERRORS as exc:
+                        await pool.close()
+                        raise StoreError(f"database unavailable: {type(exc).__name__}: {exc}".strip()) from exc
+                    self._search_pool = GuardedPool(pool)
+        return self._search_pool
 
     async def _fetchone(self, sql: str, params: Sequence[Any] | dict = ()) -> dict | None:
         async with self.pool.connection() as conn:
@@ -729,14 +756,16 @@ class Store:
         self, query: RetrieverQuery, *, tables: Sequence[str], limit_per_table: int, query_embedding: list[float] | None = None
     ) -> list[RetrievalHit]:
         started = time.perf_counter()
-        async with self.pool.connection() as conn:
-            # A transaction of its own: the search's planner settings are local to it.
-            # It ends in a commit (it writes nothing): a rollback would make psycopg
-            # forget the connection's prepared statements, and the search's with them.
-            async with conn.transaction():
-                hits = await kb_store.search(
-                    conn, query, tables=tables, limit_per_table=limit_per_table, query_embedding=query_embedding
-                )
+        pool = await self._searching()
+        async with pool.connection() as conn:
+            hits = await kb_store.search(
+                conn,
+                query,
+                tables=tables,
+                limit_per_table=limit_per_table,
+                query_embedding=query_embedding,
+                session_configured=True,
+            )
         observe_kb_search(time.perf_counter() - started)
         return hits
 
