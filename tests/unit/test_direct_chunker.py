@@ -456,3 +456,55 @@ def test_godot4_format2_scene_in_godot4_project() -> None:
     assert _chunk(project, "project.godot:config_version:config_version").symbol_candidates == ("config_version=5",)
     feat = _chunk(project, "project.godot:features:config/features")
     assert '"4.2"' in feat.code_text
+
+
+# --------------------------------------------------------------------------- mutations
+
+_JUNK = [b"[", b"]", b'"', b"\\", b"\n", b"\t", b"(", b")", b"{", b"}", b"=", b"#", b"\x00", b"\xe2\x82", b"[node ",
+         b'&"', b'^"', b"@", b":", b"    ", "\u2028".encode()]
+
+
+def _mutated(rng, data: bytes) -> bytes:
+    for _ in range(rng.randint(1, 5)):
+        if not data:
+            return rng.choice(_JUNK)
+        i = rng.randrange(len(data))
+        j = min(len(data), i + rng.randint(1, 120))
+        op = rng.random()
+        if op < 0.3:
+            data = data[:i] + data[j:]
+        elif op < 0.5:
+            data = data[:i] + data[i:j] + data[i:j] + data[j:]
+        elif op < 0.9:
+            data = data[:i] + rng.choice(_JUNK) * rng.randint(1, 4) + data[i:]
+        else:
+            data = data[:i]
+    return data
+
+
+def test_mutated_files_keep_the_contract_and_build_queries():
+    """Deleted, doubled and broken spans of every corpus file (unclosed strings and brackets, stray
+    headers, NUL bytes, cut-off UTF-8): the chunker never raises, what it returns keeps the contract, and
+    every chunk builds its retriever query."""
+    import random
+
+    from godot_rag.domain.retrieval.fusion import query_lexemes
+    from godot_rag.domain.retrieval.query import build_embedding_text, build_retriever_query
+
+    rng = random.Random(20261202)
+    seeds = [(_expected(p), p.read_bytes()) for p in _fixtures()]
+    for _ in range(1500):
+        exp, data = rng.choice(seeds)
+        data = _mutated(rng, data)
+        result = chunk_direct(exp["source_file"], exp["source_kind"], data)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            assert result.status == PARSE_FAILED and result.chunks == ()
+            continue
+        if result.chunks:
+            assert_invariants(data, result)
+        for chunk in result.chunks:
+            query = build_retriever_query(prompt="Is this Godot 3 or Godot 4?", chunk=chunk)
+            build_embedding_text(query)
+            query_lexemes(query)
