@@ -74,6 +74,15 @@ def _is_json(request: web.Request) -> bool:
     return request.content_type == "application/json"
 
 
+def _answers_json(request: web.Request) -> bool:
+    """The API, the exports and the live event stream answer errors in JSON; pages answer with a page."""
+    return request.path.startswith("/api/") or "/export/" in request.path or request.path.endswith("/events")
+
+
+# The heading of the error page for each status a typed error maps to (infra/grpc_edge.py).
+ERROR_TITLES = {400: "Invalid input", 403: "Refused", 404: "Not found", 409: "Not possible now", 429: "Too many requests"}
+
+
 # ---------------------------------------------------------------- app
 
 
@@ -104,14 +113,19 @@ def build_app(ctx: ServiceContext) -> web.Application:
     def page(name: str, status: int = 200, **data) -> web.Response:
         return web.Response(text=env.get_template(name).render(**data), status=status, content_type="text/html")
 
-    def not_found(exc: Exception) -> web.Response:
-        return web.Response(
-            text=env.from_string(
-                '{% extends "base.html" %}{% block main %}<h1>Not found</h1><p>{{ msg }}</p>{% endblock %}'
-            ).render(msg=str(exc)),
-            status=404,
-            content_type="text/html",
-        )
+    @web.middleware
+    async def errors(request: web.Request, handler):
+        """A handler's typed error, mapped once (infra/grpc_edge.http_status_for): the same status in JSON
+        for the API, the exports and the event stream, and on a page for the pages."""
+        try:
+            return await handler(request)
+        except GodotRagError as exc:
+            status = http_status_for(exc)
+            if status >= 500:
+                log.warning("%s %s failed: %s: %s", request.method, request.path, type(exc).__name__, exc)
+            if _answers_json(request):
+                return _json({"error": str(exc)}, status)
+            return page("error.html", status, title=ERROR_TITLES.get(status, "Unavailable"), message=str(exc))
 
     @web.middleware
     async def guard(request: web.Request, handler):
@@ -189,10 +203,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
     @routes.get("/a/{aid}")
     async def analysis_page(request: web.Request) -> web.Response:
         flt = wv.ChunkFilter.from_query(request.query)
-        try:
-            data = await web_data.analysis_page(ctx.store, request.match_info["aid"], flt)
-        except NotFoundError as exc:
-            return not_found(exc)
+        data = await web_data.analysis_page(ctx.store, request.match_info["aid"], flt)
         q = {
             k: v for k, v in (("status", flt.status), ("signal", flt.signal), ("file", flt.file), ("migration", flt.migration)) if v
         }
@@ -200,10 +211,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
 
     @routes.get("/a/{aid}/part/verdict")
     async def verdict_part(request: web.Request) -> web.Response:
-        try:
-            data = await web_data.verdict_part(ctx.store, request.match_info["aid"])
-        except NotFoundError as exc:
-            return not_found(exc)
+        data = await web_data.verdict_part(ctx.store, request.match_info["aid"])
         return web.Response(text=str(macros.verdict_part(data["verdict"], data["chart"])), content_type="text/html")
 
     @routes.get("/a/{aid}/events")
@@ -212,10 +220,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
         aid = request.match_info["aid"]
         since = since_of(request.headers.get("Last-Event-ID") or request.query.get("since", ""))
         feed = web_data.LiveFeed(ctx.store, aid)
-        try:
-            batch = await feed.start(since)
-        except NotFoundError as exc:
-            return _json({"error": str(exc)}, 404)
+        batch = await feed.start(since)
         resp = web.StreamResponse(
             headers={
                 "Content-Type": "text/event-stream",
@@ -235,17 +240,14 @@ def build_app(ctx: ServiceContext) -> web.Application:
 
     @routes.get("/a/{aid}/f/{path:.+}")
     async def file_page(request: web.Request) -> web.Response:
-        try:
-            data = await web_data.file_page(
-                ctx.store,
-                request.match_info["aid"],
-                request.match_info["path"],
-                why_chunk=request.query.get("chunk", ""),
-                why=request.query.get("why", "")[:500],
-                limit_per_table=limit,
-            )
-        except NotFoundError as exc:
-            return not_found(exc)
+        data = await web_data.file_page(
+            ctx.store,
+            request.match_info["aid"],
+            request.match_info["path"],
+            why_chunk=request.query.get("chunk", ""),
+            why=request.query.get("why", "")[:500],
+            limit_per_table=limit,
+        )
         return page("file.html", min_score=min_score_of(request.query), **data)
 
     # ------------------------------------------------------------ diff
@@ -287,12 +289,9 @@ def build_app(ctx: ServiceContext) -> web.Application:
     @routes.get(r"/a/{aid}/export/{what:files|chunks|candidates}.{fmt:json|csv}")
     async def export_list(request: web.Request) -> web.Response:
         aid, what = request.match_info["aid"], request.match_info["what"]
-        try:
-            rows = await web_data.export_rows(
-                ctx.store, aid, what, flt=wv.ChunkFilter.from_query(request.query), chunk_id=request.query.get("chunk", "")
-            )
-        except NotFoundError as exc:
-            return _json({"error": str(exc)}, 404)
+        rows = await web_data.export_rows(
+            ctx.store, aid, what, flt=wv.ChunkFilter.from_query(request.query), chunk_id=request.query.get("chunk", "")
+        )
         return _export(rows, wv.export_columns(what), request.match_info["fmt"], f"{aid}-{what}")
 
     # ------------------------------------------------------------ JSON API
@@ -303,10 +302,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
 
     @routes.get("/api/analyses/{analysis_id}")
     async def analysis(request: web.Request) -> web.Response:
-        try:
-            result = await analysis_result(ctx.store, request.match_info["analysis_id"])
-        except NotFoundError as exc:
-            return _json({"error": str(exc)}, 404)
+        result = await analysis_result(ctx.store, request.match_info["analysis_id"])
         doc = result_to_json(result)
         doc["progress"] = (await ctx.store.progress(result.analysis_id)).to_json()
         return _json(doc)
@@ -315,58 +311,40 @@ def build_app(ctx: ServiceContext) -> web.Application:
     async def why_not(request: web.Request) -> web.Response:
         aid, chunk_id, record = request.match_info["analysis_id"], request.query.get("chunk", ""), request.query.get("record", "")
         if not chunk_id or not record.strip():
-            return _json({"error": "give chunk and record"}, 400)
-        try:
-            return _json(await why_not_retrieved(ctx.store, aid, chunk_id, record[:500], limit_per_table=limit))
-        except NotFoundError as exc:
-            return _json({"error": str(exc)}, 404)
+            raise InvalidInputError("give chunk and record")
+        return _json(await why_not_retrieved(ctx.store, aid, chunk_id, record[:500], limit_per_table=limit))
 
     @routes.get("/api/analyses/{analysis_id}/chunks/{chunk_id:.+}")
     async def chunk(request: web.Request) -> web.Response:
         aid, chunk_id = request.match_info["analysis_id"], request.match_info["chunk_id"]
         detail = await web_data.chunk_detail(ctx.store, aid, chunk_id)
         if detail is None:
-            return _json({"error": f"no chunk {chunk_id} in analysis {aid}"}, 404)
+            raise NotFoundError(f"no chunk {chunk_id} in analysis {aid}")
         return _json(detail)
 
     @routes.get("/api/diff")
     async def diff_api(request: web.Request) -> web.Response:
         q = request.query
-        try:
-            return _json(await diff_results(ctx.store, q.get("a", ""), q.get("b", ""), q.get("analysis", "")))
-        except InvalidInputError as exc:
-            return _json({"error": str(exc)}, 400)
-        except NotFoundError as exc:
-            return _json({"error": str(exc)}, 404)
+        return _json(await diff_results(ctx.store, q.get("a", ""), q.get("b", ""), q.get("analysis", "")))
 
     @routes.post("/api/analyses/{analysis_id}/replay")
     async def replay_api(request: web.Request) -> web.Response:
         """Replay chunks of an analysis: the same pipeline function as the gRPC Replay and `godot-rag replay`."""
-        try:
-            opts = replay_options_of(request.match_info["analysis_id"], json_object_of(await request.read()))
-            started = await start_replay(ctx.store, ctx.bus, ctx.settings, opts)
-        except GodotRagError as exc:
-            return _json({"error": str(exc)}, http_status_for(exc))
-        return _json(replay_json(started))
+        opts = replay_options_of(request.match_info["analysis_id"], json_object_of(await request.read()))
+        return _json(replay_json(await start_replay(ctx.store, ctx.bus, ctx.settings, opts)))
 
     @routes.get("/api/replays/{replay_id}")
     async def replay_state(request: web.Request) -> web.Response:
-        try:
-            return _json(replay_json(await replay_status(ctx.store, request.match_info["replay_id"])))
-        except NotFoundError as exc:
-            return _json({"error": str(exc)}, http_status_for(exc))
+        return _json(replay_json(await replay_status(ctx.store, request.match_info["replay_id"])))
 
     @routes.post("/api/analyses")
     async def submit(request: web.Request) -> web.Response:
-        try:
-            body = json_object_of(await request.read())
-            submitted = await _submit(request, body, archive_of(body), str(body.get("archive_name") or ""))
-        except (InvalidInputError, AccessDeniedError, OverloadedError) as exc:
-            return _json({"error": str(exc)}, http_status_for(exc))
+        body = json_object_of(await request.read())
+        submitted = await _submit(request, body, archive_of(body), str(body.get("archive_name") or ""))
         return _json(submitted_json(submitted))
 
     routes.static("/static", str(pkg.joinpath("static")), append_version=False)
-    app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[guard])
+    app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[guard, errors])
     app.add_routes(routes)
     return app
 
