@@ -47,6 +47,7 @@ import time
 from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -182,7 +183,7 @@ def start_profiles(sup: Supervisor, folder: Path, duration_s: int, delay_s: floa
     for child in sup.children.values():
         if child.name in PROFILED and getattr(child, "worker", 1) == 1:
             path = folder / f"{child.name}.txt"
-            proc = subprocess.Popen([pyspy, "record", "--pid", str(child.proc.pid), "--duration", str(duration_s),
+            proc = subprocess.Popen([pyspy, "record", "--pid", str(child.pid), "--duration", str(duration_s),
                                      "--rate", "50", "--format", "raw", "--nonblocking", "--output", str(path)],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             out.append((child.name, proc, path))
@@ -221,17 +222,25 @@ def hot_spots(path: Path, top: int = 12) -> dict:
 STATEMENT_LINE = re.compile(r"duration: ([\d.]+) ms\s+(statement|execute [^:]*|parse [^:]*|bind [^:]*): (.*)")
 
 
+def one_value(conn: psycopg.Connection[Any], sql: str, params: tuple = ()) -> Any:
+    """The first column of a statement's one row (whatever the connection's row factory)."""
+    row = conn.execute(sql, params).fetchone()
+    if row is None:
+        raise RuntimeError(f"no row for: {sql}")
+    return next(iter(row.values())) if isinstance(row, dict) else row[0]
+
+
 def log_statements(dsn: str) -> Path:
     """Make PostgreSQL log every statement step with its duration (parse, bind, execute); the log file."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("alter system set log_min_duration_statement = 0")
         conn.execute("select pg_reload_conf()")
-        return Path(conn.execute("show data_directory").fetchone()[0]) / "log"
+        return Path(one_value(conn, "show data_directory")) / "log"
 
 
 def statement_profile(log: Path, chunks: int, top: int = 15) -> dict:
     """PostgreSQL time by statement and protocol step, from a log written under ``log_statements``."""
-    total: Counter = Counter()
+    total: defaultdict[tuple[str, str], float] = defaultdict(float)
     count: Counter = Counter()
     if not log.is_file():
         return {}
@@ -253,7 +262,7 @@ def statement_profile(log: Path, chunks: int, top: int = 15) -> dict:
         "top": [
             {"step": step, "statement": text, "n": count[(step, text)], "per_chunk": round(count[(step, text)] / max(1, chunks), 2),
              "ms": round(ms), "mean_ms": round(ms / count[(step, text)], 3)}
-            for (step, text), ms in total.most_common(top)
+            for (step, text), ms in sorted(total.items(), key=lambda kv: -kv[1])[:top]
         ],
     }
 
@@ -262,8 +271,8 @@ def statement_profile(log: Path, chunks: int, top: int = 15) -> dict:
 
 def stage_figures(dsn: str, analysis_id: str, wall_s: float, workers: int) -> dict:
     with psycopg.connect(dsn, row_factory=dict_row) as conn:
-        base = conn.execute("select extract(epoch from created_at) as t from godot_rag.analyses where analysis_id = %s",
-                            (analysis_id,)).fetchone()["t"]
+        base = one_value(conn, "select extract(epoch from created_at) as t from godot_rag.analyses where analysis_id = %s",
+                         (analysis_id,))
         rows = conn.execute(
             """select chunk_id, stage, status, extract(epoch from started_at) as s, extract(epoch from updated_at) as u
                from godot_rag.chunk_stages where analysis_id = %s""", (analysis_id,)).fetchall()
@@ -281,10 +290,11 @@ def stage_figures(dsn: str, analysis_id: str, wall_s: float, workers: int) -> di
         first, last = min(s for s, _ in spans), max(e for _, e in spans)
         # Share of wall time with at least one chunk in this stage (the union of
         # its intervals): handlers overlap, so summed latencies would exceed 100 %.
-        busy, cur_s, cur_e = 0.0, None, None
-        for s, e in sorted(spans):
-            if cur_e is None or s > cur_e:
-                busy += 0.0 if cur_e is None else cur_e - cur_s
+        ordered = sorted(spans)
+        busy, (cur_s, cur_e) = 0.0, ordered[0]
+        for s, e in ordered[1:]:
+            if s > cur_e:
+                busy += cur_e - cur_s
                 cur_s, cur_e = s, e
             else:
                 cur_e = max(cur_e, e)
@@ -369,7 +379,7 @@ def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None
         seconds = re.search(r"'seconds': ([\d.]+)", kb)
         result["kb_build_s"] = float(seconds.group(1)) if seconds else None
         threading.Thread(target=sup.watch, args=(stop_flag,), daemon=True).start()
-        procs = {key: child.proc.pid for key, child in sup.children.items()}
+        procs = {key: child.pid for key, child in sup.children.items()}
         procs.update(_server_pids(sup))
         sampler = RssSampler(procs)
         sampler.start()
@@ -396,8 +406,7 @@ def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None
             raise RuntimeError(f"{label}: the analysis did not finish: {last}")
         channel.close()
         with psycopg.connect(runtime["pg_dsn"]) as conn:
-            chunks = conn.execute("select count(*) from godot_rag.chunks where analysis_id = %s",
-                                  (submitted.analysis_id,)).fetchone()[0]
+            chunks = one_value(conn, "select count(*) from godot_rag.chunks where analysis_id = %s", (submitted.analysis_id,))
         result.update(wall_s=round(wall, 1), chunks=chunks, chunks_per_s=round(chunks / wall, 1),
                       stages=stage_figures(runtime["pg_dsn"], submitted.analysis_id, wall, workers))
         if statement_log is not None:
@@ -423,8 +432,7 @@ def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None
                 raise RuntimeError(f"{label}: the second analysis did not finish: {last}")
             again_cpu = sum(sum(list(per_pid.values())) for per_pid in list(sampler.cpu.values())) - sum(done_cpu.values())
             with psycopg.connect(runtime["pg_dsn"]) as conn:
-                again_chunks = conn.execute("select count(*) from godot_rag.chunks where analysis_id = %s",
-                                            (again.analysis_id,)).fetchone()[0]
+                again_chunks = one_value(conn, "select count(*) from godot_rag.chunks where analysis_id = %s", (again.analysis_id,))
             shutil.rmtree(edited, ignore_errors=True)
             result["reanalysis"] = {"wall_s": round(again_wall, 1), "chunks": again_chunks,
                                     "chunks_per_s": round(again_chunks / again_wall, 1),

@@ -54,7 +54,12 @@ def _sections(text: str) -> list[str]:
 
 @lru_cache(maxsize=1)
 def pieces() -> Pieces:
-    functions, declarations, extends, nodes, subs, imports = [], [], [], [], [], []
+    functions: list[str] = []
+    declarations: list[str] = []
+    extends: list[str] = []
+    nodes: list[str] = []
+    subs: list[str] = []
+    imports: list[str] = []
     for folder in SAMPLES:
         for path in sorted(folder.glob("*.gd")):
             data = path.read_bytes()

@@ -55,7 +55,7 @@ from godot_rag.domain.judging.rules import (  # noqa: E402
     judge_chunk,
     shipped_vocabulary,
 )
-from godot_rag.domain.models import SIGNALS, Chunk, RetrievalHit  # noqa: E402
+from godot_rag.domain.models import SIGNALS, Chunk, Judgment, RetrievalHit  # noqa: E402
 from godot_rag.domain.retrieval.knowledge import class_reference_names, read_jsonl_gz, rename_records  # noqa: E402
 
 CORPUS = REPO / "tests" / "corpus" / "judge"
@@ -224,12 +224,12 @@ def evaluate_rules(cases: list[Case], knowledge: Knowledge) -> tuple[dict, list[
 
 # ---------------------------------------------------------------- projects
 
-def judge_files(files, knowledge: Knowledge) -> tuple[list[ChunkOutcome], list[tuple[str, Chunk, object]]]:
+def judge_files(files, knowledge: Knowledge) -> tuple[list[ChunkOutcome], list[tuple[str, Chunk, Judgment]]]:
     """Chunk and judge the included files of one project; (outcomes, (file, chunk, judgment) of every script chunk)."""
     from godot_rag.pipeline.submit import project_symbols
 
     outcomes: list[ChunkOutcome] = []
-    judged: list[tuple[str, Chunk, object]] = []
+    judged: list[tuple[str, Chunk, Judgment]] = []
     # The project index, as submission computes it (pipeline.submit.project_symbols).
     scopes = {p: FileScope.from_json(j) for p, j in project_symbols(files)[1].items()}
     for f in files:

@@ -131,7 +131,10 @@ async def main_async(args) -> int:
                       ("hybrid, terms only (no chunk idents)", replace(base, chunk_identifiers=not base.chunk_identifiers)),
                       ("lexical, terms only", replace(base, mode=fusion.MODE_LEXICAL, chunk_identifiers=not base.chunk_identifiers))]
         for w in args.weights or []:
-            ws = tuple(float(x) for x in w.split(","))
+            parts = [float(x) for x in w.split(",")]
+            if len(parts) != 4:
+                raise SystemExit(f"--weights {w}: give four weights, vector,keys,text,trigram")
+            ws = (parts[0], parts[1], parts[2], parts[3])
             modes.append((f"hybrid wsum {w}", replace(base, fusion=fusion.FUSION_WSUM, weights_hybrid=ws)))
         rows, detail = [], {}
         for name, cfg in modes:

@@ -98,6 +98,13 @@ class Child:
     log_path: Path = field(default_factory=Path)
     budget: RestartBudget = field(default_factory=RestartBudget)
 
+    @property
+    def pid(self) -> int:
+        """The running process's pid (the child was started)."""
+        if self.proc is None:
+            raise RuntimeError(f"{self.name} worker {self.worker} was not started")
+        return self.proc.pid
+
 
 # How long a service may take to answer health checks at start (imports, pool and
 # NATS connections); generous, since a loaded 2-core machine starts six at once.

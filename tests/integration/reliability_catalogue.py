@@ -310,12 +310,12 @@ def _kill_service_mid_run(service: str) -> Callable[[Harness, Path], Observation
         restarts = child.restarts
         if service == "gateway":
             aid = h.submit(project)
-            os.kill(child.proc.pid, signal.SIGKILL)
+            os.kill(child.pid, signal.SIGKILL)
             note = "killed right after the submission"
         else:
             # Killed the moment it holds messages (JetStream counts them as pending its ack): mid-analysis.
             h.wait(lambda: h.consumer_ack_pending([service])[service] >= 0, 60)
-            killer = threading.Thread(target=lambda: held.append(h.kill_when_holding(service, child.proc.pid, 120)))
+            killer = threading.Thread(target=lambda: held.append(h.kill_when_holding(service, child.pid, 120)))
             held: list[int] = []
             killer.start()
             aid = h.submit(project)
@@ -407,7 +407,7 @@ def nats_restarted(h: Harness, tmp: Path) -> Observation:
     aid = h.submit(project)
     h.wait(lambda: h.settled_count(aid) > 0, 120)
     at_kill = h.settled_count(aid)
-    os.kill(h.sup.nats.proc.pid, signal.SIGKILL)
+    os.kill(h.sup.nats.pid, signal.SIGKILL)
     h.wait_finished(aid, 300)
     restarted = h.sup.server_restarts["nats-server"] > before
     return h.observe(aid, project, f"killed at {at_kill} chunks settled; {_dead_letters(h, aid)}; "
@@ -432,7 +432,8 @@ def postgres_restarted(h: Harness, tmp: Path) -> Observation:
     assert pid is not None
     at_kill = h.settled_count(aid)
     os.kill(pid, signal.SIGKILL)
-    h.wait(lambda: h.sup.server_restarts["postgres"] > before, 60)
+    sup = h.sup
+    h.wait(lambda: sup.server_restarts["postgres"] > before, 60)
     h.wait_finished(aid, 300)
     restarted = h.sup.server_restarts["postgres"] > before
     return h.observe(aid, project, f"killed at {at_kill} chunks settled; {_dead_letters(h, aid)}; "

@@ -60,7 +60,7 @@ def tar_member(name: str, data: bytes = b"", *, type: bytes = tarfile.REGTYPE, l
 
 
 def make_tar(path: Path, members: list[tuple], mode: str = "w:gz") -> Path:
-    with tarfile.open(path, mode, format=tarfile.GNU_FORMAT) as tf:
+    with tarfile.open(path, mode, format=tarfile.GNU_FORMAT) as tf:  # type: ignore[call-overload]  # mode: any of the test's
         for info, fileobj in members:
             tf.addfile(info, fileobj)
     return path
@@ -162,7 +162,7 @@ def test_format_is_read_from_content_and_name_from_the_suffix(tmp_path: Path):
 
 # ---------------------------------------------------------------- attacks
 
-ATTACKS_ZIP = {
+ATTACKS_ZIP: dict[str, tuple[list[tuple[str | zipfile.ZipInfo, bytes]], str]] = {
     "absolute": ([("/tmp/godot_rag_evil.gd", b"x")], "absolute path"),
     "dotdot": ([("game/../../evil.gd", b"x")], "'..'"),
     "backslash_dotdot": ([("..\\evil.gd", b"x")], "'..'"),

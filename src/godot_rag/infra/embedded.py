@@ -144,6 +144,13 @@ class EmbeddedNats:
         return f"nats://{self.host}:{self.port}"
 
     @property
+    def pid(self) -> int:
+        """The running server's pid (it was started)."""
+        if self.proc is None:
+            raise RuntimeError("nats-server was not started")
+        return self.proc.pid
+
+    @property
     def pid_file(self) -> Path:
         return self.store_dir / "nats-server.pid"
 
