@@ -405,6 +405,15 @@ direct("d-input-map", "project.godot", "config_version=4\n\n[input]\n\nmove_left
        "input_action:move_left", [A + "change:input-scancode"])
 
 
+
+def connection(cid: str, node_type: str, signal: str, expect: list[str]) -> None:
+    """A scene's signal connection to a signal Godot 4 renamed."""
+    direct(cid, "main.tscn", f"[gd_scene load_steps=2 format=2]\n\n[node name=\"Main\" type=\"Node\"]\n\n"
+           f"[node name=\"Thing\" type=\"{node_type}\" parent=\".\"]\n\n"
+           f"[connection signal=\"{signal}\" from=\"Thing\" to=\".\" method=\"_on_Thing_{signal}\"]\n",
+           f"connection:Main/Thing.{signal}->Main._on_Thing_{signal}", expect)
+
+
 def sampled_scene_renames() -> None:
     """Node types, sub-resource types and node properties of a Godot 3 scene that Godot 4 renamed
     (sampled converter pairs whose old name is a Godot 3 node or resource class, or a property of a node class)."""
@@ -451,6 +460,11 @@ def sampled_scene_renames() -> None:
 
 sampled_renames()
 sampled_scene_renames()
+# After the sampled cases: a case added before them would shift the prompts they are given.
+connection("d-conn-tween", "Tween", "tween_completed", [A + "change:tween-completed"])
+connection("d-conn-popup", "PopupMenu", "about_to_show", [A + "rename:gdscript_signals_renames:about_to_show"])
+connection("d-conn-dialog", "ConfirmationDialog", "cancelled", [A + "rename:gdscript_signals_renames:cancelled"])
+connection("d-conn-tabs", "Tabs", "tab_close", [A + "rename:gdscript_signals_renames:tab_close"])
 
 if __name__ == "__main__":
     out = HERE / "cases.jsonl"

@@ -508,3 +508,17 @@ def test_mutated_files_keep_the_contract_and_build_queries():
             query = build_retriever_query(prompt="Is this Godot 3 or Godot 4?", chunk=chunk)
             build_embedding_text(query)
             query_lexemes(query)
+
+
+def test_a_connection_names_its_signal_as_a_candidate() -> None:
+    """The connected signal may be an engine signal Godot 4 renamed: it is the chunk's candidate (the
+    node names and the method are the project's own, and stay out)."""
+    src = (b'[gd_scene format=2]\n\n[node name="Main" type="Node"]\n\n[node name="Tween" type="Tween" parent="."]\n\n'
+           b'[connection signal="tween_completed" from="Tween" to="." method="_on_Tween_tween_completed"]\n'
+           b'[connection signal="not an identifier" from="Tween" to="." method="_x"]\n')
+    result = chunk_direct("main.tscn", "scene", src)
+    assert_invariants(src, result)
+    conn = _chunk(result, "main.tscn:connection:Main/Tween.tween_completed->Main._on_Tween_tween_completed")
+    assert conn.api_call_candidates == ("tween_completed",) and conn.symbol_candidates == ()
+    odd = [c for c in result.chunks if c.chunk_kind == "connection"][1]
+    assert odd.api_call_candidates == ()

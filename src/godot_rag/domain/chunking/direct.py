@@ -29,7 +29,7 @@ from godot_rag.domain.models import (
     Span,
 )
 
-CHUNKER_VERSION = "direct/1"  # bump when output for some input changes
+CHUNKER_VERSION = "direct/2"  # bump when output for some input changes
 
 # Kinds cut by the INI/variant scanner vs. the plain line-based ones.
 _SCENE_KINDS = frozenset({SourceKind.SCENE, SourceKind.RESOURCE})
@@ -601,6 +601,7 @@ def _variant_candidates(seg: _Segment, lines: list[_Line], ext: dict[str, _ExtRe
     uids: list[str] = []
     ext_ids: list[str] = []
     keys: list[str] = []
+    signals: list[str] = []
     for item in seg.items:
         if item.kind == "comment":
             continue
@@ -623,6 +624,11 @@ def _variant_candidates(seg: _Segment, lines: list[_Line], ext: dict[str, _ExtRe
                 t = _unquote(nxt2[1])
                 if _IDENT.match(t):
                     symbols.append(t)
+            elif value == "signal" and seg.kind == "connection" and nxt == ("p", "=") and nxt2[0] == "str":
+                # The connected signal: an engine signal (which Godot 4 may have renamed) or the project's own.
+                name = _unquote(nxt2[1])
+                if _IDENT.match(name):
+                    signals.append(name)
             elif value in ("format", "config_version") and nxt == ("p", "=") and nxt2[0] == "num":
                 if (value == "format" and seg.kind == "header") or (value == "config_version" and seg.kind == "config_version"):
                     symbols.append(f"{value}={nxt2[1]}")
@@ -636,7 +642,7 @@ def _variant_candidates(seg: _Segment, lines: list[_Line], ext: dict[str, _ExtRe
                     symbols.append(nxt2[1])
                 elif value not in _NOT_SYMBOLS:
                     symbols.append(value)
-    api = _dedupe(keys) if seg.kind in _KEYED_KINDS else ()
+    api = _dedupe(keys) if seg.kind in _KEYED_KINDS else _dedupe(signals)
     return _Candidates(_dedupe(symbols), api, _dedupe(res) + tuple(u for u in _dedupe(uids) if u not in res), _dedupe(ext_ids))
 
 

@@ -24,10 +24,10 @@ docs/retrieval.md has the tables):
 - A chunk of a scene, resource, .import or project.godot (``direct_chunk``) is
   searched by its candidates alone: lexical keys from its terms, no chunk
   identifiers (there they are the format's own words: node, name, type,
-  parent, ExtResource...) and no query vector. Measured on the set's 57 such
-  chunks, Recall@5 / MRR: 1.000 / 0.894, against 0.974 / 0.873 with the
+  parent, ExtResource...) and no query vector. Measured on the set's 61 such
+  chunks, Recall@5 / MRR: 1.000 / 0.893, against 0.975 / 0.873 with the
   script chunks' hybrid search (its lexical part alone, with the format's
-  words: 0.921); and a third of a project's chunks then need neither a query
+  words: 0.926); and a third of a project's chunks then need neither a query
   vector nor a vector search.
 - Prompt terms stay out of the lexical keys (they are in no record's keys and
   in every guide page's prose); they reach the search through the embedding
