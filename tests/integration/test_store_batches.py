@@ -169,3 +169,27 @@ async def test_retrieval_saves_and_chunk_reads_made_together_are_one_statement_e
             assert current is not None and current.version_id != "batchv"  # make_current=False keeps the analysis's own
     finally:
         await store.close()
+
+
+async def test_a_current_retrieval_keeps_its_hits_in_its_version_row_only(stack, analysis):
+    """The hits (about 20 KB per chunk) are written once: the current row names its version and holds no copy,
+    and every read of the current retrieval (the store's, the judge's inputs) finds them there."""
+    aid, chunks = analysis
+    stored = stack.sql("select count(*) as n, count(hits) as with_hits from godot_rag.retrievals where analysis_id = %s", (aid,))[0]
+    assert stored["n"] == len(chunks) and stored["with_hits"] == 0
+    store = await Store.open(stack.runtime["pg_dsn"])
+    try:
+        chunk = chunks[0]
+        current = await store.get_retrieval(aid, chunk)
+        assert current is not None and current.hits
+        version = await store.get_retrieval_version(aid, chunk, current.version_id)
+        assert version is not None and version.hits == current.hits
+        inputs = await store.judge_inputs(aid, chunk)
+        assert inputs is not None and inputs.hits == current.hits
+        # A row without a version keeps its own hits, and reads take them.
+        hits = [{"record_id": "own", "score": 1.0}]
+        await store.save_retrieval(aid, chunk, retrieval_key="own", kb_version="kb/x", query={}, hits=hits, version_id="",
+                                   config={}, make_current=True)
+        assert (await store.get_retrieval(aid, chunk)).hits == hits
+    finally:
+        await store.close()

@@ -103,6 +103,14 @@ def migrate_sync(dsn: str) -> list[str]:
 # syntax errors are not among them (they are bugs or poison, not outages).
 _OUTAGE_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout)
 
+# Each chunk's current retrieval, with its hits: they are stored once, in the version row the
+# current row names (migration 0020); a current row without a version keeps its own.
+CURRENT_RETRIEVALS = f"""(select r.analysis_id, r.chunk_id, r.version_id, r.retrieval_key, r.kb_version, r.query,
+      coalesce(r.hits, v.hits) as hits, r.created_at
+    from {SCHEMA}.retrievals r
+    left join {SCHEMA}.retrieval_versions v on v.analysis_id = r.analysis_id and v.chunk_id = r.chunk_id
+      and v.version_id = r.version_id)"""
+
 
 @dataclass(frozen=True, slots=True)
 class StageClaim:
@@ -549,7 +557,7 @@ class Store:
             join {SCHEMA}.chunks c on c.analysis_id = i.a and c.chunk_id = i.c
             join {SCHEMA}.analyses a on a.analysis_id = c.analysis_id
             left join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
-            left join {SCHEMA}.retrievals r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id""",
+            left join {CURRENT_RETRIEVALS} r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id""",
             {"a": [a for a, _ in asks], "c": [c for _, c in asks]},
         )
         found: list[JudgeInputs | None] = [None] * len(asks)
@@ -828,7 +836,9 @@ class Store:
                   kb_version = excluded.kb_version, query = excluded.query, hits = excluded.hits),
             current_row as (
                 insert into {SCHEMA}.retrievals (analysis_id, chunk_id, retrieval_key, kb_version, query, hits, version_id)
-                select distinct on (i.a, i.c) i.a, i.c, i.key, i.kb, i.query, i.hits, i.v from i where i.current
+                -- The hits are in the version row (CURRENT_RETRIEVALS reads them there).
+                select distinct on (i.a, i.c) i.a, i.c, i.key, i.kb, i.query, case when i.v <> '' then null else i.hits end, i.v
+                from i where i.current
                 on conflict (analysis_id, chunk_id) do update set retrieval_key = excluded.retrieval_key,
                   kb_version = excluded.kb_version, query = excluded.query, hits = excluded.hits,
                   version_id = excluded.version_id)
@@ -871,7 +881,7 @@ class Store:
     async def get_retrieval(self, analysis_id: str, chunk_id: str) -> RetrievalRow | None:
         return RetrievalRow.from_optional(
             await self._fetchone(
-                f"select {RetrievalRow.select_list()} from {SCHEMA}.retrievals where analysis_id = %s and chunk_id = %s",
+                f"select {RetrievalRow.select_list()} from {CURRENT_RETRIEVALS} r where analysis_id = %s and chunk_id = %s",
                 (analysis_id, chunk_id),
             )
         )
@@ -1020,7 +1030,7 @@ class Store:
                 from {SCHEMA}.chunks c
                 join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
                 join {SCHEMA}.analyses a on a.analysis_id = c.analysis_id
-                left join {SCHEMA}.retrievals r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id
+                left join {CURRENT_RETRIEVALS} r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id
                 left join {SCHEMA}.judgments j on j.analysis_id = c.analysis_id and j.chunk_id = c.chunk_id
                 where c.analysis_id = %s and (%s = '' or c.source_file = %s) and (%s = '' or c.chunk_id = %s)
                 order by f.file_order, c.chunk_order""",
@@ -1488,7 +1498,7 @@ class Store:
                   j.judgment, j.judge_kind, j.model, j.prompt_version, j.latency_ms, j.prompt_tokens, j.completion_tokens,
                   j.llm_calls, j.route, j.cached, j.status as judgment_status, j.error as judgment_error
                 from {SCHEMA}.chunks c
-                left join {SCHEMA}.retrievals r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id
+                left join {CURRENT_RETRIEVALS} r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id
                 left join {SCHEMA}.judgments j on j.analysis_id = c.analysis_id and j.chunk_id = c.chunk_id
                 where c.analysis_id = %s and c.source_file = %s order by c.chunk_order""",
             (analysis_id, source_file),
