@@ -522,3 +522,18 @@ def test_a_connection_names_its_signal_as_a_candidate() -> None:
     assert conn.api_call_candidates == ("tween_completed",) and conn.symbol_candidates == ()
     odd = [c for c in result.chunks if c.chunk_kind == "connection"][1]
     assert odd.api_call_candidates == ()
+
+
+def test_an_import_files_own_sections_have_no_key_candidates() -> None:
+    """[remap] and [deps] say where the imported copy is: their keys (importer, type, path...) are the format's,
+    not engine names (`path` is not the Path node); the type in them is the chunk's symbol. [params] keys are the
+    importer's options and stay candidates."""
+    src = (b'[remap]\n\nimporter="texture"\ntype="StreamTexture"\npath="res://.import/icon.png-4872.stex"\n\n'
+           b'[deps]\n\nsource_file="res://icon.png"\ndest_files=[ "res://.import/icon.png-4872.stex" ]\n\n'
+           b'[params]\n\ncompress/mode=0\nflags/filter=true\n')
+    result = chunk_direct("icon.png.import", "import_meta", src)
+    assert_invariants(src, result)
+    remap = _chunk(result, "icon.png.import:section:remap")
+    assert remap.api_call_candidates == () and remap.symbol_candidates == ("StreamTexture",)
+    assert _chunk(result, "icon.png.import:section:deps").api_call_candidates == ()
+    assert _chunk(result, "icon.png.import:section:params").api_call_candidates == ("compress/mode", "flags/filter")

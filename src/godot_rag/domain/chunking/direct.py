@@ -29,7 +29,7 @@ from godot_rag.domain.models import (
     Span,
 )
 
-CHUNKER_VERSION = "direct/2"  # bump when output for some input changes
+CHUNKER_VERSION = "direct/3"  # bump when output for some input changes
 
 # Kinds cut by the INI/variant scanner vs. the plain line-based ones.
 _SCENE_KINDS = frozenset({SourceKind.SCENE, SourceKind.RESOURCE})
@@ -89,6 +89,9 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
 _NOT_SYMBOLS = frozenset({"ExtResource", "SubResource", "Object"})
 # Chunk kinds whose `key = value` keys are engine property/setting names.
 _KEYED_KINDS = frozenset({"node", "sub_resource", "resource", "section", "top_level", "fragment"})
+# Sections of an .import file that say where the imported copy is (importer, type, path, uid, metadata,
+# source_file, dest_files): their keys are the file format's, not engine names (`path` is not the Path node).
+_FORMAT_SECTIONS = frozenset({"remap", "deps"})
 
 
 # --------------------------------------------------------------------------- lines
@@ -642,7 +645,8 @@ def _variant_candidates(seg: _Segment, lines: list[_Line], ext: dict[str, _ExtRe
                     symbols.append(nxt2[1])
                 elif value not in _NOT_SYMBOLS:
                     symbols.append(value)
-    api = _dedupe(keys) if seg.kind in _KEYED_KINDS else _dedupe(signals)
+    keyed = seg.kind in _KEYED_KINDS and not (seg.kind == "section" and seg.name in _FORMAT_SECTIONS)
+    api = _dedupe(keys) if keyed else _dedupe(signals)
     return _Candidates(_dedupe(symbols), api, _dedupe(res) + tuple(u for u in _dedupe(uids) if u not in res), _dedupe(ext_ids))
 
 
