@@ -8,14 +8,14 @@ from __future__ import annotations
 import logging
 from importlib import resources
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 import jinja2
 from aiohttp import web
 
 from godot_rag.domain.ingest.policy import IngestError
 from godot_rag.errors import AccessDeniedError, GodotRagError, InvalidInputError, NotFoundError, OverloadedError
-from godot_rag.infra.auth import COOKIE_NAME, bearer_of, token_matches
+from godot_rag.infra.auth import COOKIE_NAME, token_matches
 from godot_rag.infra.grpc_edge import http_status_for
 from godot_rag.infra.service import ServiceContext
 from godot_rag.pipeline import web_data
@@ -26,17 +26,20 @@ from godot_rag.pipeline.results import analysis_result
 from godot_rag.pipeline.submit import collect_and_submit
 from godot_rag.pipeline.versions import diff_results, list_versions
 from godot_rag.pipeline.web_requests import (
-    SAFE_METHODS,
+    access_refusal,
     allowed_host_names,
+    answers_json,
     archive_of,
-    check_request,
     diff_form,
+    error_title,
+    export_download,
     form_body,
     json_object_of,
     min_score_of,
     replay_json,
     replay_options_of,
     since_of,
+    submit_form_values,
     submit_input_of,
     submitted_json,
     to_json_text,
@@ -45,7 +48,6 @@ from godot_rag.pipeline.why_not import why_not_retrieved
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PROMPT = "Is this Godot 3 or Godot 4, and what is the basis for converting it?"
 # Everything the pages use is served from here: no inline script, nothing from elsewhere.
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -58,29 +60,6 @@ SECURITY_HEADERS = {
 
 def _json(data, status: int = 200) -> web.Response:
     return web.Response(text=to_json_text(data), status=status, content_type="application/json")
-
-
-# Reachable without the token: the sign-in page and the static files it uses.
-OPEN_PATHS = frozenset({"/login", "/static/app.css", "/static/early.js", "/static/app.js"})
-
-
-def _authorized(request: web.Request, token: str) -> bool:
-    """The token as ``Authorization: Bearer`` (API clients) or the sign-in cookie (browsers)."""
-    given = bearer_of(request.headers.get("Authorization", "")) or request.cookies.get(COOKIE_NAME, "")
-    return token_matches(given, token)
-
-
-def _is_json(request: web.Request) -> bool:
-    return request.content_type == "application/json"
-
-
-def _answers_json(request: web.Request) -> bool:
-    """The API, the exports and the live event stream answer errors in JSON; pages answer with a page."""
-    return request.path.startswith("/api/") or "/export/" in request.path or request.path.endswith("/events")
-
-
-# The heading of the error page for each status a typed error maps to (infra/grpc_edge.py).
-ERROR_TITLES = {400: "Invalid input", 403: "Refused", 404: "Not found", 409: "Not possible now", 429: "Too many requests"}
 
 
 # ---------------------------------------------------------------- app
@@ -123,22 +102,23 @@ def build_app(ctx: ServiceContext) -> web.Application:
             status = http_status_for(exc)
             if status >= 500:
                 log.warning("%s %s failed: %s: %s", request.method, request.path, type(exc).__name__, exc)
-            if _answers_json(request):
+            if answers_json(request.path):
                 return _json({"error": str(exc)}, status)
-            return page("error.html", status, title=ERROR_TITLES.get(status, "Unavailable"), message=str(exc))
+            return page("error.html", status, title=error_title(status), message=str(exc))
 
     @web.middleware
     async def guard(request: web.Request, handler):
-        reason = check_request(request.method, request.headers, allowed)
-        if reason:
-            log.warning("refused %s %s: %s", request.method, request.path, reason)
-            return web.Response(text=f"refused: {reason}", status=403)
-        if token and not _authorized(request, token) and request.path not in OPEN_PATHS:
-            if request.path.startswith("/api/") or request.method not in SAFE_METHODS:
-                return _json({"error": "missing or wrong token (Authorization: Bearer, or sign in at /login)"}, 401)
-            raise web.HTTPSeeOther("/login")
-        if request.method not in SAFE_METHODS and request.path.startswith("/api/") and not _is_json(request):
-            return _json({"error": "JSON endpoints accept only Content-Type: application/json"}, 415)
+        refusal = access_refusal(
+            request.method, request.path, request.headers, request.cookies.get(COOKIE_NAME, ""), allowed, token
+        )
+        if refusal is not None:
+            if refusal.status == 403:
+                log.warning("%s %s %s", refusal.message, request.method, request.path)
+            if refusal.redirect:
+                raise web.HTTPSeeOther(refusal.redirect)
+            if refusal.as_json:
+                return _json({"error": refusal.message}, refusal.status)
+            return web.Response(text=refusal.message, status=refusal.status)
         response = await handler(request)
         if not response.prepared:
             response.headers.update(SECURITY_HEADERS)
@@ -146,22 +126,16 @@ def build_app(ctx: ServiceContext) -> web.Application:
 
     # ------------------------------------------------------------ sign-in (only when a token is configured)
 
-    login_form = env.from_string(
-        '{% extends "base.html" %}{% block main %}<h1>Sign in</h1>{% if error %}<p class="error">{{ error }}</p>{% endif %}'
-        '<form method="post" action="/login"><label>Token <input type="password" name="token" autocomplete="off">'
-        "</label> <button>Sign in</button></form>{% endblock %}"
-    )
-
     @routes.get("/login")
     async def login_page(request: web.Request) -> web.Response:
-        return web.Response(text=login_form.render(error=""), content_type="text/html")
+        return page("login.html", error="")
 
     @routes.post("/login")
     async def login(request: web.Request) -> web.Response:
         post = await request.post()
         given = str(post.get("token", ""))
         if not token_matches(given, token):
-            return web.Response(text=login_form.render(error="wrong token"), status=401, content_type="text/html")
+            return page("login.html", 401, error="wrong token")
         response = web.HTTPSeeOther("/")
         # HttpOnly: no script reads it; SameSite=Strict: no other site's page sends it.
         response.set_cookie(COOKIE_NAME, given, httponly=True, samesite="Strict", path="/")
@@ -170,8 +144,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
     # ------------------------------------------------------------ pages
 
     async def index_page(error: str = "", form: dict | None = None, status: int = 200) -> web.Response:
-        form = {"prompt": DEFAULT_PROMPT, "path": "", "git_url": "", "git_ref": "", "text": "", **(form or {})}
-        return page("index.html", status, analyses=await ctx.store.list_analyses(), error=error, form=form)
+        return page("index.html", status, analyses=await ctx.store.list_analyses(), error=error, form=submit_form_values(form))
 
     @routes.get("/")
     async def index(request: web.Request) -> web.Response:
@@ -180,7 +153,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
     @routes.post("/submit")
     async def submit_form(request: web.Request) -> web.Response:
         post = await request.post()
-        form = {k: str(post.get(k, "")) for k in ("prompt", "path", "git_url", "git_ref", "text")}
+        form = {k: str(post.get(k, "")) for k in submit_form_values()}
         archive = post.get("archive")
         data, name = b"", ""
         if isinstance(archive, web.FileField) and archive.filename:
@@ -204,10 +177,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
     async def analysis_page(request: web.Request) -> web.Response:
         flt = wv.ChunkFilter.from_query(request.query)
         data = await web_data.analysis_page(ctx.store, request.match_info["aid"], flt)
-        q = {
-            k: v for k, v in (("status", flt.status), ("signal", flt.signal), ("file", flt.file), ("migration", flt.migration)) if v
-        }
-        return page("analysis.html", filter_query=("?" + urlencode(q)) if q else "", **data)
+        return page("analysis.html", filter_query=flt.query_string(), **data)
 
     @routes.get("/a/{aid}/part/verdict")
     async def verdict_part(request: web.Request) -> web.Response:
@@ -268,17 +238,12 @@ def build_app(ctx: ServiceContext) -> web.Application:
     # ------------------------------------------------------------ exports
 
     def _export(rows: list[dict], columns, fmt: str, name: str) -> web.Response:
-        if fmt == "json":
-            return web.Response(
-                text=to_json_text(rows, indent=1),
-                content_type="application/json",
-                headers={"Content-Disposition": f'attachment; filename="{name}.json"'},
-            )
+        download = export_download(rows, columns, fmt, name)
         return web.Response(
-            text=wv.to_csv(rows, columns),
-            content_type="text/csv",
+            text=download.text,
+            content_type=download.content_type,
             charset="utf-8",
-            headers={"Content-Disposition": f'attachment; filename="{name}.csv"'},
+            headers={"Content-Disposition": f'attachment; filename="{download.filename}"'},
         )
 
     @routes.get(r"/export/analyses.{fmt:json|csv}")

@@ -22,10 +22,10 @@ from godot_rag.infra.auth import client_channel
 from godot_rag.infra.embedded import EmbeddedError
 from godot_rag.infra.service import grpc_message_options
 from godot_rag.pipeline.export import result_to_json
+from godot_rag.pipeline.submit import DEFAULT_PROMPT
 from godot_rag.settings import Settings, SettingsError, load_settings
 from godot_rag.supervisor import SupervisorError
 
-DEFAULT_PROMPT = "Is this Godot 3 or Godot 4, and what is the basis for converting it?"
 console = Console(stderr=True)
 
 

@@ -11,12 +11,16 @@ from godot_rag.errors import OutageError, PoisonError, StoreError
 from godot_rag.infra.store import Store
 
 
-async def test_an_unreachable_database_raises_a_retryable_store_error(tmp_path):
-    # A socket folder where no server listens: what the services see while PostgreSQL restarts.
-    pool = AsyncConnectionPool(f"postgresql://postgres:@/postgres?host={tmp_path}", min_size=1, max_size=1, open=False,
+async def unreachable_store(socket_dir) -> Store:
+    """A store on a socket folder where no server listens: what the services see while PostgreSQL restarts."""
+    pool = AsyncConnectionPool(f"postgresql://postgres:@/postgres?host={socket_dir}", min_size=1, max_size=1, open=False,
                                timeout=1, kwargs={"row_factory": dict_row, "connect_timeout": 1})
     await pool.open(wait=False)
-    store = Store(pool)
+    return Store(pool)
+
+
+async def test_an_unreachable_database_raises_a_retryable_store_error(tmp_path):
+    store = await unreachable_store(tmp_path)
     try:
         with pytest.raises(StoreError) as caught:
             await store.get_analysis("a1")
@@ -27,10 +31,7 @@ async def test_an_unreachable_database_raises_a_retryable_store_error(tmp_path):
 
 async def test_a_search_against_an_unreachable_database_is_an_outage(tmp_path):
     """The search's own pool opens on the first search: during an outage that is a retryable StoreError too."""
-    pool = AsyncConnectionPool(f"postgresql://postgres:@/postgres?host={tmp_path}", min_size=1, max_size=1, open=False,
-                               timeout=1, kwargs={"row_factory": dict_row, "connect_timeout": 1})
-    await pool.open(wait=False)
-    store = Store(pool)
+    store = await unreachable_store(tmp_path)
     try:
         query = RetrieverQuery(query_text="Timer", query_terms=("Timer",), raw_chunk_text="var t = Timer.new()")
         with pytest.raises(StoreError) as caught:

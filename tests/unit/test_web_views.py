@@ -10,7 +10,16 @@ import pytest
 
 from godot_rag.infra.rows import FileRow, FileVersionRow, WebChunkRow, WebTiming
 from godot_rag.pipeline import web_views as wv
-from godot_rag.pipeline.web_requests import allowed_host_names, check_request, split_host
+from godot_rag.pipeline.web_requests import (
+    Refusal,
+    access_refusal,
+    allowed_host_names,
+    answers_json,
+    check_request,
+    export_download,
+    split_host,
+    submit_form_values,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -246,3 +255,36 @@ def test_patch_view_links_each_record_to_its_candidate_or_to_why_not_and_todos_t
     # Nothing to change and nothing to do: no section.
     assert wv.patch_view({"hunks": [], "todos": [], "kept": [], "edits": 0, "changed": False}, chunks, "a1", "p.gd") is None
     assert wv.patch_view(None, chunks, "a1", "p.gd") is None
+
+
+TOKEN = "a-long-random-test-token-0123456789"
+LOCAL = {"Host": "127.0.0.1:8080"}
+
+
+def test_access_refusal_checks_the_request_then_the_token_then_the_body_type():
+    allowed = allowed_host_names("127.0.0.1")
+    assert access_refusal("GET", "/", {"Host": "evil.example"}, "", allowed, TOKEN) == Refusal(403, "refused: unexpected Host header")
+    assert access_refusal("GET", "/", LOCAL, "", allowed, TOKEN) == Refusal(303, redirect="/login")
+    assert access_refusal("GET", "/login", LOCAL, "", allowed, TOKEN) is None
+    refused = access_refusal("GET", "/api/analyses", LOCAL, "", allowed, TOKEN)
+    assert refused is not None and refused.status == 401 and refused.as_json
+    assert access_refusal("GET", "/api/analyses", {**LOCAL, "Authorization": f"Bearer {TOKEN}"}, "", allowed, TOKEN) is None
+    assert access_refusal("GET", "/", LOCAL, TOKEN, allowed, TOKEN) is None  # the sign-in cookie
+    plain = access_refusal("POST", "/api/analyses", {**LOCAL, "Content-Type": "text/plain"}, TOKEN, allowed, TOKEN)
+    assert plain is not None and plain.status == 415 and plain.as_json
+    typed = {**LOCAL, "Content-Type": "application/json; charset=utf-8"}
+    assert access_refusal("POST", "/api/analyses", typed, "", allowed, "") is None  # no token configured
+
+
+def test_error_answers_exports_and_form_defaults():
+    assert answers_json("/api/analyses/a1") and answers_json("/a/a1/export/chunks.csv") and answers_json("/a/a1/events")
+    assert not answers_json("/a/a1") and not answers_json("/a/a1/f/player.gd")
+    csv_file = export_download([{"a": 1, "b": "x"}], ["a", "b"], "csv", "a1-chunks")
+    assert csv_file.filename == "a1-chunks.csv" and csv_file.content_type == "text/csv" and csv_file.text.splitlines()[0] == "a,b"
+    json_file = export_download([{"at": datetime(2026, 1, 2, tzinfo=UTC)}], ["at"], "json", "x")
+    assert json_file.filename == "x.json" and '"2026-01-02T00:00:00+00:00"' in json_file.text
+    form = submit_form_values({"path": "/p"})
+    assert form["path"] == "/p" and form["prompt"].startswith("Is this Godot 3 or Godot 4") and set(form) == {
+        "prompt", "path", "git_url", "git_ref", "text"}
+    assert wv.ChunkFilter.from_query({"status": "done", "file": "a b.gd", "signal": "bogus"}).query_string() == "?status=done&file=a+b.gd"
+    assert wv.ChunkFilter().query_string() == ""

@@ -66,6 +66,9 @@ def pipeline_version_for(settings: Settings | None) -> str:
 
 PIPELINE_VERSION = pipeline_version_for(None)
 
+# The question asked when the user asks none (the CLI, the web form).
+DEFAULT_PROMPT = "Is this Godot 3 or Godot 4, and what is the basis for converting it?"
+
 
 @dataclass(frozen=True)
 class Collected:

@@ -12,14 +12,17 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from ipaddress import ip_address
 from typing import Any
 from urllib.parse import urlsplit
 
 from godot_rag.errors import InvalidInputError
+from godot_rag.infra.auth import bearer_of, token_matches
 from godot_rag.pipeline.replay import ReplayOptions
-from godot_rag.pipeline.submit import SubmitInput
+from godot_rag.pipeline.submit import DEFAULT_PROMPT, SubmitInput
+from godot_rag.pipeline.web_views import to_csv
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -92,6 +95,61 @@ def check_request(method: str, headers, allowed: frozenset[str]) -> str:
             if headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
                 return "cross-origin request"
     return ""
+
+
+# Reachable without the token: the sign-in page and the static files it uses.
+OPEN_PATHS = frozenset({"/login", "/static/app.css", "/static/early.js", "/static/app.js"})
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """How a request is turned away: a status and message (as JSON or plain text), or a redirect."""
+
+    status: int
+    message: str = ""
+    as_json: bool = False
+    redirect: str = ""
+
+
+def access_refusal(
+    method: str, path: str, headers: Mapping[str, str], cookie: str, allowed: frozenset[str], token: str
+) -> Refusal | None:
+    """Why the web screen turns a request away (None: it goes on to its handler).
+
+    The request checks first (Host, Origin: 403); then the token, as ``Authorization: Bearer`` (API
+    clients) or the sign-in cookie (browsers), when one is configured: 401 for the API and for changes,
+    the sign-in page for a page; then a JSON endpoint's body type (415).
+    """
+    reason = check_request(method, headers, allowed)
+    if reason:
+        return Refusal(403, f"refused: {reason}")
+    given = bearer_of(headers.get("Authorization", "")) or cookie
+    if token and path not in OPEN_PATHS and not token_matches(given, token):
+        if path.startswith("/api/") or method not in SAFE_METHODS:
+            return Refusal(401, "missing or wrong token (Authorization: Bearer, or sign in at /login)", as_json=True)
+        return Refusal(303, redirect="/login")
+    content_type = headers.get("Content-Type", "").split(";")[0].strip().lower()
+    if method not in SAFE_METHODS and path.startswith("/api/") and content_type != "application/json":
+        return Refusal(415, "JSON endpoints accept only Content-Type: application/json", as_json=True)
+    return None
+
+
+def answers_json(path: str) -> bool:
+    """The API, the exports and the live event stream answer errors in JSON; pages answer with a page."""
+    return path.startswith("/api/") or "/export/" in path or path.endswith("/events")
+
+
+# The heading of the error page for each status a typed error maps to (infra/grpc_edge.py).
+ERROR_TITLES = {400: "Invalid input", 403: "Refused", 404: "Not found", 409: "Not possible now", 429: "Too many requests"}
+
+
+def error_title(status: int) -> str:
+    return ERROR_TITLES.get(status, "Unavailable")
+
+
+def submit_form_values(given: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The submit form's fields: what was given, the default prompt and empty fields otherwise."""
+    return {"prompt": DEFAULT_PROMPT, "path": "", "git_url": "", "git_ref": "", "text": "", **(given or {})}
 
 
 def is_loopback_ip(name: str) -> bool:
@@ -244,6 +302,22 @@ def json_default(value: object) -> object:
 
 def to_json_text(data: object, *, indent: int | None = None) -> str:
     return json.dumps(data, default=json_default, ensure_ascii=False, indent=indent)
+
+
+@dataclass(frozen=True)
+class Download:
+    """An export as the file a browser saves."""
+
+    text: str
+    content_type: str
+    filename: str
+
+
+def export_download(rows: list[dict], columns: Sequence[str], fmt: str, name: str) -> Download:
+    """Rows as a JSON or CSV download named ``name``."""
+    if fmt == "json":
+        return Download(to_json_text(rows, indent=1), "application/json", f"{name}.json")
+    return Download(to_csv(rows, columns), "text/csv", f"{name}.csv")
 
 
 def sse_message(name: str, data: object, cursor: object) -> bytes:

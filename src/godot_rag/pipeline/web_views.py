@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from godot_rag.domain.aggregation.verdict import ChunkOutcome, file_signal_weights
 from godot_rag.infra.kb_store import DEFAULT_CONFIG
@@ -159,6 +159,15 @@ class ChunkFilter:
             q.get("file", "")[:1000],
             migration if migration in ("yes", "no") else "",
         )
+
+    def query_string(self) -> str:
+        """The filter as a page's query string ('' for no filter), for links that keep it."""
+        kept = [
+            (k, v)
+            for k, v in (("status", self.status), ("signal", self.signal), ("file", self.file), ("migration", self.migration))
+            if v
+        ]
+        return ("?" + urlencode(kept)) if kept else ""
 
     def keeps(self, v: dict) -> bool:
         if self.status and v["status"] != self.status:
