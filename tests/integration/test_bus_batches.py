@@ -11,6 +11,7 @@ from nats.js import api
 from godot_rag.errors import PoisonError, RetryableError, StoreError
 from godot_rag.infra.bus import Bus, Delivery
 from godot_rag.stages import JUDGE, STREAM_CHUNKS, chunk_subject
+from tests.integration.bus_consumers import settled_consumer_info
 
 SPEC = replace(JUDGE, durable="judge", ack_wait_s=1.0, max_deliver=3, max_handling_s=300)
 # Where a redelivery would spoil what a test shows: long enough that a slow machine's progress acks
@@ -18,16 +19,6 @@ SPEC = replace(JUDGE, durable="judge", ack_wait_s=1.0, max_deliver=3, max_handli
 STEADY = replace(SPEC, ack_wait_s=6.0)
 # A crashed worker's message comes back after this; the careful window lasts as long.
 SHORT = replace(SPEC, ack_wait_s=3.0)
-
-
-async def _settled_info(bus: Bus):
-    """The consumer's info once the acks sent at the end of the run reached the server (they are not awaited)."""
-    for _ in range(50):
-        info = await bus.js.consumer_info(STREAM_CHUNKS, SPEC.durable)
-        if not info.num_ack_pending:
-            break
-        await asyncio.sleep(0.1)
-    return info
 
 
 async def _publish(bus: Bus, names: list[str]) -> None:
@@ -80,7 +71,7 @@ async def test_each_message_of_a_batch_keeps_its_own_outcome(bus):
     assert handled["later"] == [1, 2]  # naked alone, redelivered
     assert handled["ok1"] == handled["ok2"] == handled["ok3"] == [1]  # acked, never redelivered
     assert letters == [("poison", "poison: bad payload")]
-    info = await _settled_info(bus)
+    info = await settled_consumer_info(bus, SPEC.durable)
     assert info.num_ack_pending == 0
 
 
@@ -108,7 +99,7 @@ async def test_an_outage_met_by_one_message_holds_the_batch_and_runs_it_again(bu
     await _run_until(bus, handle, dead_letter, done)
     assert calls.count(failed[0]) == 2  # the same batch again, in place, once the dependency answers
     assert all(n == 1 for call in calls for _, n in call)  # no delivery spent
-    info = await _settled_info(bus)
+    info = await settled_consumer_info(bus, SPEC.durable)
     assert info.num_ack_pending == 0 and info.num_redelivered == 0
 
 

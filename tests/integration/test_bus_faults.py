@@ -12,6 +12,7 @@ from nats.js import api
 from godot_rag.errors import PoisonError, StoreError
 from godot_rag.infra.bus import Bus, Delivery
 from godot_rag.stages import JUDGE, STREAM_ADVISORIES, STREAM_CHUNKS, chunk_subject
+from tests.integration.bus_consumers import settled_consumer_info
 
 # A short-fused copy of the judge's consumer: redeliveries within seconds.
 SPEC = replace(JUDGE, durable="judge", ack_wait_s=1.0, max_deliver=3, max_handling_s=300)
@@ -64,7 +65,7 @@ async def test_an_outage_is_waited_out_without_spending_deliveries(bus):
 
     await _run_until(bus, SPEC, flaky, dead_letter, done)
     assert calls == [1, 1, 1]  # retried in place while held, one delivery
-    info = await bus.js.consumer_info(STREAM_CHUNKS, SPEC.durable)
+    info = await settled_consumer_info(bus, SPEC.durable)
     assert info.num_ack_pending == 0 and info.num_redelivered == 0
 
 
