@@ -606,7 +606,10 @@ def plots(res: dict, stem: Path) -> list[str]:
 
 
 def markdown(res: dict, text: str, pngs: list[str]) -> str:
-    md = [f"# Benchmark {res['date']}", "", f"Machine: {res['machine']}", "", "```", text, "```", ""]
+    md = [f"# Benchmark {res['date']}", "", f"Machine: {res['machine']}", ""]
+    if res.get("settings"):
+        md += ["Settings: " + ", ".join(f"`{k}={v}`" for k, v in sorted(res["settings"].items())), ""]
+    md += ["```", text, "```", ""]
     for r in res["runs"]:
         for name, prof in (r.get("profile") or {}).items():
             if not prof.get("samples"):
@@ -635,7 +638,15 @@ def main() -> None:
     p.add_argument("--no-embedder", action="store_true", help="skip the embedder micro-benchmark")
     p.add_argument("--llm-requests", type=int, default=8, help="requests per concurrency level against llama.cpp")
     p.add_argument("--out", default=str(REPO / "bench" / "results"), help="where the JSON, markdown and plots go")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a setting for every run, e.g. GODOT_RAG_RETRIEVER_WORKERS=2 (recorded in the results)")
     args = p.parse_args()
+    settings_env: dict[str, str] = {}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep or not name.startswith("GODOT_RAG_"):
+            p.error(f"--set takes GODOT_RAG_NAME=VALUE, not {item!r}")
+        settings_env[name] = value
 
     # Default: about 17,000 chunks in five stack starts, 15 minutes on 2 cores at the measured rate.
     if args.quick:
@@ -653,7 +664,7 @@ def main() -> None:
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     res: dict = {"date": date, "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-                 "load_avg_start": os.getloadavg(), "runs": []}
+                 "load_avg_start": os.getloadavg(), "settings": settings_env, "runs": []}
     work = Path(tempfile.mkdtemp(prefix="godot-rag-corpus-"))
     profile_dir = out_dir / f"{date}-profile" if args.profile else None
     try:
@@ -669,7 +680,7 @@ def main() -> None:
         for i, (label, corpus, w) in enumerate(plan):
             print(f"[{i + 1}/{len(plan)}] {label}: {w} worker(s) per stage ...", flush=True)
             run = run_once(corpus, workers=w, label=label, profile_dir=profile_dir if i == 0 else None,
-                           pg_statements=args.pg_statements and i == 0, reanalyze=i == 0)
+                           pg_statements=args.pg_statements and i == 0, reanalyze=i == 0, env=settings_env)
             print(f"    {run['chunks']} chunks in {run['wall_s']} s: {run['chunks_per_s']} chunks/s", flush=True)
             res["runs"].append(run)
         # The worker curve reuses the 1-worker scale run of the same size.

@@ -74,10 +74,11 @@ def check_expected(dsn: str, cases: list[dict]) -> None:
 async def run_mode(dsn: str, cases: list[dict], vectors: dict[str, list[float]], config: fusion.SearchConfig) -> list[dict]:
     out = []
     async with await psycopg.AsyncConnection.connect(dsn, row_factory=dict_row) as conn:
+        index = await kb_store.load_vector_index(conn)
         for c in cases:
             q = c["query"]
             hits = await kb_store.search(conn, q, tables=TABLES, limit_per_table=DEPTH,
-                                         query_embedding=vectors.get(c["id"]), config=config)
+                                         query_embedding=vectors.get(c["id"]), vector_index=index, config=config)
             ranks: dict[str, int] = {}
             per_table: dict[str, int] = {}
             for h in hits:

@@ -7,7 +7,9 @@ place for them and RetrieverQuery has no such fields).
 One SQL statement gathers, for every table, candidates from two indexes:
 - keys: ``symbol_tsv @@ q`` (GIN; exact identifier keys of the records),
   ordered by the idf-weighted key score (``kb_lexeme_stats``);
-- vector: ``embedding <=> v`` (HNSW, cosine), when the query has a vector;
+- vector: the records nearest to the query vector by cosine, found exactly in
+  the caller's process (``VectorIndex``, loaded once per knowledge-base
+  version by ``load_vector_index``) and handed in by id, when the query has a vector;
 and scores every candidate on four components (keys, ts_rank of the full
 ``search_tsv``, cosine, pg_trgm similarity of the query terms to the title).
 They are fused by ``godot_rag.domain.retrieval.fusion.fuse``; a second statement fetches content and
@@ -22,8 +24,9 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg.types.json import Jsonb
+from threadpoolctl import threadpool_limits
 
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 from godot_rag.domain.retrieval.fusion import (
@@ -37,6 +40,7 @@ from godot_rag.domain.retrieval.fusion import (
     trigram_terms,
 )
 from godot_rag.domain.retrieval.knowledge import KnowledgeRecord
+from godot_rag.domain.retrieval.vector_index import VectorIndex
 from godot_rag.domain.retrieval.why_not import RankFacts, SearchRank
 from godot_rag.infra.rows import KbVersionRow
 
@@ -234,13 +238,13 @@ KEY_WEIGHT_SQL = "case u.weights[1] when 'A' then 1.0 when 'B' then 0.4 when 'C'
 
 def _candidate_sql(tables: Sequence[str], *, lexical: bool, vector: bool) -> str:
     """One statement: the candidates of every table from the key index and/or
-    the vector index, each candidate scored on every component.
+    the vector search (ids given as ``vector_ids<n>``, n = the table's place), each candidate scored on every component.
 
     keys: sum over the query lexemes a record has as keys of idf(lexeme) x key weight;
     text: ts_rank(search_tsv, q) (keys at A/B/C and prose at D);
     vector: cosine similarity; trigram: best pg_trgm similarity of a query term to the title.
-    The index scans only order and cut (keys, or cosine distance); the costlier
-    components are computed for the kept candidates alone.
+    The key index scan only orders and cuts; the costlier components are
+    computed for the kept candidates alone.
     """
     view = f"{SCHEMA}.dynamic_retrieval_view"
     ctes: list[str] = []
@@ -259,8 +263,7 @@ def _candidate_sql(tables: Sequence[str], *, lexical: bool, vector: bool) -> str
                 where v.table_name = '{table}' and v.symbol_tsv @@ %(tsq)s::tsquery
                 group by v.id order by sum({q}.idf * {KEY_WEIGHT_SQL}) desc, v.id limit %(cand)s)""")
         if vector:
-            parts.append(f"""(select v.id from {view} v where v.table_name = '{table}' and v.embedding is not null
-                order by v.embedding <=> %(vec)s::vector limit %(cand)s)""")
+            parts.append(f"(select unnest(%(vector_ids{n})s::text[]) as id)")
         ctes.append(f"""{q} as materialized (
                 select s.lexeme, ln((k.n + 1.0) / (s.ndoc + 0.5)) as idf
                 from {SCHEMA}.kb_lexeme_stats s,
@@ -316,6 +319,32 @@ SEARCH_SETTINGS_SQL = "select set_config('enable_seqscan', 'off', true), set_con
 SEARCH_SESSION_OPTIONS = "-c enable_seqscan=off -c plan_cache_mode=force_generic_plan"
 
 
+def vector_candidates(index: VectorIndex, tables: Sequence[str], query_embedding: Sequence[float], k: int) -> dict[str, list[str]]:
+    """The candidate statement's ``vector_ids<n>`` parameters: each table's ``k`` nearest records."""
+    return {f"vector_ids{n}": index.nearest(table, query_embedding, k) for n, table in enumerate(tables)}
+
+
+# One statement, so the version and the vectors come from one snapshot: the index is labelled with the data it holds.
+_VECTORS_SQL = f"""select k.data_version || '/' || k.embedding_model as version, v.table_name, v.id, v.embedding::real[] as embedding
+    from {SCHEMA}.dynamic_retrieval_view v, {SCHEMA}.kb_versions k
+    where k.name = 'current' and v.embedding is not null order by v.table_name, v.id"""
+
+
+async def load_vector_index(conn) -> VectorIndex:
+    """Every embedded record of the current knowledge base, labelled '<data version>/<embedding model>'
+    (an empty index labelled '' when the knowledge base is not built or has no vectors).
+
+    The process's BLAS runs on one thread from here on: a search's matrix-vector
+    product takes microseconds, and OpenBLAS's helper threads spin for a while
+    after each one, so with searches every few milliseconds one of them held a
+    whole core (the retriever's CPU per chunk doubled, measured).
+    """
+    threadpool_limits(1, user_api="blas")
+    cur = await psycopg.AsyncCursor(conn, row_factory=tuple_row).execute(_VECTORS_SQL)
+    rows = await cur.fetchall()
+    return VectorIndex.from_rows(rows[0][0] if rows else "", ((table, rid, vector) for _, table, rid, vector in rows))
+
+
 async def _candidates(
     conn, tables: Sequence[str], *, lexical: bool, vector: bool, params: dict, session_configured: bool = False
 ) -> list[dict]:
@@ -336,11 +365,14 @@ async def search(
     tables: Sequence[str],
     limit_per_table: int,
     query_embedding: list[float] | None = None,
+    vector_index: VectorIndex | None = None,
     config: SearchConfig = DEFAULT_CONFIG,
     session_configured: bool = False,
 ) -> list[RetrievalHit]:
     """Hybrid search over dynamic_retrieval_view with the query alone.
 
+    ``vector_index``: the knowledge base's vectors (``load_vector_index``), which a
+    caller that searches often holds; without it a search with a vector loads them.
     ``session_configured``: ``conn`` was opened with ``SEARCH_SESSION_OPTIONS`` (no transaction needed);
     otherwise the caller runs the search in a transaction, which the planner settings are local to.
 
@@ -360,13 +392,12 @@ async def search(
     if not (use_vector or use_lexical) or not tables:
         return []
     vec = None if query_embedding is None else "[" + ",".join(f"{x:.6g}" for x in query_embedding) + "]"
-    params = {
-        "tsq": tsq,
-        "lex": lexemes,
-        "vec": vec,
-        "terms": trigram_terms(query),
-        "cand": max(config.candidates_per_index, limit_per_table),
-    }
+    cand = max(config.candidates_per_index, limit_per_table)
+    params: dict = {"tsq": tsq, "lex": lexemes, "vec": vec, "terms": trigram_terms(query), "cand": cand}
+    if use_vector:
+        assert query_embedding is not None
+        index = vector_index if vector_index is not None else await load_vector_index(conn)
+        params |= vector_candidates(index, tables, query_embedding, cand)
     by_table: dict[str, list[dict]] = {}
     for row in await _candidates(
         conn, tables, lexical=use_lexical, vector=use_vector, params=params, session_configured=session_configured
@@ -434,6 +465,7 @@ async def rank_record(
     tables_searched: Sequence[str],
     limit_per_table: int,
     query_embedding: list[float] | None = None,
+    vector_index: VectorIndex | None = None,
     stored_hit_ids: Sequence[str] = (),
     kb_changed: bool = False,
     config: SearchConfig = DEFAULT_CONFIG,
@@ -465,8 +497,11 @@ async def rank_record(
 
     candidates: list[dict] = []
     if use_vector or use_lexical:
-        # The same statement and plan as the search (HNSW and GIN), so the approximate
-        # vector index returns the same candidates it returned to the retriever.
+        # The same statement and plan as the search, and the same vector candidates.
+        if use_vector:
+            assert query_embedding is not None
+            index = vector_index if vector_index is not None else await load_vector_index(conn)
+            params |= vector_candidates(index, [table], query_embedding, cand)
         candidates = await _candidates(conn, [table], lexical=use_lexical, vector=use_vector, params=params)
         await conn.execute("select set_config('enable_seqscan', 'on', true), set_config('plan_cache_mode', 'auto', true)")
     ids = {c["id"] for c in candidates}
@@ -550,8 +585,8 @@ async def rank_record(
         tables_searched=tuple(tables_searched),
         ranks=ranks,
         candidates_per_index=cand,
-        # The exact ranks say which index let it in; the HNSW index is approximate,
-        # so a candidate neither exact rank explains came through the vector index.
+        # The ranks say which search let it in; a candidate that its key rank does
+        # not explain came through the vector search (a tie at the cut may rank either way).
         key_candidate=record_id in ids and by_keys,
         vector_candidate=record_id in ids and (by_vector or not by_keys),
         candidate_count=len(rows),

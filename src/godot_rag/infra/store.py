@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from godot_rag.domain.judging.rules import declared_names_of
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 from godot_rag.domain.redact import redact_credentials
+from godot_rag.domain.retrieval.vector_index import VectorIndex
 from godot_rag.errors import PoisonError, StoreError
 from godot_rag.infra import kb_store
 from godot_rag.infra.batching import Coalescer
@@ -97,6 +99,8 @@ def migrate_sync(dsn: str) -> list[str]:
             conn.execute("select pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
     return applied_now
 
+
+log = logging.getLogger(__name__)
 
 # Lost or refused connections, a server restarting, a full disk, a cancelled
 # statement: the database cannot serve now but may later. Constraint and
@@ -227,6 +231,9 @@ class Store:
         # settings are the search's, so a search is two round trips instead of five.
         self._search_pool: GuardedPool | None = None
         self._search_pool_lock = asyncio.Lock()
+        # The knowledge base's vectors, by the version searches asked for (kb_store.load_vector_index).
+        self._vectors: tuple[str, VectorIndex] | None = None
+        self._vectors_lock = asyncio.Lock()
         self._claims: Coalescer[StageClaim, bool] = Coalescer(self.claim_stages, key=StageClaim.key, name="claim_stages")
         self._finishes: Coalescer[StageFinish, None] = Coalescer(self.finish_stages, key=StageFinish.key, name="finish_stages")
         self._embedding_reads: Coalescer[tuple[str, str], list[float] | None] = Coalescer(
@@ -760,10 +767,38 @@ class Store:
             await self._fetchone(f"select {KbVersionRow.select_list()} from {SCHEMA}.kb_versions where name = 'current'")
         )
 
+    async def vector_index(self, kb_version: str) -> VectorIndex:
+        """The knowledge base's vectors for searches of ``kb_version`` ('<data version>/<embedding model>'),
+        loaded on the first search of a version and held (6 MB for the shipped knowledge base)."""
+        held = self._vectors
+        if held is None or held[0] != kb_version:
+            async with self._vectors_lock:
+                held = self._vectors
+                if held is None or held[0] != kb_version:
+                    started = time.perf_counter()
+                    async with self.pool.connection() as conn:
+                        index = await kb_store.load_vector_index(conn)
+                    log.info(
+                        "knowledge-base vectors loaded: %d in %.2fs (%s)", len(index), time.perf_counter() - started, index.version
+                    )
+                    # Held under the version asked for: a search that still names the previous version
+                    # (a rebuild in between) does not load them again; the next version asked for does.
+                    held = self._vectors = (kb_version, index)
+        return held[1]
+
     async def search(
-        self, query: RetrieverQuery, *, tables: Sequence[str], limit_per_table: int, query_embedding: list[float] | None = None
+        self,
+        query: RetrieverQuery,
+        *,
+        tables: Sequence[str],
+        limit_per_table: int,
+        query_embedding: list[float] | None = None,
+        kb_version: str = "",
     ) -> list[RetrievalHit]:
+        """``kb_version``: the knowledge base the search is for ('<data version>/<embedding model>'),
+        whose vectors the vector search uses."""
         started = time.perf_counter()
+        index = await self.vector_index(kb_version) if query_embedding is not None else None
         pool = await self._searching()
         async with pool.connection() as conn:
             hits = await kb_store.search(
@@ -772,6 +807,7 @@ class Store:
                 tables=tables,
                 limit_per_table=limit_per_table,
                 query_embedding=query_embedding,
+                vector_index=index,
                 session_configured=True,
             )
         observe_kb_search(time.perf_counter() - started)

@@ -254,7 +254,7 @@ async def retrieve(
         return hits, kb_version
     vector = None if embedder is None or not searches_vectors(query) else await embedder.vector(build_embedding_text(query))
     tables = TABLE_PRIORITY.get(query.intent, TABLE_PRIORITY[INTENT_VERSION])  # a gRPC caller may leave it empty
-    hits = await store.search(query, tables=tables, limit_per_table=limit, query_embedding=vector)
+    hits = await store.search(query, tables=tables, limit_per_table=limit, query_embedding=vector, kb_version=kb_version)
     if cache is not None:
         cache.put(key, hits)
     return hits, kb_version

@@ -1,0 +1,75 @@
+"""The vector search's candidates: exact cosine nearest neighbours among the knowledge base's embedded records.
+
+The knowledge base embeds a few thousand short records (class records, guide
+sections, the API mapping, the prototypes: 4,106 vectors of 384 floats, 6 MB).
+Scoring all of them against a query is one matrix-vector product of well
+under a millisecond, exact where an HNSW index is approximate, and it takes
+the part of each search that cost PostgreSQL the most off the database
+(docs/benchmarks.md). The database still scores every candidate it is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class _Table:
+    ids: tuple[str, ...]
+    # Unit rows, float32 (the model's and pgvector's precision).
+    rows: np.ndarray
+
+
+@dataclass(frozen=True)
+class VectorIndex:
+    """Every embedded record of one knowledge-base version, per table.
+
+    ``version`` names what the vectors belong to (the data version and the
+    embedding model), so a holder knows when to load them again.
+    """
+
+    version: str
+    _tables: dict[str, _Table] = field(default_factory=dict)
+
+    @classmethod
+    def from_rows(cls, version: str, rows: Iterable[tuple[str, str, Sequence[float]]]) -> VectorIndex:
+        """(table, record id, vector) rows; a zero vector has no direction and is left out."""
+        grouped: dict[str, tuple[list[str], list[Sequence[float]]]] = {}
+        for table, record_id, vector in rows:
+            ids, vectors = grouped.setdefault(table, ([], []))
+            ids.append(record_id)
+            vectors.append(vector)
+        tables: dict[str, _Table] = {}
+        for table, (ids, vectors) in grouped.items():
+            matrix = np.asarray(vectors, dtype=np.float32)
+            norms = np.linalg.norm(matrix, axis=1)
+            keep = norms > 0
+            tables[table] = _Table(tuple(i for i, k in zip(ids, keep) if k), np.ascontiguousarray(matrix[keep] / norms[keep, None]))
+        return cls(version, tables)
+
+    def __len__(self) -> int:
+        return sum(len(t.ids) for t in self._tables.values())
+
+    def nearest(self, table: str, query: Sequence[float], k: int) -> list[str]:
+        """The ids of ``table``'s ``k`` records nearest to ``query`` by cosine, nearest first (ties by id)."""
+        found = self._tables.get(table)
+        if found is None or k <= 0 or not found.ids:
+            return []
+        q = np.asarray(query, dtype=np.float32)
+        if q.shape != (found.rows.shape[1],):
+            raise ValueError(f"a query vector of {q.size} dimensions against {table}'s {found.rows.shape[1]}")
+        norm = float(np.linalg.norm(q))
+        if norm == 0.0:
+            return []
+        similarity = found.rows @ (q / norm)
+        if k < len(found.ids):
+            # The k best in any order, then sorted; the boundary's ties are settled by id below.
+            threshold = np.partition(similarity, len(similarity) - k)[len(similarity) - k]
+            chosen = np.flatnonzero(similarity >= threshold)
+        else:
+            chosen = np.arange(len(found.ids))
+        ordered = sorted(chosen.tolist(), key=lambda i: (-float(similarity[i]), found.ids[i]))
+        return [found.ids[i] for i in ordered[:k]]

@@ -1,0 +1,67 @@
+"""The vector search's candidates (domain/retrieval/vector_index.py): exact cosine neighbours per table."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from godot_rag.domain.retrieval.vector_index import VectorIndex
+from godot_rag.infra import kb_store
+
+
+def _brute_force(rows, table, query, k):
+    def cosine(a, b):
+        dot = sum(x * y for x, y in zip(a, b))
+        na = sum(x * x for x in a) ** 0.5
+        nb = sum(x * x for x in b) ** 0.5
+        return dot / (na * nb)
+
+    scored = sorted(((-cosine(v, query), rid) for t, rid, v in rows if t == table), key=lambda p: (round(p[0], 5), p[1]))
+    return [rid for _, rid in scored[:k]]
+
+
+def test_nearest_agrees_with_a_brute_force_cosine_ranking_per_table():
+    rng = random.Random(7)
+    rows = [(t, f"{t[:3]}{i:03d}", [rng.gauss(0, 1) for _ in range(16)]) for t in ("docs", "api") for i in range(150)]
+    index = VectorIndex.from_rows("v1/model", rows)
+    assert len(index) == 300 and index.version == "v1/model"
+    for _ in range(20):
+        query = [rng.gauss(0, 1) for _ in range(16)]
+        for table in ("docs", "api"):
+            assert index.nearest(table, query, 20) == _brute_force(rows, table, query, 20)
+    # Only the table asked for is ranked.
+    assert all(i.startswith("doc") for i in index.nearest("docs", rows[0][2], 150))
+
+
+def test_a_records_own_vector_finds_it_first_whatever_its_length():
+    rows = [("t", "a", [1.0, 0.0, 0.0]), ("t", "b", [0.0, 1.0, 0.0]), ("t", "c", [0.7, 0.7, 0.0])]
+    index = VectorIndex.from_rows("v", rows)
+    assert index.nearest("t", [5.0, 0.0, 0.0], 1) == ["a"]  # cosine: the length of a vector does not count
+    assert index.nearest("t", [0.0, 0.2, 0.0], 3) == ["b", "c", "a"]
+
+
+def test_ties_at_the_cut_are_settled_by_id_so_the_candidates_do_not_depend_on_load_order():
+    rows = [("t", rid, [1.0, 0.0]) for rid in ("d", "b", "a", "c")] + [("t", "z", [0.0, 1.0])]
+    for ordering in (rows, list(reversed(rows))):
+        assert VectorIndex.from_rows("v", ordering).nearest("t", [1.0, 0.0], 2) == ["a", "b"]
+
+
+def test_edges_answer_nothing_or_refuse_a_vector_of_another_model():
+    index = VectorIndex.from_rows("v", [("t", "a", [1.0, 0.0]), ("t", "zero", [0.0, 0.0])])
+    assert len(index) == 1  # a zero vector has no direction
+    assert index.nearest("t", [0.0, 0.0], 5) == []
+    assert index.nearest("unknown", [1.0, 0.0], 5) == []
+    assert index.nearest("t", [1.0, 0.0], 0) == []
+    assert index.nearest("t", [1.0, 0.0], 9) == ["a"]
+    assert VectorIndex.from_rows("", []).nearest("t", [1.0], 3) == []
+    with pytest.raises(ValueError, match="3 dimensions"):
+        index.nearest("t", [1.0, 0.0, 0.0], 1)
+
+
+def test_the_candidate_statement_takes_each_tables_vector_candidates_by_position():
+    index = VectorIndex.from_rows("v", [("docs_chunks", "d1", [1.0, 0.0]), ("api_mapping", "m1", [0.0, 1.0])])
+    params = kb_store.vector_candidates(index, ["api_mapping", "docs_chunks"], [1.0, 0.1], 5)
+    assert params == {"vector_ids0": ["m1"], "vector_ids1": ["d1"]}
+    sql = kb_store._candidate_sql(["api_mapping", "docs_chunks"], lexical=False, vector=True)
+    assert "%(vector_ids0)s" in sql and "%(vector_ids1)s" in sql and "<=>" in sql  # the database still scores them
