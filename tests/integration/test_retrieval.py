@@ -69,7 +69,7 @@ def test_kb_is_built_with_vectors_indexes_and_version(stack, dsn):
     assert stack.sql("select count(*) n from godot_rag.api_mapping where payload->>'enabled' = 'false'")[0]["n"] == 88
     indexes = {r["indexname"]: r["indexdef"] for r in stack.sql("select indexname, indexdef from pg_indexes where schemaname = 'godot_rag'")}
     for table in kb_store.TABLES:
-        assert "hnsw (embedding vector_cosine_ops)" in indexes[f"{table}_hnsw"]
+        assert f"{table}_hnsw" not in indexes  # the vector search runs in the retriever (migration 0021)
         assert "gin (search_tsv)" in indexes[f"{table}_tsv"]
         assert "gin (search_text gin_trgm_ops)" in indexes[f"{table}_trgm"]
     view_cols = [r["column_name"] for r in stack.sql(
@@ -191,6 +191,41 @@ def test_the_store_searches_on_connections_opened_with_the_search_settings(dsn, 
     expected = search(dsn, q, vector)
     assert [(h.table_name, h.record_id, h.score) for h in hits] == [(h.table_name, h.record_id, h.score) for h in expected]
     assert "change:yield-await" in [h.record_id for h in hits]
+
+
+def test_the_vector_candidates_are_the_exact_cosine_neighbours_and_load_once_per_version(dsn, embedder):
+    source = "func _physics_process(delta):\n\tvelocity = move_and_slide(velocity, Vector2.UP)\n"
+    vector = embedder.embed([build_embedding_text(query_for(source, "player.gd", "_physics_process"))])[0]
+    literal = "[" + ",".join(repr(x) for x in vector) + "]"
+
+    async def run():
+        store = await Store.open(dsn, max_size=2)
+        try:
+            version = await store.kb_version()
+            assert version is not None
+            label = f"{version.data_version}/{version.embedding_model}"
+            index = await store.vector_index(label)
+            again = await store.vector_index(label)
+            return label, index, again
+        finally:
+            await store.close()
+
+    label, index, again = asyncio.run(run())
+    assert again is index and index.version == label  # held, not loaded per search
+    counts = {r["table_name"]: r["n"] for r in kb_stack_sql(dsn, "select table_name, count(*) n from godot_rag.dynamic_retrieval_view "
+                                                             "where embedding is not null group by table_name")}
+    assert len(index) == sum(counts.values()) > 4000
+    for table in kb_store.TABLES:
+        exact = [r["id"] for r in kb_stack_sql(
+            dsn, f"select id from godot_rag.{table} where embedding is not null order by embedding <=> '{literal}'::vector, id limit 20")]
+        found = index.nearest(table, vector, 20)
+        # float32 sums in another order: a pair closer than rounding may swap, nothing else moves.
+        assert set(found[:15]) <= set(exact) and len(set(found) & set(exact)) >= 19, table
+
+
+def kb_stack_sql(dsn: str, sql: str) -> list[dict]:
+    with psycopg.connect(dsn, row_factory=dict_row) as conn:
+        return list(conn.execute(sql).fetchall())
 
 
 def test_minilm_vectors_are_real_and_normalised(embedder):

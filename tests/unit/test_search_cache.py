@@ -31,7 +31,7 @@ class RecordingKnowledgeBase:
     async def kb_version(self):
         return self.version
 
-    async def search(self, query, *, tables, limit_per_table, query_embedding=None):
+    async def search(self, query, *, tables, limit_per_table, query_embedding=None, kb_version=""):
         self.searches.append((query, limit_per_table))
         return [RetrievalHit("docs_chunks", f"docs:{len(self.searches)}", 1.0, "t", "c", {}, {})]
 
