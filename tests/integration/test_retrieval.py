@@ -223,6 +223,33 @@ def test_the_vector_candidates_are_the_exact_cosine_neighbours_and_load_once_per
         assert set(found[:15]) <= set(exact) and len(set(found) & set(exact)) >= 19, table
 
 
+def test_records_read_once_answer_later_searches_alike_and_a_new_version_starts_afresh(dsn, embedder):
+    source = "func _ready():\n\tyield(get_tree().create_timer(1.0), \"timeout\")\n\tqueue_free()\n"
+    q = query_for(source, "enemy.gd", "_ready")
+    vector = embedder.embed([build_embedding_text(q)])[0]
+
+    async def run():
+        store = await Store.open(dsn, max_size=2)
+        try:
+            first = await store.search(q, tables=kb_store.TABLES, limit_per_table=5, query_embedding=vector, kb_version="v1/m")
+            held = store._held_for("v1/m")
+            kept = len(held.details)
+            # A stand-in entry shows that the second search takes the held record instead of reading it.
+            marked = (first[0].table_name, first[0].record_id)
+            held.details.put(marked, {"content": "held", "metadata": {}})
+            second = await store.search(q, tables=kb_store.TABLES, limit_per_table=5, query_embedding=vector, kb_version="v1/m")
+            fresh = await store.search(q, tables=kb_store.TABLES, limit_per_table=5, query_embedding=vector, kb_version="v2/m")
+            return first, kept, second, fresh
+        finally:
+            await store.close()
+
+    first, kept, second, fresh = asyncio.run(run())
+    assert kept == len({(h.table_name, h.record_id) for h in first}) > 0
+    assert second[0].content == "held" and [h.record_id for h in second] == [h.record_id for h in first]
+    assert fresh == first  # another version: read again, nothing of the last one reused
+    assert first == search(dsn, q, vector)  # what a search without held records finds
+
+
 def kb_stack_sql(dsn: str, sql: str) -> list[dict]:
     with psycopg.connect(dsn, row_factory=dict_row) as conn:
         return list(conn.execute(sql).fetchall())

@@ -96,10 +96,11 @@ def test_no_trace_field_can_reach_the_search():
     trace_names = {"project_id", "source_file", "source_sha256", "chunk_id", "chunk_order", "chunk_kind", "path", "trace"}
     assert not trace_names & {f.name for f in fields(RetrieverQuery)}
     params = set(inspect.signature(kb_store.search).parameters)
-    # session_configured says how the connection was opened (its planner settings), vector_index holds the
-    # knowledge base's vectors: nothing of a chunk.
+    # session_configured says how the connection was opened (its planner settings), vector_index and
+    # record_details hold what the knowledge base's earlier searches read: nothing of a chunk.
     assert params == {
-        "conn", "query", "tables", "limit_per_table", "query_embedding", "vector_index", "config", "session_configured"
+        "conn", "query", "tables", "limit_per_table", "query_embedding", "vector_index", "record_details", "config",
+        "session_configured",
     }
     assert not trace_names & {f.name for f in fields(fusion.SearchConfig)}
 

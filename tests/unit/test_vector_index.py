@@ -65,3 +65,13 @@ def test_the_candidate_statement_takes_each_tables_vector_candidates_by_position
     assert params == {"vector_ids0": ["m1"], "vector_ids1": ["d1"]}
     sql = kb_store._candidate_sql(["api_mapping", "docs_chunks"], lexical=False, vector=True)
     assert "%(vector_ids0)s" in sql and "%(vector_ids1)s" in sql and "<=>" in sql  # the database still scores them
+
+
+def test_record_details_keep_the_most_recently_used_records():
+    details = kb_store.RecordDetails(capacity=2)
+    details.put(("api_mapping", "a"), {"content": "a"})
+    details.put(("api_mapping", "b"), {"content": "b"})
+    assert details.get(("api_mapping", "a")) == {"content": "a"}  # a is now the most recent
+    details.put(("docs_chunks", "c"), {"content": "c"})
+    assert details.get(("api_mapping", "b")) is None and len(details) == 2
+    assert details.get(("docs_chunks", "c")) == {"content": "c"} and details.get(("api_mapping", "a")) is not None

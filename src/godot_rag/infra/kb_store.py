@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 
@@ -329,6 +330,34 @@ SEARCH_SETTINGS_SQL = "select set_config('enable_seqscan', 'off', true), set_con
 SEARCH_SESSION_OPTIONS = "-c enable_seqscan=off -c plan_cache_mode=force_generic_plan"
 
 
+class RecordDetails:
+    """Content and metadata of knowledge records by (table, id), for one knowledge-base version.
+
+    A project's chunks keep finding the same records (the classes its scripts
+    use, the renames its Godot 3 code needs): held here, most searches need no
+    second statement and no JSON to decode. The entries are shared, never modified.
+    """
+
+    def __init__(self, capacity: int = 8192):
+        self.capacity = capacity
+        self._entries: OrderedDict[tuple[str, str], dict] = OrderedDict()
+
+    def get(self, key: tuple[str, str]) -> dict | None:
+        found = self._entries.get(key)
+        if found is not None:
+            self._entries.move_to_end(key)
+        return found
+
+    def put(self, key: tuple[str, str], details: dict) -> None:
+        self._entries[key] = details
+        self._entries.move_to_end(key)
+        if len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 def vector_candidates(index: VectorIndex, tables: Sequence[str], query_embedding: Sequence[float], k: int) -> dict[str, list[str]]:
     """The candidate statement's ``vector_ids<n>`` parameters: each table's ``k`` nearest records."""
     return {f"vector_ids{n}": index.nearest(table, query_embedding, k) for n, table in enumerate(tables)}
@@ -376,6 +405,7 @@ async def search(
     limit_per_table: int,
     query_embedding: list[float] | None = None,
     vector_index: VectorIndex | None = None,
+    record_details: RecordDetails | None = None,
     config: SearchConfig = DEFAULT_CONFIG,
     session_configured: bool = False,
 ) -> list[RetrievalHit]:
@@ -383,6 +413,8 @@ async def search(
 
     ``vector_index``: the knowledge base's vectors (``load_vector_index``), which a
     caller that searches often holds; without it a search with a vector loads them.
+    ``record_details``: content and metadata of records already read, for the same
+    knowledge-base version; the records it lacks are read and added to it.
     ``session_configured``: ``conn`` was opened with ``SEARCH_SESSION_OPTIONS`` (no transaction needed);
     otherwise the caller runs the search in a transaction, which the planner settings are local to.
 
@@ -420,16 +452,20 @@ async def search(
     wanted = [(t, row["id"]) for t in tables for _, row, _ in kept[t]]
     if not wanted:
         return []
-    cur = await conn.execute(
-        f"""select d.table_name, d.id, d.content, d.metadata from {SCHEMA}.dynamic_retrieval_view d
-            join unnest(%s::text[], %s::text[]) w(t, i) on d.table_name = w.t and d.id = w.i""",
-        ([t for t, _ in wanted], [i for _, i in wanted]),
-    )
-    details = {(r["table_name"], r["id"]): r for r in await cur.fetchall()}
+    known = record_details if record_details is not None else RecordDetails(capacity=len(wanted))
+    missing = [w for w in wanted if known.get(w) is None]
+    if missing:
+        cur = await conn.execute(
+            f"""select d.table_name, d.id, d.content, d.metadata from {SCHEMA}.dynamic_retrieval_view d
+                join unnest(%s::text[], %s::text[]) w(t, i) on d.table_name = w.t and d.id = w.i""",
+            ([t for t, _ in missing], [i for _, i in missing]),
+        )
+        for r in await cur.fetchall():
+            known.put((r["table_name"], r["id"]), {"content": r["content"], "metadata": r["metadata"]})
     hits: list[RetrievalHit] = []
     for table in tables:
         for score, row, comp in kept[table]:
-            d = details.get((table, row["id"]), {})
+            d = known.get((table, row["id"])) or {}
             hits.append(
                 RetrievalHit(
                     table_name=table,

@@ -102,6 +102,16 @@ def migrate_sync(dsn: str) -> list[str]:
 
 log = logging.getLogger(__name__)
 
+
+@dataclass
+class _KbHeld:
+    """What a store keeps for the searches of one knowledge-base version."""
+
+    version: str
+    details: kb_store.RecordDetails
+    vectors: VectorIndex | None = None
+
+
 # Lost or refused connections, a server restarting, a full disk, a cancelled
 # statement: the database cannot serve now but may later. Constraint and
 # syntax errors are not among them (they are bugs or poison, not outages).
@@ -231,8 +241,9 @@ class Store:
         # settings are the search's, so a search is two round trips instead of five.
         self._search_pool: GuardedPool | None = None
         self._search_pool_lock = asyncio.Lock()
-        # The knowledge base's vectors, by the version searches asked for (kb_store.load_vector_index).
-        self._vectors: tuple[str, VectorIndex] | None = None
+        # What searches keep of the knowledge-base version they asked for: its vectors
+        # (kb_store.load_vector_index) and the records' content already read.
+        self._kb_held: _KbHeld | None = None
         self._vectors_lock = asyncio.Lock()
         self._claims: Coalescer[StageClaim, bool] = Coalescer(self.claim_stages, key=StageClaim.key, name="claim_stages")
         self._finishes: Coalescer[StageFinish, None] = Coalescer(self.finish_stages, key=StageFinish.key, name="finish_stages")
@@ -767,14 +778,20 @@ class Store:
             await self._fetchone(f"select {KbVersionRow.select_list()} from {SCHEMA}.kb_versions where name = 'current'")
         )
 
+    def _held_for(self, kb_version: str) -> _KbHeld:
+        """What is kept for searches of ``kb_version`` ('<data version>/<mode>'): a search that names
+        another version starts afresh (a rebuilt knowledge base is never mixed with the last one)."""
+        if self._kb_held is None or self._kb_held.version != kb_version:
+            self._kb_held = _KbHeld(kb_version, kb_store.RecordDetails())
+        return self._kb_held
+
     async def vector_index(self, kb_version: str) -> VectorIndex:
         """The knowledge base's vectors for searches of ``kb_version`` ('<data version>/<embedding model>'),
         loaded on the first search of a version and held (6 MB for the shipped knowledge base)."""
-        held = self._vectors
-        if held is None or held[0] != kb_version:
+        held = self._held_for(kb_version)
+        if held.vectors is None:
             async with self._vectors_lock:
-                held = self._vectors
-                if held is None or held[0] != kb_version:
+                if held.vectors is None:
                     started = time.perf_counter()
                     async with self.pool.connection() as conn:
                         index = await kb_store.load_vector_index(conn)
@@ -783,8 +800,8 @@ class Store:
                     )
                     # Held under the version asked for: a search that still names the previous version
                     # (a rebuild in between) does not load them again; the next version asked for does.
-                    held = self._vectors = (kb_version, index)
-        return held[1]
+                    held.vectors = index
+        return held.vectors
 
     async def search(
         self,
@@ -795,10 +812,15 @@ class Store:
         query_embedding: list[float] | None = None,
         kb_version: str = "",
     ) -> list[RetrievalHit]:
-        """``kb_version``: the knowledge base the search is for ('<data version>/<embedding model>'),
-        whose vectors the vector search uses."""
+        """``kb_version``: the knowledge base the search is for ('<data version>/<mode>'): its vectors and the
+        records' content are kept between searches. Without it nothing is kept (each search reads afresh)."""
         started = time.perf_counter()
-        index = await self.vector_index(kb_version) if query_embedding is not None else None
+        if kb_version:
+            held = self._held_for(kb_version)
+            index = await self.vector_index(kb_version) if query_embedding is not None else None
+            details: kb_store.RecordDetails | None = held.details
+        else:
+            index, details = None, None
         pool = await self._searching()
         async with pool.connection() as conn:
             hits = await kb_store.search(
@@ -808,6 +830,7 @@ class Store:
                 limit_per_table=limit_per_table,
                 query_embedding=query_embedding,
                 vector_index=index,
+                record_details=details,
                 session_configured=True,
             )
         observe_kb_search(time.perf_counter() - started)

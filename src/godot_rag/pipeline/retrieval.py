@@ -20,6 +20,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from godot_rag import convert
 from godot_rag.domain.aggregation.versions import retrieval_config, retrieval_version_id
@@ -272,9 +273,11 @@ def validate_payload(trace_msg: pb.ChunkTrace, row: ChunkForRetrieval) -> list[s
     return problems
 
 
+@lru_cache(maxsize=4096)
 def retrieval_key(query: RetrieverQuery, kb_version: str, limit: int) -> str:
     """Reuse key of a retrieval: everything that decides its hits (the whole query, the knowledge base
-    searched, the query builder's version and the per-table limit)."""
+    searched, the query builder's version and the per-table limit). Kept for the queries in hand: a chunk's
+    key is asked for by its search and by its save."""
     return hashlib.sha256(json.dumps([dataclasses.astuple(query), kb_version, limit, RETRIEVAL_VERSION]).encode()).hexdigest()
 
 
