@@ -64,7 +64,20 @@ def test_the_candidate_statement_takes_each_tables_vector_candidates_by_position
     params = kb_store.vector_candidates(index, ["api_mapping", "docs_chunks"], [1.0, 0.1], 5)
     assert params == {"vector_ids0": ["m1"], "vector_ids1": ["d1"]}
     sql = kb_store._candidate_sql(["api_mapping", "docs_chunks"], lexical=False, vector=True)
-    assert "%(vector_ids0)s" in sql and "%(vector_ids1)s" in sql and "<=>" in sql  # the database still scores them
+    assert "%(vector_ids0)s" in sql and "%(vector_ids1)s" in sql
+    assert "<=>" not in sql and "%(vec)s" not in sql  # the query vector never travels to the database
+
+
+def test_every_candidate_gets_its_cosine_from_the_index_and_none_without_a_vector():
+    index = VectorIndex.from_rows("v", [("docs_chunks", "d1", [1.0, 0.0]), ("docs_chunks", "d2", [0.0, 2.0])])
+    assert index.similarities("docs_chunks", ["d2", "member-without-vector", "d1"], [3.0, 3.0]) == pytest.approx(
+        {"d1": 0.7071068, "d2": 0.7071068}
+    )
+    rows = [{"table_name": "docs_chunks", "id": "d1"}, {"table_name": "docs_chunks", "id": "member"},
+            {"table_name": "api_mapping", "id": "d1"}]
+    scored = kb_store.with_vector_scores(rows, index, [1.0, 0.0])
+    assert [r["vector_score"] for r in scored] == [pytest.approx(1.0), None, None]  # the same id in another table has none
+    assert [r["vector_score"] for r in kb_store.with_vector_scores(rows, index, None)] == [None, None, None]
 
 
 def test_record_details_keep_the_most_recently_used_records():

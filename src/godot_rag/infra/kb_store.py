@@ -253,7 +253,8 @@ def _candidate_sql(tables: Sequence[str], *, lexical: bool, vector: bool) -> str
 
     keys: sum over the query lexemes a record has as keys of idf(lexeme) x key weight;
     text: ts_rank(search_tsv, q) (keys at A/B/C and prose at D);
-    vector: cosine similarity; trigram: best pg_trgm similarity of a query term to the title.
+    trigram: best pg_trgm similarity of a query term to the title. The cosine is added
+    by the caller, from the vector index (``with_vector_scores``).
     The key index scan only orders and cuts; the costlier components are
     computed for the kept candidates alone.
     """
@@ -283,8 +284,6 @@ def _candidate_sql(tables: Sequence[str], *, lexical: bool, vector: bool) -> str
             {c} as materialized ({" union ".join(parts)})""")
         selects.append(f"""(select '{table}' as table_name, v.id, v.title, {key_score} as key_score,
                 case when %(tsq)s = '' then 0 else ts_rank(v.search_tsv, %(tsq)s::tsquery) end as text_score,
-                case when v.embedding is null or %(vec)s::vector is null then null
-                     else 1 - (v.embedding <=> %(vec)s::vector) end as vector_score,
                 (select coalesce(max(similarity(t, v.title)), 0) from unnest(%(terms)s::text[]) t) as trigram_score
             from {view} v where v.table_name = '{table}' and v.id in (select id from {c}))""")
     return "with " + ",\n".join(ctes) + "\n" + "\nunion all\n".join(selects)
@@ -356,6 +355,21 @@ class RecordDetails:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def with_vector_scores(rows: list[dict], index: VectorIndex | None, query_embedding: Sequence[float] | None) -> list[dict]:
+    """Each candidate row with its ``vector_score``: the cosine to the query, None without a vector search
+    or for a record without a vector."""
+    by_table: dict[str, list[dict]] = {}
+    for row in rows:
+        by_table.setdefault(row["table_name"], []).append(row)
+    for table, found in by_table.items():
+        scores = (
+            {} if index is None or query_embedding is None else index.similarities(table, [r["id"] for r in found], query_embedding)
+        )
+        for row in found:
+            row["vector_score"] = scores.get(row["id"])
+    return rows
 
 
 def vector_candidates(index: VectorIndex, tables: Sequence[str], query_embedding: Sequence[float], k: int) -> dict[str, list[str]]:
@@ -433,17 +447,18 @@ async def search(
     use_lexical = bool(tsq) and config.mode != MODE_VECTOR
     if not (use_vector or use_lexical) or not tables:
         return []
-    vec = None if query_embedding is None else "[" + ",".join(f"{x:.6g}" for x in query_embedding) + "]"
     cand = max(config.candidates_per_index, limit_per_table)
-    params: dict = {"tsq": tsq, "lex": lexemes, "vec": vec, "terms": trigram_terms(query), "cand": cand}
+    params: dict = {"tsq": tsq, "lex": lexemes, "terms": trigram_terms(query), "cand": cand}
+    index: VectorIndex | None = None
     if use_vector:
         assert query_embedding is not None
         index = vector_index if vector_index is not None else await load_vector_index(conn)
         params |= vector_candidates(index, tables, query_embedding, cand)
-    by_table: dict[str, list[dict]] = {}
-    for row in await _candidates(
+    rows = await _candidates(
         conn, tables, lexical=use_lexical, vector=use_vector, params=params, session_configured=session_configured
-    ):
+    )
+    by_table: dict[str, list[dict]] = {}
+    for row in with_vector_scores(rows, index, query_embedding if use_vector else None):
         by_table.setdefault(row["table_name"], []).append(row)
     kept = {
         t: fuse(by_table.get(t, []), limit_per_table, with_vector=use_vector, with_lexical=use_lexical, config=config)
@@ -542,13 +557,17 @@ async def rank_record(
         return None
 
     candidates: list[dict] = []
+    index: VectorIndex | None = None
+    if use_vector:
+        assert query_embedding is not None
+        index = vector_index if vector_index is not None else await load_vector_index(conn)
+        params |= vector_candidates(index, [table], query_embedding, cand)
+    scored_with = query_embedding if use_vector else None
     if use_vector or use_lexical:
-        # The same statement and plan as the search, and the same vector candidates.
-        if use_vector:
-            assert query_embedding is not None
-            index = vector_index if vector_index is not None else await load_vector_index(conn)
-            params |= vector_candidates(index, [table], query_embedding, cand)
-        candidates = await _candidates(conn, [table], lexical=use_lexical, vector=use_vector, params=params)
+        # The same statement and plan as the search, the same vector candidates and cosines.
+        candidates = with_vector_scores(
+            await _candidates(conn, [table], lexical=use_lexical, vector=use_vector, params=params), index, scored_with
+        )
         await conn.execute("select set_config('enable_seqscan', 'on', true), set_config('plan_cache_mode', 'auto', true)")
     ids = {c["id"] for c in candidates}
 
@@ -608,13 +627,11 @@ async def rank_record(
                 select '{table}' as table_name, v.id, v.title,
                   coalesce((select sum(q0.idf * {KEY_WEIGHT_SQL}) from unnest(v.symbol_tsv) u join q0 on q0.lexeme = u.lexeme), 0) as key_score,
                   case when %(tsq)s = '' then 0 else ts_rank(v.search_tsv, %(tsq)s::tsquery) end as text_score,
-                  case when v.embedding is null or %(vec)s::vector is null then null
-                       else 1 - (v.embedding <=> %(vec)s::vector) end as vector_score,
                   (select coalesce(max(similarity(t, v.title)), 0) from unnest(%(terms)s::text[]) t) as trigram_score
                 from {view} v where v.table_name = '{table}' and v.id = %(rid)s""",
             params,
         )
-        rows.append(dict(await cur.fetchone()))
+        rows += with_vector_scores([dict(await cur.fetchone())], index, scored_with)
     fused = fuse(rows, len(rows), with_vector=use_vector, with_lexical=use_lexical, config=config) if rows else []
     order = [row["id"] for _, row, _ in fused]
     fused_rank = order.index(record_id) + 1 if record_id in order else None

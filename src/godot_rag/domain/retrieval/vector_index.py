@@ -5,7 +5,8 @@ sections, the API mapping, the prototypes: 4,106 vectors of 384 floats, 6 MB).
 Scoring all of them against a query is one matrix-vector product of well
 under a millisecond, exact where an HNSW index is approximate, and it takes
 the part of each search that cost PostgreSQL the most off the database
-(docs/benchmarks.md). The database still scores every candidate it is given.
+(docs/benchmarks.md). Each candidate's cosine, whichever search found it, comes
+from here too (``similarities``): the query vector never travels to the database.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ class _Table:
     ids: tuple[str, ...]
     # Unit rows, float32 (the model's and pgvector's precision).
     rows: np.ndarray
+    position: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -47,24 +49,43 @@ class VectorIndex:
             matrix = np.asarray(vectors, dtype=np.float32)
             norms = np.linalg.norm(matrix, axis=1)
             keep = norms > 0
-            tables[table] = _Table(tuple(i for i, k in zip(ids, keep) if k), np.ascontiguousarray(matrix[keep] / norms[keep, None]))
+            kept = tuple(i for i, k in zip(ids, keep) if k)
+            tables[table] = _Table(
+                kept, np.ascontiguousarray(matrix[keep] / norms[keep, None]), {rid: n for n, rid in enumerate(kept)}
+            )
         return cls(version, tables)
 
     def __len__(self) -> int:
         return sum(len(t.ids) for t in self._tables.values())
+
+    def _unit_query(self, found: _Table, table: str, query: Sequence[float]) -> np.ndarray | None:
+        q = np.asarray(query, dtype=np.float32)
+        if q.shape != (found.rows.shape[1],):
+            raise ValueError(f"a query vector of {q.size} dimensions against {table}'s {found.rows.shape[1]}")
+        norm = float(np.linalg.norm(q))
+        return None if norm == 0.0 else q / norm
+
+    def similarities(self, table: str, ids: Iterable[str], query: Sequence[float]) -> dict[str, float]:
+        """Cosine similarity of ``query`` to each of ``ids`` that has a vector (the others are left out)."""
+        found = self._tables.get(table)
+        if found is None or not found.ids:
+            return {}
+        known = [(rid, found.position[rid]) for rid in ids if rid in found.position]
+        q = self._unit_query(found, table, query) if known else None
+        if q is None:
+            return {}
+        scores = found.rows[[n for _, n in known]] @ q
+        return {rid: float(score) for (rid, _), score in zip(known, scores)}
 
     def nearest(self, table: str, query: Sequence[float], k: int) -> list[str]:
         """The ids of ``table``'s ``k`` records nearest to ``query`` by cosine, nearest first (ties by id)."""
         found = self._tables.get(table)
         if found is None or k <= 0 or not found.ids:
             return []
-        q = np.asarray(query, dtype=np.float32)
-        if q.shape != (found.rows.shape[1],):
-            raise ValueError(f"a query vector of {q.size} dimensions against {table}'s {found.rows.shape[1]}")
-        norm = float(np.linalg.norm(q))
-        if norm == 0.0:
+        q = self._unit_query(found, table, query)
+        if q is None:
             return []
-        similarity = found.rows @ (q / norm)
+        similarity = found.rows @ q
         if k < len(found.ids):
             # The k best in any order, then sorted; the boundary's ties are settled by id below.
             threshold = np.partition(similarity, len(similarity) - k)[len(similarity) - k]
