@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from datetime import datetime
 
+import psycopg
 import pytest
 
 from godot_rag.infra import rows
@@ -132,5 +133,61 @@ async def test_every_typed_read_matches_its_query(stack, analysed):
 
         matches = await store.find_records("Vector2")
         assert matches and all(isinstance(m, rows.KbRecordMatch) and m.table_name and m.id for m in matches)
+    finally:
+        await store.close()
+
+
+def _execute(stack, statement: str, *params) -> None:
+    with psycopg.connect(stack.runtime["pg_dsn"]) as conn:
+        conn.execute(statement, params)
+
+
+def _counted_progress(stack, aid: str) -> tuple[int, int, int, int, int]:
+    """The progress counted row by row, as it was read before migration 0022: the oracle of Store.progress."""
+    row = stack.sql(
+        """select
+            (select count(*) from godot_rag.files where analysis_id = %(a)s and included) as files_total,
+            (select count(*) from godot_rag.files where analysis_id = %(a)s and included and status <> 'queued') as files_chunked,
+            (select count(*) from godot_rag.chunks where analysis_id = %(a)s) as chunks_total,
+            (select count(*) from godot_rag.chunk_stages where analysis_id = %(a)s and stage = 'aggregate' and status = 'done')
+              as chunks_done,
+            (select count(distinct chunk_id) from godot_rag.chunk_stages where analysis_id = %(a)s and status = 'failed')
+              as chunks_failed""",
+        {"a": aid},
+    )[0]
+    return (row["files_total"], row["files_chunked"], row["chunks_total"], row["chunks_done"], row["chunks_failed"])
+
+
+async def test_progress_counts_what_the_rows_say_at_every_step_of_an_analysis(stack):
+    aid = f"progress-{time.time_ns()}"
+    files = [
+        {"source_file": name, "source_kind": "gdscript", "included": True, "excluded_reason": "", "sha256": name, "size": 1}
+        for name in ("a.gd", "b.gd", "c.gd")
+    ] + [{"source_file": "x.bin", "source_kind": "binary", "included": False, "excluded_reason": "binary", "sha256": "", "size": 9}]
+    chunk = {"span": {"start_line": 1, "end_line": 1}, "chunk_kind": "function"}
+    store = await Store.open(stack.runtime["pg_dsn"])
+    try:
+        await store.create_analysis(analysis_id=aid, project_id="p", prompt="q", source_origin="test", input_ref="t",
+                                    pipeline_version="v", files=files)
+
+        async def same() -> tuple[int, int, int, int, int]:
+            p = await store.progress(aid)
+            mine = (p.files_total, p.files_chunked, p.chunks_total, p.chunks_done, p.chunks_failed)
+            assert mine == _counted_progress(stack, aid)
+            return mine
+
+        assert await same() == (3, 0, 0, 0, 0)
+        await store.save_file_chunks(aid, "a.gd", {"chunks": [{**chunk, "chunk_id": f"a{i}", "chunk_order": i} for i in range(3)]})
+        await store.save_file_chunks(aid, "b.gd", {"status": "failed", "chunks": [{**chunk, "chunk_id": "b0", "chunk_order": 0}],
+                                                   "errors": [{"message": "bad"}]})
+        assert await same() == (3, 2, 4, 0, 0)
+        _execute(stack, "update godot_rag.chunk_stages set status = 'done' where analysis_id = %s and chunk_id in ('a0', 'a1')", aid)
+        _execute(stack, "update godot_rag.chunk_stages set status = 'failed' where analysis_id = %s and chunk_id = 'a2' "
+                        "and stage = 'retrieve'", aid)
+        assert await same() == (3, 2, 4, 2, 1)  # a chunk failed at one stage: not done, counted once as failed
+        _execute(stack, "update godot_rag.chunk_stages set status = 'failed' where analysis_id = %s and chunk_id = 'a2'", aid)
+        _execute(stack, "update godot_rag.chunk_stages set status = 'done' where analysis_id = %s and chunk_id = 'b0'", aid)
+        await store.save_file_chunks(aid, "c.gd", {"chunks": []})
+        assert await same() == (3, 3, 4, 3, 1)
     finally:
         await store.close()

@@ -1098,13 +1098,24 @@ class Store:
         return ChunkResultRow.from_rows(rows)
 
     async def progress(self, analysis_id: str) -> Progress:
+        # Read without touching the settled chunks (migration 0022): a file's chunks and their stage rows
+        # are written with its chunk count in one transaction, and every chunk has one aggregate row, so
+        # the chunks done are the chunks less the unsettled and the failed aggregate rows.
         row = await self._fetchone(
-            f"""select
-                (select count(*) from {SCHEMA}.files where analysis_id = %(a)s and included) as files_total,
-                (select count(*) from {SCHEMA}.files where analysis_id = %(a)s and included and status <> 'queued') as files_chunked,
-                (select count(*) from {SCHEMA}.chunks where analysis_id = %(a)s) as chunks_total,
-                (select count(*) from {SCHEMA}.chunk_stages where analysis_id = %(a)s and stage = 'aggregate' and status = 'done') as chunks_done,
-                (select count(distinct chunk_id) from {SCHEMA}.chunk_stages where analysis_id = %(a)s and status = 'failed') as chunks_failed""",
+            f"""with f as (
+                  select count(*) filter (where included) as files_total,
+                         count(*) filter (where included and status <> 'queued') as files_chunked,
+                         coalesce(sum(chunk_count), 0) as chunks_total
+                  from {SCHEMA}.files where analysis_id = %(a)s),
+                unsettled as (
+                  select count(*) as n from {SCHEMA}.chunk_stages
+                  where analysis_id = %(a)s and stage = 'aggregate' and status not in ('done', 'failed')),
+                failed as (
+                  select count(*) filter (where stage = 'aggregate') as aggregate_failed, count(distinct chunk_id) as chunks
+                  from {SCHEMA}.chunk_stages where analysis_id = %(a)s and status = 'failed')
+            select f.files_total, f.files_chunked, f.chunks_total,
+                   f.chunks_total - unsettled.n - failed.aggregate_failed as chunks_done, failed.chunks as chunks_failed
+            from f, unsettled, failed""",
             {"a": analysis_id},
         )
         # Counts over sub-selects: always one row.
