@@ -25,7 +25,7 @@ bytes every time) and waits for the verdict. Measured:
 Writes bench/results/<UTC date-time>.json (top-level ``chunks_per_s``: the
 mixed corpus at one worker per stage, largest size run), a .md summary and
 two PNG plots, and prints one table. ``--profile`` records py-spy samples of
-the retriever, judge and aggregator during the first run and prints their
+the retriever, judge, aggregator and parser during the first run and prints their
 hottest functions.
 """
 
@@ -61,7 +61,7 @@ from godot_rag.cli import DEFAULT_PROMPT  # noqa: E402
 from godot_rag.settings import load_settings  # noqa: E402
 from godot_rag.supervisor import Supervisor  # noqa: E402
 
-PROFILED = ("retriever", "judge", "aggregator")
+PROFILED = ("retriever", "judge", "aggregator", "parser")
 # Outer frames every sample of a thread shares (event loop, thread pool): no information.
 GENERIC = ("<module>", "Runner.run", "run (asyncio", "_run_module_as_main", "_run_code", "BaseEventLoop.", "Handle._run", "Thread.",
            "Thread._bootstrap", "_worker (concurrent", "_WorkItem.run", "main (")
@@ -632,7 +632,7 @@ def main() -> None:
     p.add_argument("--workers", type=int, nargs="*", help="processes per chunk stage to compare")
     p.add_argument("--workers-files", type=int, help="corpus size of the worker comparison")
     p.add_argument("--function-files", type=int, help="one-function .gd files (0: skip)")
-    p.add_argument("--profile", action="store_true", help="py-spy the retriever, judge and aggregator during the reference run")
+    p.add_argument("--profile", action="store_true", help="py-spy the retriever, judge, aggregator and parser during the reference run")
     p.add_argument("--pg-statements", action="store_true",
                    help="log every PostgreSQL statement step during the reference run and list where the statement time goes")
     p.add_argument("--no-embedder", action="store_true", help="skip the embedder micro-benchmark")
