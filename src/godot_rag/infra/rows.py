@@ -213,6 +213,16 @@ class FileRow(Row):
 
 
 @dataclass(frozen=True, slots=True)
+class FileTaskInputs:
+    """What a file task reads (``Store.file_task_inputs``): the file's row, the chunking cached for its content
+    and path (None: none is), and its content when nothing is cached for it (None: not stored yet)."""
+
+    file: FileRow
+    cached: JsonObject | None
+    blob: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
 class FileVersionRow(Row):
     """An analysis of the same project that lists a file, with that file's content hash."""
 

@@ -41,6 +41,7 @@ from godot_rag.infra.rows import (
     ChunkTaskRow,
     DeadLetterRow,
     FileRow,
+    FileTaskInputs,
     FileVersionRow,
     JudgeInputs,
     JudgmentRow,
@@ -425,6 +426,31 @@ class Store:
             )
         )
 
+    async def file_task_inputs(
+        self, analysis_id: str, source_file: str, sha256: str, source_kind: str, version: str
+    ) -> FileTaskInputs | None:
+        """A file task's reads in one statement (None: no such file): its row, the chunking cached for its
+        content when it was made for this path (chunk ids start with the path), and its content only when
+        no such chunking is cached."""
+        row = await self._fetchone(
+            f"""select {FileRow.select_list("f")}, c.output as cached_output,
+                  case when c.output is null or c.output->>'source_file' is distinct from f.source_file
+                       then (select b.data from {SCHEMA}.blobs b where b.sha256 = %(sha)s) end as blob
+                from {SCHEMA}.files f
+                left join {SCHEMA}.chunking_cache c on c.sha256 = %(sha)s and c.source_kind = %(kind)s
+                  and c.producer_version = %(version)s
+                where f.analysis_id = %(a)s and f.source_file = %(path)s""",
+            {"a": analysis_id, "path": source_file, "sha": sha256, "kind": source_kind, "version": version},
+        )
+        if row is None:
+            return None
+        cached, blob = row.pop("cached_output"), row.pop("blob")
+        return FileTaskInputs(
+            FileRow.from_row(row),
+            cached if cached is not None and cached.get("source_file") == source_file else None,
+            None if blob is None else bytes(blob),
+        )
+
     async def get_project_symbols(self, analysis_id: str) -> str:
         """The project index stored with an analysis (JSON text; "" when none was stored)."""
         row = await self._fetchone(
@@ -464,13 +490,6 @@ class Store:
 
     # ------------------------------------------------------------ chunking
 
-    async def get_chunking_cache(self, sha256: str, source_kind: str, version: str) -> dict | None:
-        row = await self._fetchone(
-            f"select output from {SCHEMA}.chunking_cache where sha256 = %s and source_kind = %s and producer_version = %s",
-            (sha256, source_kind, version),
-        )
-        return None if row is None else row["output"]
-
     async def put_chunking_cache(self, sha256: str, source_kind: str, version: str, output: dict) -> None:
         async with self.pool.connection() as conn:
             await conn.execute(
@@ -479,12 +498,21 @@ class Store:
                 (sha256, source_kind, version, Jsonb(output)),
             )
 
-    async def save_file_chunks(self, analysis_id: str, source_file: str, output: dict) -> None:
-        """Chunks of one file + their first stage row + the file status, in one transaction."""
+    async def save_file_chunks(
+        self, analysis_id: str, source_file: str, output: dict, *, cache_as: tuple[str, str, str] | None = None
+    ) -> None:
+        """Chunks of one file + their first stage row + the file status, in one transaction; with ``cache_as``
+        ((sha256, source kind, producer version)), the output also goes into the chunking reuse cache."""
         chunks = output.get("chunks", [])
         async with self.pool.connection() as conn:
             async with conn.transaction():
                 async with conn.cursor() as cur:
+                    if cache_as is not None:
+                        await cur.execute(
+                            f"""insert into {SCHEMA}.chunking_cache (sha256, source_kind, producer_version, output)
+                            values (%s, %s, %s, %s) on conflict do nothing""",
+                            (*cache_as, Jsonb(output)),
+                        )
                     await cur.executemany(
                         f"""insert into {SCHEMA}.chunks (analysis_id, chunk_id, source_file, chunk_order, chunk_kind, start_line, end_line, chunk)
                         values (%s, %s, %s, %s, %s, %s, %s, %s)

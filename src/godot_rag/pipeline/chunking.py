@@ -19,7 +19,7 @@ from godot_rag.domain.chunking.validation import validate_chunking
 from godot_rag.domain.ids import message_id, subject_token
 from godot_rag.domain.models import PARSE_FAILED, ChunkingResult
 from godot_rag.errors import PoisonError, RetryableError
-from godot_rag.infra.rows import FileRow
+from godot_rag.infra.rows import FileTaskInputs
 from godot_rag.infra.service import ServiceContext
 from godot_rag.stages import FILE_DONE, STAGE_VERSION, FileStatus, Stage, chunk_subject
 from godot_rag.v1 import messages_pb2 as pb
@@ -35,14 +35,8 @@ def _chunk_file(source_file: str, source_kind: str, data: bytes, expected_sha256
     return chunk_file(source_file, source_kind, data, expected_sha256=expected_sha256)
 
 
-async def chunk_output_for(
-    ctx: ServiceContext, req: pb.AnalysisRequest, data: bytes, chunk_fn: ChunkFn = _chunk_file, version: str | None = None
-) -> dict:
-    """The chunking output as a dict, from the reuse cache (sha256, kind, version) or computed now."""
-    version = version or producer_version(req.source_kind)
-    cached = await ctx.store.get_chunking_cache(req.source_sha256, req.source_kind, version)
-    if cached is not None and cached.get("source_file") == req.source_file:
-        return {**cached, "reused": True}
+async def chunk_output_for(req: pb.AnalysisRequest, data: bytes, chunk_fn: ChunkFn = _chunk_file) -> tuple[dict, bool]:
+    """The chunking output as a dict, computed now, and whether it may be kept in the reuse cache."""
     # Parsing and validating a large file is CPU for seconds: off the event loop, so progress
     # acks of this and other messages and the health checks go on meanwhile.
     result = await asyncio.to_thread(chunk_fn, req.source_file, req.source_kind, data, req.source_sha256 or None)
@@ -58,18 +52,21 @@ async def chunk_output_for(
                 for p in problems
             ),
         ]
-        return output
-    output = convert.to_dict(convert.chunking_to_pb(result, req.project_id))
+        return output, False
     # Chunk ids start with the file path, so the cache only serves the same path.
     # A failed result (sha mismatch, bad bytes) is never cached: it describes
     # this delivery's content, not what the sha256 key names.
-    if result.status != PARSE_FAILED:
-        await ctx.store.put_chunking_cache(req.source_sha256, req.source_kind, version, output)
-    return output
+    return convert.to_dict(convert.chunking_to_pb(result, req.project_id)), result.status != PARSE_FAILED
+
+
+def _content(req: pb.AnalysisRequest, inputs: FileTaskInputs) -> bytes:
+    if inputs.blob is None:
+        raise RetryableError(f"content {req.source_sha256} of {req.source_file} not in the store yet")
+    return inputs.blob
 
 
 async def _committed_output(
-    ctx: ServiceContext, req: pb.AnalysisRequest, file_row: FileRow, chunk_fn: ChunkFn, version: str | None
+    ctx: ServiceContext, req: pb.AnalysisRequest, inputs: FileTaskInputs, chunk_fn: ChunkFn, version: str
 ) -> dict:
     """The chunks a redelivered task republishes for a file already chunked (or failed).
 
@@ -78,15 +75,14 @@ async def _committed_output(
     this file when its source_file is this one; otherwise the chunks are cut
     again (deterministic, so the same ids the first delivery committed).
     """
-    if file_row.status != FileStatus.CHUNKED:
-        return {"chunks": [], "status": file_row.parse_status}
-    cached = await ctx.store.get_chunking_cache(req.source_sha256, req.source_kind, version or producer_version(req.source_kind))
-    if cached is not None and cached.get("source_file") == req.source_file:
-        return cached
-    blob = await ctx.store.get_blob(req.source_sha256)
-    if blob is None:
-        raise RetryableError(f"content {req.source_sha256} of {req.source_file} not in the store yet")
-    return await chunk_output_for(ctx, req, blob, chunk_fn, version)
+    if inputs.file.status != FileStatus.CHUNKED:
+        return {"chunks": [], "status": inputs.file.parse_status}
+    if inputs.cached is not None:
+        return inputs.cached
+    output, cacheable = await chunk_output_for(req, _content(req, inputs), chunk_fn)
+    if cacheable:
+        await ctx.store.put_chunking_cache(req.source_sha256, req.source_kind, version, output)
+    return output
 
 
 async def handle_file_task(ctx: ServiceContext, data: bytes, chunk_fn: ChunkFn = _chunk_file, version: str | None = None) -> None:
@@ -94,18 +90,22 @@ async def handle_file_task(ctx: ServiceContext, data: bytes, chunk_fn: ChunkFn =
     req = task.request
     aid = task.analysis_id
     trace.get_current_span().set_attribute("godot_rag.source_file", req.source_file)
-    file_row = await ctx.store.get_file(aid, req.source_file)
-    if file_row is None:
+    version = version or producer_version(req.source_kind)
+    # The file's row, its cached chunking and (when nothing is cached for its path) its content: one statement.
+    inputs = await ctx.store.file_task_inputs(aid, req.source_file, req.source_sha256, req.source_kind, version)
+    if inputs is None:
         raise PoisonError(f"file {req.source_file} of analysis {aid} is not recorded")
-    if file_row.status == FileStatus.QUEUED:
-        blob = await ctx.store.get_blob(req.source_sha256)
-        if blob is None:
-            raise RetryableError(f"content {req.source_sha256} of {req.source_file} not in the store yet")
-        output = await chunk_output_for(ctx, req, blob, chunk_fn, version)
-        await ctx.store.save_file_chunks(aid, req.source_file, output)
+    if inputs.file.status == FileStatus.QUEUED:
+        if inputs.cached is not None:
+            output, cache_as = {**inputs.cached, "reused": True}, None
+        else:
+            output, cacheable = await chunk_output_for(req, _content(req, inputs), chunk_fn)
+            cache_as = (req.source_sha256, req.source_kind, version) if cacheable else None
+        # The chunks, their stage rows, the file's status and the cache entry: one transaction.
+        await ctx.store.save_file_chunks(aid, req.source_file, output, cache_as=cache_as)
         log.info("%s: %s -> %d chunks (%s)", ctx.name, req.source_file, len(output.get("chunks", [])), output.get("status"))
     else:
-        output = await _committed_output(ctx, req, file_row, chunk_fn, version)
+        output = await _committed_output(ctx, req, inputs, chunk_fn, version)
     for c in output.get("chunks", []):
         chunk_id = c["chunk_id"]
         chunk_trace = pb.ChunkTrace(
