@@ -556,6 +556,8 @@ def table(res: dict) -> str:
         lines.append("LLM (" + llm["model"] + "): " + ", ".join(
             f"concurrency {k[1:]}: {v['requests_per_s']} req/s, p95 {v['p95_ms']:.0f} ms" for k, v in llm.items() if k.startswith("c")))
     lines.append(f"chunks_per_s (end to end, mixed corpus, 1 worker per stage): {res['chunks_per_s']}")
+    for failed in res.get("failed_runs", []):
+        lines.append(f"FAILED run {failed['label']}: {failed['error']}")
     return "\n".join(lines)
 
 
@@ -679,8 +681,13 @@ def main() -> None:
             plan.append((f"functions {function_files} files", build_function_corpus(work / f"func-{function_files}", function_files), 1))
         for i, (label, corpus, w) in enumerate(plan):
             print(f"[{i + 1}/{len(plan)}] {label}: {w} worker(s) per stage ...", flush=True)
-            run = run_once(corpus, workers=w, label=label, profile_dir=profile_dir if i == 0 else None,
-                           pg_statements=args.pg_statements and i == 0, reanalyze=i == 0, env=settings_env)
+            try:
+                run = run_once(corpus, workers=w, label=label, profile_dir=profile_dir if i == 0 else None,
+                               pg_statements=args.pg_statements and i == 0, reanalyze=i == 0, env=settings_env)
+            except Exception as exc:  # noqa: BLE001 -- one failed run is reported, the others' figures are kept
+                print(f"    FAILED: {type(exc).__name__}: {exc}", flush=True)
+                res.setdefault("failed_runs", []).append({"label": label, "error": f"{type(exc).__name__}: {exc}"})
+                continue
             print(f"    {run['chunks']} chunks in {run['wall_s']} s: {run['chunks_per_s']} chunks/s", flush=True)
             res["runs"].append(run)
         # The worker curve reuses the 1-worker scale run of the same size.

@@ -46,6 +46,18 @@ SERVICES = ("parser", "chunker", "retriever", "judge", "aggregator", "gateway")
 CHUNK_STAGES = ("parser", "chunker", "retriever", "judge", "aggregator")
 
 
+# Connections beyond the service pools: the CLI, migrations, a bench's or a test's own reads.
+SPARE_PG_CONNECTIONS = 20
+
+
+def pg_connections_needed(settings: Settings) -> int:
+    """Connections the embedded PostgreSQL must allow: every service process's pool (a retriever has a
+    second one, for its searches) at its largest, and spare ones; never below PostgreSQL's default."""
+    processes = sum(settings.workers_for(name) for name in CHUNK_STAGES) + 1  # + the gateway
+    pools = processes + settings.workers_for("retriever")
+    return max(100, pools * settings.pg_pool_size + SPARE_PG_CONNECTIONS)
+
+
 # A process that dies more often than this within the window is crash-looping:
 # the stack stops instead of restarting it for ever. Deaths spread over a long
 # life (an outage now and then, a liveness kill) never add up to a stop.
@@ -168,7 +180,7 @@ class Supervisor:
             self._watchdog = start_watchdog(s.data_dir, nats=self.nats is not None, pg=self.pg is not None)
         if self.pg is not None:
             self.echo(f"starting PostgreSQL (pgvector, pg_trgm) in {self.pg.pgdata}")
-            dsn = self.pg.start()
+            dsn = self.pg.start(max_connections=pg_connections_needed(s))
         applied = migrate_sync(dsn)
         if applied:
             self.echo(f"applied migrations: {', '.join(applied)}")

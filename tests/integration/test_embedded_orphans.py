@@ -90,3 +90,26 @@ def test_a_start_adopts_the_postgres_left_running_by_a_killed_supervisor_and_sto
         if orphan is not None and pid_alive(orphan):
             stop_pid(orphan, signal.SIGINT, timeout_s=30)
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def test_postgres_is_restarted_once_to_allow_the_connections_the_stack_needs():
+    data_dir = Path(tempfile.mkdtemp(prefix="godot-rag-pg-connections-"))
+    data_dir.chmod(0o755)
+    first = EmbeddedPostgres(data_dir)
+    try:
+        uri = first.start(max_connections=180)
+        with psycopg.connect(uri) as conn:
+            assert conn.execute("show max_connections").fetchone() == ("180",)
+        pid = first.postmaster_pid()
+        assert first.start(max_connections=120) == uri and first.postmaster_pid() == pid  # enough already: no restart
+        first.stop()
+        again = EmbeddedPostgres(data_dir)
+        with psycopg.connect(again.start()) as conn:  # kept in the data folder
+            assert conn.execute("show max_connections").fetchone() == ("180",)
+        again.stop()
+    finally:
+        for server in (first, EmbeddedPostgres(data_dir)):
+            pid = server.postmaster_pid()
+            if pid is not None:
+                stop_pid(pid, signal.SIGINT, timeout_s=30)
+        shutil.rmtree(data_dir, ignore_errors=True)

@@ -191,3 +191,29 @@ async def test_progress_counts_what_the_rows_say_at_every_step_of_an_analysis(st
         assert await same() == (3, 3, 4, 3, 1)
     finally:
         await store.close()
+
+
+async def test_a_file_tasks_reads_are_one_statement_that_reads_the_content_only_when_nothing_is_cached(stack):
+    aid = f"inputs-{time.time_ns()}"
+    data = b"extends Node\n"
+    sha = f"sha-{aid}"
+    files = [{"source_file": p, "source_kind": "gdscript", "included": True, "excluded_reason": "", "sha256": sha,
+              "size": len(data), "data": data} for p in ("a.gd", "b.gd")]
+    output = {"source_file": "a.gd", "status": "ok", "chunks": []}
+    store = await Store.open(stack.runtime["pg_dsn"])
+    try:
+        await store.create_analysis(analysis_id=aid, project_id="p", prompt="q", source_origin="test", input_ref="t",
+                                    pipeline_version="v", files=files)
+        first = await store.file_task_inputs(aid, "a.gd", sha, "gdscript", "v1")
+        assert first is not None and first.file.status == "queued" and first.cached is None and first.blob == data
+        await store.save_file_chunks(aid, "a.gd", output, cache_as=(sha, "gdscript", "v1"))
+        again = await store.file_task_inputs(aid, "a.gd", sha, "gdscript", "v1")
+        assert again is not None and again.file.status == "chunked" and again.cached == output and again.blob is None
+        # The same content at another path: the cached chunk ids name a.gd, so b.gd reads its content.
+        other = await store.file_task_inputs(aid, "b.gd", sha, "gdscript", "v1")
+        assert other is not None and other.cached is None and other.blob == data
+        stale = await store.file_task_inputs(aid, "a.gd", sha, "gdscript", "v2")  # another chunker version
+        assert stale is not None and stale.cached is None and stale.blob == data
+        assert await store.file_task_inputs(aid, "missing.gd", sha, "gdscript", "v1") is None
+    finally:
+        await store.close()

@@ -234,7 +234,9 @@ class EmbeddedPostgres:
         if isinstance(pids, list):
             handles.write_text(json.dumps([p for p in pids if isinstance(p, int) and pid_alive(p)]))
 
-    def start(self) -> str:
+    def start(self, max_connections: int = 100) -> str:
+        """Start (or adopt) the server, allowing at least ``max_connections`` connections (the pools of every
+        service process and room for the CLI; PostgreSQL's default of 100 was too few for four workers a stage)."""
         import pgserver  # imported here: only the embedded supervisor needs it
 
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
@@ -245,7 +247,19 @@ class EmbeddedPostgres:
         self._forget_dead_handles()
         self._server = pgserver.get_server(self.pgdata, cleanup_mode="stop")
         self.uri = self._server.get_uri()
+        if self._allowed_connections() < max_connections:
+            # A server setting: written to the data folder's postgresql.auto.conf, read at the next start.
+            self._server.psql(f"alter system set max_connections = {int(max_connections)};")
+            log.info("PostgreSQL restarts to allow %d connections", max_connections)
+            self._server.cleanup()
+            self._server = pgserver.get_server(self.pgdata, cleanup_mode="stop")
+            self.uri = self._server.get_uri()
         return self.uri
+
+    def _allowed_connections(self) -> int:
+        out = self._server.psql("show max_connections;")
+        numbers = [int(word) for word in out.split() if word.isdigit()]
+        return numbers[0] if numbers else 0
 
     def alive(self) -> bool:
         return self.postmaster_pid() is not None
