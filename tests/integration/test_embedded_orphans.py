@@ -113,3 +113,41 @@ def test_postgres_is_restarted_once_to_allow_the_connections_the_stack_needs():
             if pid is not None:
                 stop_pid(pid, signal.SIGINT, timeout_s=30)
         shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def test_a_new_data_folder_whose_initdb_died_is_made_again(monkeypatch):
+    import pgserver
+
+    data_dir = Path(tempfile.mkdtemp(prefix="godot-rag-pg-initdb-"))
+    data_dir.chmod(0o755)
+    real = pgserver.get_server
+    calls: list[Path] = []
+
+    def crashing_once(pgdata, **kwargs):
+        calls.append(Path(pgdata))
+        if len(calls) == 1:
+            (Path(pgdata) / "PG_VERSION").write_text("18\n")  # what a half-made folder may hold
+            raise subprocess.CalledProcessError(-11, ["initdb"])
+        return real(pgdata, **kwargs)
+
+    monkeypatch.setattr(pgserver, "get_server", crashing_once)
+    server = EmbeddedPostgres(data_dir)
+    try:
+        with psycopg.connect(server.start()) as conn:
+            assert conn.execute("select 1").fetchone() == (1,)
+        assert len(calls) == 2
+        server.stop()
+        # A folder that held a cluster is never wiped: its failure is raised.
+        monkeypatch.setattr(pgserver, "get_server", lambda pgdata, **kw: (_ for _ in ()).throw(
+            subprocess.CalledProcessError(1, ["pg_ctl"])))
+        try:
+            EmbeddedPostgres(data_dir).start()
+            raise AssertionError("the failure of an existing cluster was hidden")
+        except subprocess.CalledProcessError:
+            pass
+        assert (data_dir / "pg" / "PG_VERSION").exists()
+    finally:
+        pid = EmbeddedPostgres(data_dir).postmaster_pid()
+        if pid is not None:
+            stop_pid(pid, signal.SIGINT, timeout_s=30)
+        shutil.rmtree(data_dir, ignore_errors=True)

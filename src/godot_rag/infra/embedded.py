@@ -245,7 +245,18 @@ class EmbeddedPostgres:
         if running is not None:
             log.warning("adopting PostgreSQL %d already running on %s", running, self.pgdata)
         self._forget_dead_handles()
-        self._server = pgserver.get_server(self.pgdata, cleanup_mode="stop")
+        fresh = not (self.pgdata / "PG_VERSION").exists()
+        try:
+            self._server = pgserver.get_server(self.pgdata, cleanup_mode="stop")
+        except subprocess.CalledProcessError as exc:
+            if not fresh:
+                raise
+            # A new data folder whose initdb died (a SIGSEGV was seen once, on a loaded machine) is
+            # half made and would never start: it holds nothing yet, so it is made again, once.
+            log.warning("PostgreSQL's initdb failed (%s); making the new data folder again", exc)
+            shutil.rmtree(self.pgdata, ignore_errors=True)
+            self.pgdata.mkdir()
+            self._server = pgserver.get_server(self.pgdata, cleanup_mode="stop")
         self.uri = self._server.get_uri()
         if self._allowed_connections() < max_connections:
             # A server setting: written to the data folder's postgresql.auto.conf, read at the next start.
