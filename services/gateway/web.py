@@ -24,7 +24,7 @@ from godot_rag.pipeline.export import result_to_json
 from godot_rag.pipeline.replay import replay_status, start_replay
 from godot_rag.pipeline.results import analysis_result
 from godot_rag.pipeline.submit import collect_and_submit
-from godot_rag.pipeline.versions import diff_results, list_versions
+from godot_rag.pipeline.versions import diff_results
 from godot_rag.pipeline.web_requests import (
     access_refusal,
     allowed_host_names,
@@ -224,16 +224,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
 
     @routes.get("/diff")
     async def diff_page(request: web.Request) -> web.Response:
-        form = diff_form(request.query)
-        doc, error, listed = None, "", None
-        try:
-            if form["analysis"]:
-                listed = await list_versions(ctx.store, form["analysis"])
-            if form["a"] and form["b"]:
-                doc = await diff_results(ctx.store, form["a"], form["b"], form["analysis"])
-        except (NotFoundError, InvalidInputError) as exc:
-            error = str(exc)
-        return page("diff.html", form=form, doc=doc, error=error, versions=listed)
+        return page("diff.html", **await web_data.diff_page(ctx.store, diff_form(request.query)))
 
     # ------------------------------------------------------------ exports
 

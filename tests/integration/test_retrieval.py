@@ -165,12 +165,17 @@ def test_a_scene_node_is_found_by_its_type_without_a_query_vector(stack):
     assert stack.sql("select count(*) n from godot_rag.embedding_cache where text_sha256 = %s", (sha,))[0]["n"] == 0
 
 
+def yield_query_and_vector(embedder):
+    """A Godot 3 ``yield`` function's query and its vector (found by change:yield-await)."""
+    source = "func _ready():\n\tyield(get_tree().create_timer(1.0), \"timeout\")\n\tqueue_free()\n"
+    q = query_for(source, "enemy.gd", "_ready")
+    return q, embedder.embed([build_embedding_text(q)])[0]
+
+
 def test_the_store_searches_on_connections_opened_with_the_search_settings(dsn, embedder):
     """Store.search runs on its own pool, whose connections carry the search's planner settings (no
     transaction and no settings round trip per search), and finds what a search in a transaction finds."""
-    source = "func _ready():\n\tyield(get_tree().create_timer(1.0), \"timeout\")\n\tqueue_free()\n"
-    q = query_for(source, "enemy.gd", "_ready")
-    vector = embedder.embed([build_embedding_text(q)])[0]
+    q, vector = yield_query_and_vector(embedder)
 
     async def run():
         store = await Store.open(dsn, max_size=2)
@@ -224,9 +229,7 @@ def test_the_vector_candidates_are_the_exact_cosine_neighbours_and_load_once_per
 
 
 def test_records_read_once_answer_later_searches_alike_and_a_new_version_starts_afresh(dsn, embedder):
-    source = "func _ready():\n\tyield(get_tree().create_timer(1.0), \"timeout\")\n\tqueue_free()\n"
-    q = query_for(source, "enemy.gd", "_ready")
-    vector = embedder.embed([build_embedding_text(q)])[0]
+    q, vector = yield_query_and_vector(embedder)
 
     async def run():
         store = await Store.open(dsn, max_size=2)

@@ -12,11 +12,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from godot_rag.domain.patching import source_kind
-from godot_rag.errors import NotFoundError
+from godot_rag.errors import InvalidInputError, NotFoundError
 from godot_rag.infra.rows import AnalysisRow, FileRow, WebChunkRow
 from godot_rag.infra.store import Store
 from godot_rag.pipeline import web_views as wv
 from godot_rag.pipeline.patch import analysis_patch_doc
+from godot_rag.pipeline.versions import diff_results, list_versions
 from godot_rag.pipeline.web_requests import live_events, sse_message
 from godot_rag.pipeline.why_not import why_not_retrieved
 
@@ -318,3 +319,17 @@ async def export_rows(
         judgment = await store.get_judgment(analysis_id, chunk_id)
         return wv.candidate_export(wv.candidate_rows(retrieval.hits or [], judgment.judgment if judgment is not None else None))
     raise NotFoundError(f"no list {what!r}")
+
+
+async def diff_page(store: Store, form: Mapping[str, Any]) -> dict:
+    """The diff page's data for its form (``web_requests.diff_form``): the analysis's result versions when one is
+    named, the diff when two versions are; an unknown analysis or version is the page's error, not a failure."""
+    doc, error, listed = None, "", None
+    try:
+        if form["analysis"]:
+            listed = await list_versions(store, form["analysis"])
+        if form["a"] and form["b"]:
+            doc = await diff_results(store, form["a"], form["b"], form["analysis"])
+    except (NotFoundError, InvalidInputError) as exc:
+        error = str(exc)
+    return {"form": form, "doc": doc, "error": error, "versions": listed}
