@@ -103,6 +103,10 @@ def migrate_sync(dsn: str) -> list[str]:
 
 log = logging.getLogger(__name__)
 
+# A chunking output kept for its content (sha256, kind, producer version); the first one written stays.
+_PUT_CHUNKING_CACHE = f"""insert into {SCHEMA}.chunking_cache (sha256, source_kind, producer_version, output)
+    values (%s, %s, %s, %s) on conflict do nothing"""
+
 
 @dataclass
 class _KbHeld:
@@ -492,11 +496,7 @@ class Store:
 
     async def put_chunking_cache(self, sha256: str, source_kind: str, version: str, output: dict) -> None:
         async with self.pool.connection() as conn:
-            await conn.execute(
-                f"""insert into {SCHEMA}.chunking_cache (sha256, source_kind, producer_version, output) values (%s, %s, %s, %s)
-                on conflict do nothing""",
-                (sha256, source_kind, version, Jsonb(output)),
-            )
+            await conn.execute(_PUT_CHUNKING_CACHE, (sha256, source_kind, version, Jsonb(output)))
 
     async def save_file_chunks(
         self, analysis_id: str, source_file: str, output: dict, *, cache_as: tuple[str, str, str] | None = None
@@ -508,11 +508,7 @@ class Store:
             async with conn.transaction():
                 async with conn.cursor() as cur:
                     if cache_as is not None:
-                        await cur.execute(
-                            f"""insert into {SCHEMA}.chunking_cache (sha256, source_kind, producer_version, output)
-                            values (%s, %s, %s, %s) on conflict do nothing""",
-                            (*cache_as, Jsonb(output)),
-                        )
+                        await cur.execute(_PUT_CHUNKING_CACHE, (*cache_as, Jsonb(output)))
                     await cur.executemany(
                         f"""insert into {SCHEMA}.chunks (analysis_id, chunk_id, source_file, chunk_order, chunk_kind, start_line, end_line, chunk)
                         values (%s, %s, %s, %s, %s, %s, %s, %s)
