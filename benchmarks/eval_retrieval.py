@@ -75,10 +75,12 @@ async def run_mode(dsn: str, cases: list[dict], vectors: dict[str, list[float]],
     out = []
     async with await psycopg.AsyncConnection.connect(dsn, row_factory=dict_row) as conn:
         index = await kb_store.load_vector_index(conn)
+        lexical = await kb_store.load_lexical_index(conn)
         for c in cases:
             q = c["query"]
             hits = await kb_store.search(conn, q, tables=TABLES, limit_per_table=DEPTH,
-                                         query_embedding=vectors.get(c["id"]), vector_index=index, config=config)
+                                         query_embedding=vectors.get(c["id"]), vector_index=index,
+                                         lexical_index=lexical, config=config)
             ranks: dict[str, int] = {}
             per_table: dict[str, int] = {}
             for h in hits:

@@ -172,29 +172,27 @@ def yield_query_and_vector(embedder):
     return q, embedder.embed([build_embedding_text(q)])[0]
 
 
-def test_the_store_searches_on_connections_opened_with_the_search_settings(dsn, embedder):
-    """Store.search runs on its own pool, whose connections carry the search's planner settings (no
-    transaction and no settings round trip per search), and finds what a search in a transaction finds."""
+def test_the_store_searches_over_the_indexes_it_holds_and_finds_what_a_search_with_a_connection_finds(dsn, embedder):
+    """Store.search with a knowledge-base version loads the records' index once, ranks in the process and
+    asks the database only for content it has not read; a plain search finds the same hits."""
     q, vector = yield_query_and_vector(embedder)
 
     async def run():
         store = await Store.open(dsn, max_size=2)
         try:
-            hits = await store.search(q, tables=kb_store.TABLES, limit_per_table=5, query_embedding=vector)
-            settings = {}
-            for name, pool in (("search", store._search_pool), ("main", store.pool)):
-                async with pool.connection() as conn:
-                    row = await (await conn.execute("select current_setting('enable_seqscan') as s, "
-                                                    "current_setting('plan_cache_mode') as p")).fetchone()
-                    settings[name] = (row["s"], row["p"])
-            return hits, settings
+            label = "v1/" + MINILM_MODEL
+            hits = await store.search(q, tables=kb_store.TABLES, limit_per_table=5, query_embedding=vector, kb_version=label)
+            index = await store.lexical_index(label)
+            again = await store.search(q, tables=kb_store.TABLES, limit_per_table=5, query_embedding=vector, kb_version=label)
+            return hits, again, index, await store.lexical_index(label), await store.lexical_index("v2/" + MINILM_MODEL)
         finally:
             await store.close()
 
-    hits, settings = asyncio.run(run())
-    assert settings == {"search": ("off", "force_generic_plan"), "main": ("on", "auto")}
+    hits, again, index, held, other = asyncio.run(run())
+    assert held is index and other is not index  # one load per version
+    assert len(index) == kb_stack_sql(dsn, "select count(*) n from godot_rag.dynamic_retrieval_view")[0]["n"]
     expected = search(dsn, q, vector)
-    assert [(h.table_name, h.record_id, h.score) for h in hits] == [(h.table_name, h.record_id, h.score) for h in expected]
+    assert hits == again == expected
     assert "change:yield-await" in [h.record_id for h in hits]
 
 

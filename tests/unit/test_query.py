@@ -12,7 +12,7 @@ from godot_rag.domain.chunking.files import chunk_file
 from godot_rag.domain.chunking.gdscript import parse_gdscript
 from godot_rag.domain.ingest.policy import classify_path
 from godot_rag.domain.models import RetrieverQuery
-from godot_rag.domain.retrieval import fusion
+from godot_rag.domain.retrieval import fusion, search
 from godot_rag.domain.retrieval.query import (
     INTENT_EXPLAIN,
     INTENT_MIGRATION,
@@ -96,11 +96,14 @@ def test_no_trace_field_can_reach_the_search():
     trace_names = {"project_id", "source_file", "source_sha256", "chunk_id", "chunk_order", "chunk_kind", "path", "trace"}
     assert not trace_names & {f.name for f in fields(RetrieverQuery)}
     params = set(inspect.signature(kb_store.search).parameters)
-    # session_configured says how the connection was opened (its planner settings), vector_index and
-    # record_details hold what the knowledge base's earlier searches read: nothing of a chunk.
+    # vector_index, lexical_index and record_details hold what the knowledge base's loads and earlier
+    # searches read: nothing of a chunk.
     assert params == {
-        "conn", "query", "tables", "limit_per_table", "query_embedding", "vector_index", "record_details", "config",
-        "session_configured",
+        "conn", "query", "tables", "limit_per_table", "query_embedding", "vector_index", "lexical_index", "record_details",
+        "config",
+    }
+    assert set(inspect.signature(search.rank).parameters) == {
+        "query", "tables", "limit_per_table", "lexical", "vectors", "query_embedding", "config",
     }
     assert not trace_names & {f.name for f in fields(fusion.SearchConfig)}
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
+from godot_rag.domain.retrieval import search
 from godot_rag.domain.retrieval.vector_index import VectorIndex
-from godot_rag.infra import kb_store
 
 
 def _brute_force(rows, table, query, k):
@@ -59,13 +60,18 @@ def test_edges_answer_nothing_or_refuse_a_vector_of_another_model():
         index.nearest("t", [1.0, 0.0, 0.0], 1)
 
 
-def test_the_candidate_statement_takes_each_tables_vector_candidates_by_position():
-    index = VectorIndex.from_rows("v", [("docs_chunks", "d1", [1.0, 0.0]), ("api_mapping", "m1", [0.0, 1.0])])
-    params = kb_store.vector_candidates(index, ["api_mapping", "docs_chunks"], [1.0, 0.1], 5)
-    assert params == {"vector_ids0": ["m1"], "vector_ids1": ["d1"]}
-    sql = kb_store._candidate_sql(["api_mapping", "docs_chunks"], lexical=False, vector=True)
-    assert "%(vector_ids0)s" in sql and "%(vector_ids1)s" in sql
-    assert "<=>" not in sql and "%(vec)s" not in sql  # the query vector never travels to the database
+def test_a_records_cosine_is_the_same_whichever_records_are_asked_about():
+    rng = np.random.default_rng(7)
+    rows = [("docs_chunks", f"d{i:03d}", rng.normal(size=384).tolist()) for i in range(300)]
+    index = VectorIndex.from_rows("v", rows)
+    query = rng.normal(size=384).tolist()
+    everything = index.all_similarities("docs_chunks", query)
+    for ids in (["d007"], ["d007", "d100", "d299"], [r[1] for r in rows[:64]]):
+        assert index.similarities("docs_chunks", ids, query) == {rid: everything[rid] for rid in ids}
+    cosines = index.against("docs_chunks", query)
+    assert cosines.nearest(5) == index.nearest("docs_chunks", query, 5)
+    assert cosines.get("d007") == everything["d007"] and cosines.get("missing") is None
+    assert index.against("api_mapping", query).nearest(3) == [] and index.all_similarities("api_mapping", query) == {}
 
 
 def test_every_candidate_gets_its_cosine_from_the_index_and_none_without_a_vector():
@@ -75,13 +81,13 @@ def test_every_candidate_gets_its_cosine_from_the_index_and_none_without_a_vecto
     )
     rows = [{"table_name": "docs_chunks", "id": "d1"}, {"table_name": "docs_chunks", "id": "member"},
             {"table_name": "api_mapping", "id": "d1"}]
-    scored = kb_store.with_vector_scores(rows, index, [1.0, 0.0])
+    scored = search.with_vector_scores(rows, index, [1.0, 0.0])
     assert [r["vector_score"] for r in scored] == [pytest.approx(1.0), None, None]  # the same id in another table has none
-    assert [r["vector_score"] for r in kb_store.with_vector_scores(rows, index, None)] == [None, None, None]
+    assert [r["vector_score"] for r in search.with_vector_scores(rows, index, None)] == [None, None, None]
 
 
 def test_record_details_keep_the_most_recently_used_records():
-    details = kb_store.RecordDetails(capacity=2)
+    details = search.RecordDetails(capacity=2)
     details.put(("api_mapping", "a"), {"content": "a"})
     details.put(("api_mapping", "b"), {"content": "b"})
     assert details.get(("api_mapping", "a")) == {"content": "a"}  # a is now the most recent

@@ -1,28 +1,17 @@
-"""Knowledge-base tables: loading (build time), the embedding cache, and hybrid search (query time).
+"""Knowledge-base tables: loading (build time), the embedding cache, and the search's I/O (query time).
 
-Search (``search``) sees a RetrieverQuery and an optional query vector, and
-nothing else: no path, chunk id or order can reach it (the signature has no
-place for them and RetrieverQuery has no such fields).
-
-One SQL statement gathers, for every table, candidates from two indexes:
-- keys: ``symbol_tsv @@ q`` (GIN; exact identifier keys of the records),
-  ordered by the idf-weighted key score (``kb_lexeme_stats``);
-- vector: the records nearest to the query vector by cosine, found exactly in
-  the caller's process (``VectorIndex``, loaded once per knowledge-base
-  version by ``load_vector_index``) and handed in by id, when the query has a vector;
-and scores every candidate on four components (keys, ts_rank of the full
-``search_tsv``, cosine, pg_trgm similarity of the query terms to the title).
-They are fused by ``godot_rag.domain.retrieval.fusion.fuse``; a second statement fetches content and
-metadata of the hits kept. docs/retrieval.md has the measurements behind the choices.
+The search itself runs in the searching process, over indexes loaded once per
+knowledge-base version: the records' keys and text (``load_lexical_index``, the
+tsvectors the loader wrote) and their vectors (``load_vector_index``); what is a
+candidate and how it scores is ``godot_rag.domain.retrieval.search``. The
+database answers the content and metadata of the hits kept (``read_details``),
+which a caller that searches often keeps (``RecordDetails``).
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from functools import lru_cache
 
 import psycopg
 from psycopg.rows import dict_row, tuple_row
@@ -32,21 +21,16 @@ from threadpoolctl import threadpool_limits
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 from godot_rag.domain.retrieval.fusion import (
     DEFAULT_CONFIG,
-    MODE_LEXICAL,
-    MODE_VECTOR,
     SearchConfig,
-    fuse,
-    query_lexemes,
-    searches_vectors,
-    trigram_terms,
 )
 from godot_rag.domain.retrieval.knowledge import KnowledgeRecord
+from godot_rag.domain.retrieval.lexical_index import LexicalIndex
+from godot_rag.domain.retrieval.search import TABLES, RecordDetails, hits_of, rank, rank_facts
 from godot_rag.domain.retrieval.vector_index import VectorIndex
-from godot_rag.domain.retrieval.why_not import RankFacts, SearchRank
+from godot_rag.domain.retrieval.why_not import RankFacts
 from godot_rag.infra.rows import KbVersionRow
 
 SCHEMA = "godot_rag"
-TABLES = ("docs_chunks", "api_mapping", "label_prototypes")
 
 
 def _lex_quote(lex: str) -> str:
@@ -243,140 +227,6 @@ async def put_cached_embeddings(conn, model: str, items: Sequence[tuple[str, str
 
 # ---------------------------------------------------------------- search (async: query time)
 
-# Weight of a key by its tsvector weight: the record's own symbol (A) over its owner class (B).
-KEY_WEIGHT_SQL = "case u.weights[1] when 'A' then 1.0 when 'B' then 0.4 when 'C' then 0.2 else 0.1 end"
-
-
-def _candidate_sql(tables: Sequence[str], *, lexical: bool, vector: bool) -> str:
-    """One statement: the candidates of every table from the key index and/or
-    the vector search (ids given as ``vector_ids<n>``, n = the table's place), each candidate scored on every component.
-
-    keys: sum over the query lexemes a record has as keys of idf(lexeme) x key weight;
-    text: ts_rank(search_tsv, q) (keys at A/B/C and prose at D);
-    trigram: best pg_trgm similarity of a query term to the title. The cosine is added
-    by the caller, from the vector index (``with_vector_scores``).
-    The key index scan only orders and cuts; the costlier components are
-    computed for the kept candidates alone.
-    """
-    view = f"{SCHEMA}.dynamic_retrieval_view"
-    ctes: list[str] = []
-    selects: list[str] = []
-    for n, table in enumerate(tables):
-        assert table in TABLES  # identifiers from the fixed list only, never from input
-        q, c = f"q{n}", f"c{n}"
-        key_score = (
-            f"coalesce((select sum({q}.idf * {KEY_WEIGHT_SQL}) from unnest(v.symbol_tsv) u join {q} on {q}.lexeme = u.lexeme), 0)"
-        )
-        parts = []
-        if lexical:
-            # Set-wise: one hash join of every match's keys with the query lexemes,
-            # not a sub-select per matching record (460 matches for the worked example's player chunk).
-            parts.append(f"""(select v.id from {view} v cross join lateral unnest(v.symbol_tsv) u join {q} on {q}.lexeme = u.lexeme
-                where v.table_name = '{table}' and v.symbol_tsv @@ %(tsq)s::tsquery
-                group by v.id order by sum({q}.idf * {KEY_WEIGHT_SQL}) desc, v.id limit %(cand)s)""")
-        if vector:
-            parts.append(f"(select unnest(%(vector_ids{n})s::text[]) as id)")
-        ctes.append(f"""{q} as materialized (
-                select s.lexeme, ln((k.n + 1.0) / (s.ndoc + 0.5)) as idf
-                from {SCHEMA}.kb_lexeme_stats s,
-                     (select coalesce((record_counts->>'{table}')::float8, 1) as n from {SCHEMA}.kb_versions where name = 'current') k
-                where s.table_name = '{table}' and s.lexeme = any(%(lex)s::text[])),
-            {c} as materialized ({" union ".join(parts)})""")
-        selects.append(f"""(select '{table}' as table_name, v.id, v.title, {key_score} as key_score,
-                case when %(tsq)s = '' then 0 else ts_rank(v.search_tsv, %(tsq)s::tsquery) end as text_score,
-                (select coalesce(max(similarity(t, v.title)), 0) from unnest(%(terms)s::text[]) t) as trigram_score
-            from {view} v where v.table_name = '{table}' and v.id in (select id from {c}))""")
-    return "with " + ",\n".join(ctes) + "\n" + "\nunion all\n".join(selects)
-
-
-_NAMED_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
-
-
-def positional(sql: str) -> tuple[str, tuple[str, ...]]:
-    """``sql`` with its named placeholders as ``$n`` (one number per name) and the names in number order."""
-    names: list[str] = []
-
-    def number(m: re.Match[str]) -> str:
-        if m.group(0) == "%%":
-            return "%"
-        if m.group(1) not in names:
-            names.append(m.group(1))
-        return f"${names.index(m.group(1)) + 1}"
-
-    return _NAMED_PLACEHOLDER.sub(number, sql), tuple(names)
-
-
-@lru_cache(maxsize=64)
-def candidate_statement(tables: tuple[str, ...], *, lexical: bool, vector: bool) -> tuple[str, tuple[str, ...]]:
-    """The candidate statement of ``_candidate_sql`` in positional form, made once per shape.
-
-    The statement is longer than psycopg caches its own conversion of (4 KB):
-    converted here once, it runs through a raw cursor, prepared on the server.
-    """
-    return positional(_candidate_sql(tables, lexical=lexical, vector=vector))
-
-
-# Set once per search transaction, in one round trip. The planner prices a
-# 50-lexeme OR tsquery and a 384-d distance as cheap and picks sequential scans
-# on the smaller tables (api_mapping: 14 ms against 1 ms through the GIN/HNSW
-# indexes, measured): keep it on the indexes. The prepared candidate statement
-# runs on its generic plan: planning it per query cost about 1.5 ms of the
-# search's 9 ms (the plan does not depend on the values: every table is read
-# through the same indexes whatever the query).
-SEARCH_SETTINGS_SQL = "select set_config('enable_seqscan', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)"
-# The same settings for a whole connection, given when it is opened (the store's search pool):
-# its searches need neither a transaction nor the settings' round trip (three of five round trips).
-SEARCH_SESSION_OPTIONS = "-c enable_seqscan=off -c plan_cache_mode=force_generic_plan"
-
-
-class RecordDetails:
-    """Content and metadata of knowledge records by (table, id), for one knowledge-base version.
-
-    A project's chunks keep finding the same records (the classes its scripts
-    use, the renames its Godot 3 code needs): held here, most searches need no
-    second statement and no JSON to decode. The entries are shared, never modified.
-    """
-
-    def __init__(self, capacity: int = 8192):
-        self.capacity = capacity
-        self._entries: OrderedDict[tuple[str, str], dict] = OrderedDict()
-
-    def get(self, key: tuple[str, str]) -> dict | None:
-        found = self._entries.get(key)
-        if found is not None:
-            self._entries.move_to_end(key)
-        return found
-
-    def put(self, key: tuple[str, str], details: dict) -> None:
-        self._entries[key] = details
-        self._entries.move_to_end(key)
-        if len(self._entries) > self.capacity:
-            self._entries.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-def with_vector_scores(rows: list[dict], index: VectorIndex | None, query_embedding: Sequence[float] | None) -> list[dict]:
-    """Each candidate row with its ``vector_score``: the cosine to the query, None without a vector search
-    or for a record without a vector."""
-    by_table: dict[str, list[dict]] = {}
-    for row in rows:
-        by_table.setdefault(row["table_name"], []).append(row)
-    for table, found in by_table.items():
-        scores = (
-            {} if index is None or query_embedding is None else index.similarities(table, [r["id"] for r in found], query_embedding)
-        )
-        for row in found:
-            row["vector_score"] = scores.get(row["id"])
-    return rows
-
-
-def vector_candidates(index: VectorIndex, tables: Sequence[str], query_embedding: Sequence[float], k: int) -> dict[str, list[str]]:
-    """The candidate statement's ``vector_ids<n>`` parameters: each table's ``k`` nearest records."""
-    return {f"vector_ids{n}": index.nearest(table, query_embedding, k) for n, table in enumerate(tables)}
-
-
 # One statement, so the version and the vectors come from one snapshot: the index is labelled with the data it holds.
 _VECTORS_SQL = f"""select k.data_version || '/' || k.embedding_model as version, v.table_name, v.id, v.embedding::real[] as embedding
     from {SCHEMA}.dynamic_retrieval_view v, {SCHEMA}.kb_versions k
@@ -398,17 +248,36 @@ async def load_vector_index(conn) -> VectorIndex:
     return VectorIndex.from_rows(rows[0][0] if rows else "", ((table, rid, vector) for _, table, rid, vector in rows))
 
 
-async def _candidates(
-    conn, tables: Sequence[str], *, lexical: bool, vector: bool, params: dict, session_configured: bool = False
-) -> list[dict]:
-    """The candidate rows of every table, each scored on every component (inside the caller's transaction,
-    unless the connection was opened with ``SEARCH_SESSION_OPTIONS``)."""
-    if not session_configured:
-        await conn.execute(SEARCH_SETTINGS_SQL)
-    sql, names = candidate_statement(tuple(tables), lexical=lexical, vector=vector)
-    cur = psycopg.AsyncRawCursor(conn, row_factory=dict_row)
-    await cur.execute(sql, [params[n] for n in names], prepare=True)
-    return list(await cur.fetchall())
+# One statement, so the version and the records come from one snapshot. The tsvectors travel in their
+# text form: parsing it here is faster than unnesting them in the database (measured: 0.4 s for the 40,695 records).
+_LEXICAL_SQL = f"""select k.data_version || '/' || k.embedding_model as version, k.record_counts::text as counts,
+        v.table_name, v.id, v.title, v.symbol_tsv::text as symbol_tsv, v.search_tsv::text as search_tsv
+    from {SCHEMA}.dynamic_retrieval_view v, {SCHEMA}.kb_versions k where k.name = 'current'"""
+
+
+async def load_lexical_index(conn) -> LexicalIndex:
+    """Every record of the current knowledge base for the lexical search, labelled like ``load_vector_index``'s
+    (an empty index labelled '' when the knowledge base is not built)."""
+    cur = await psycopg.AsyncCursor(conn, row_factory=tuple_row).execute(_LEXICAL_SQL)
+    rows = await cur.fetchall()
+    if not rows:
+        return LexicalIndex("")
+    counts = {table: float(n) for table, n in json.loads(rows[0][1] or "{}").items()}
+    return LexicalIndex.from_rows(rows[0][0], ((t, rid, title, sym, text) for _, _, t, rid, title, sym, text in rows), counts)
+
+
+async def read_details(conn, wanted: Sequence[tuple[str, str]], known: RecordDetails) -> None:
+    """Content and metadata of the records ``known`` lacks among ``wanted``, read in one statement and added to it."""
+    missing = [w for w in wanted if known.get(w) is None]
+    if not missing:
+        return
+    cur = await conn.execute(
+        f"""select d.table_name, d.id, d.content, d.metadata from {SCHEMA}.dynamic_retrieval_view d
+            join unnest(%s::text[], %s::text[]) w(t, i) on d.table_name = w.t and d.id = w.i""",
+        ([t for t, _ in missing], [i for _, i in missing]),
+    )
+    for r in await cur.fetchall():
+        known.put((r["table_name"], r["id"]), {"content": r["content"], "metadata": r["metadata"]})
 
 
 async def search(
@@ -419,80 +288,36 @@ async def search(
     limit_per_table: int,
     query_embedding: list[float] | None = None,
     vector_index: VectorIndex | None = None,
+    lexical_index: LexicalIndex | None = None,
     record_details: RecordDetails | None = None,
     config: SearchConfig = DEFAULT_CONFIG,
-    session_configured: bool = False,
 ) -> list[RetrievalHit]:
-    """Hybrid search over dynamic_retrieval_view with the query alone.
+    """Hybrid search of the knowledge base with the query alone.
 
-    ``vector_index``: the knowledge base's vectors (``load_vector_index``), which a
-    caller that searches often holds; without it a search with a vector loads them.
-    ``record_details``: content and metadata of records already read, for the same
-    knowledge-base version; the records it lacks are read and added to it.
-    ``session_configured``: ``conn`` was opened with ``SEARCH_SESSION_OPTIONS`` (no transaction needed);
-    otherwise the caller runs the search in a transaction, which the planner settings are local to.
+    ``lexical_index`` / ``vector_index``: the knowledge base's records and vectors (``load_lexical_index``,
+    ``load_vector_index``), which a caller that searches often holds; a search without them loads them.
+    ``record_details``: content and metadata of records already read, for the same knowledge-base version;
+    the records it lacks are read and added to it.
 
-    Returns up to ``limit_per_table`` hits per table, grouped by table in the
-    order of ``tables`` (the intent's priority), best first within a table.
-    Each hit carries its fused score and the component scores. Two round
-    trips: candidates with scores for every table, then content and metadata
-    of the hits kept.
+    Returns up to ``limit_per_table`` hits per table, grouped by table in the order of ``tables`` (the
+    intent's priority), best first within a table, each with its fused score and component scores.
     """
-    for table in tables:
-        if table not in TABLES:
-            raise ValueError(f"unknown knowledge table {table!r}")
-    lexemes = query_lexemes(query, chunk_identifiers=config.chunk_identifiers) if config.mode != MODE_VECTOR else []
-    tsq = tsquery_literal(lexemes)
-    use_vector = query_embedding is not None and config.mode != MODE_LEXICAL and searches_vectors(query)
-    use_lexical = bool(tsq) and config.mode != MODE_VECTOR
-    if not (use_vector or use_lexical) or not tables:
-        return []
-    cand = max(config.candidates_per_index, limit_per_table)
-    params: dict = {"tsq": tsq, "lex": lexemes, "terms": trigram_terms(query), "cand": cand}
-    index: VectorIndex | None = None
-    if use_vector:
-        assert query_embedding is not None
-        index = vector_index if vector_index is not None else await load_vector_index(conn)
-        params |= vector_candidates(index, tables, query_embedding, cand)
-    rows = await _candidates(
-        conn, tables, lexical=use_lexical, vector=use_vector, params=params, session_configured=session_configured
+    lexical = lexical_index if lexical_index is not None else await load_lexical_index(conn)
+    vectors = vector_index
+    if query_embedding is not None and vectors is None:
+        vectors = await load_vector_index(conn)
+    kept = rank(
+        query,
+        tables=tables,
+        limit_per_table=limit_per_table,
+        lexical=lexical,
+        vectors=vectors,
+        query_embedding=query_embedding,
+        config=config,
     )
-    by_table: dict[str, list[dict]] = {}
-    for row in with_vector_scores(rows, index, query_embedding if use_vector else None):
-        by_table.setdefault(row["table_name"], []).append(row)
-    kept = {
-        t: fuse(by_table.get(t, []), limit_per_table, with_vector=use_vector, with_lexical=use_lexical, config=config)
-        for t in tables
-    }
-    wanted = [(t, row["id"]) for t in tables for _, row, _ in kept[t]]
-    if not wanted:
-        return []
-    known = record_details if record_details is not None else RecordDetails(capacity=len(wanted))
-    missing = [w for w in wanted if known.get(w) is None]
-    if missing:
-        cur = await conn.execute(
-            f"""select d.table_name, d.id, d.content, d.metadata from {SCHEMA}.dynamic_retrieval_view d
-                join unnest(%s::text[], %s::text[]) w(t, i) on d.table_name = w.t and d.id = w.i""",
-            ([t for t, _ in missing], [i for _, i in missing]),
-        )
-        for r in await cur.fetchall():
-            known.put((r["table_name"], r["id"]), {"content": r["content"], "metadata": r["metadata"]})
-    hits: list[RetrievalHit] = []
-    for table in tables:
-        for score, row, comp in kept[table]:
-            d = known.get((table, row["id"])) or {}
-            hits.append(
-                RetrievalHit(
-                    table_name=table,
-                    record_id=row["id"],
-                    score=round(score, 6),
-                    title=row["title"] or "",
-                    content=d.get("content") or "",
-                    metadata=d.get("metadata") or {},
-                    component_scores=comp,
-                )
-            )
-    return hits
+    known = record_details if record_details is not None else RecordDetails(capacity=max(1, len(kept)))
+    await read_details(conn, [(t, row["id"]) for t, _, row, _ in kept], known)
+    return hits_of(kept, known)
 
 
 # ---------------------------------------------------------------- one record against one query ("why not retrieved?")
@@ -527,136 +352,26 @@ async def rank_record(
     limit_per_table: int,
     query_embedding: list[float] | None = None,
     vector_index: VectorIndex | None = None,
+    lexical_index: LexicalIndex | None = None,
     stored_hit_ids: Sequence[str] = (),
     kb_changed: bool = False,
     config: SearchConfig = DEFAULT_CONFIG,
 ) -> RankFacts | None:
-    """Where one record stands for a query: its rank in each search over its
-    whole table, whether candidate selection kept it, and its fused rank among
-    the candidates (the record added when it was not one). None: no such record.
-
-    Runs the same candidate statement as ``search`` (same lexemes, terms,
-    vector and cut), so the fused rank is the one the search computes.
-    """
-    if table not in TABLES:
-        raise ValueError(f"unknown knowledge table {table!r}")
-    view = f"{SCHEMA}.dynamic_retrieval_view"
-    lexemes = query_lexemes(query, chunk_identifiers=config.chunk_identifiers) if config.mode != MODE_VECTOR else []
-    tsq = tsquery_literal(lexemes)
-    use_vector = query_embedding is not None and config.mode != MODE_LEXICAL and searches_vectors(query)
-    use_lexical = bool(tsq) and config.mode != MODE_VECTOR
-    vec = None if query_embedding is None else "[" + ",".join(f"{x:.6g}" for x in query_embedding) + "]"
-    cand = max(config.candidates_per_index, limit_per_table)
-    params = {"tsq": tsq, "lex": lexemes, "vec": vec, "terms": trigram_terms(query), "cand": cand, "rid": record_id}
-
-    cur = await conn.execute(
-        f"select id, title, embedding is not null as has_vector from {view} where table_name = '{table}' and id = %(rid)s", params
-    )
-    record = await cur.fetchone()
-    if record is None:
-        return None
-
-    candidates: list[dict] = []
-    index: VectorIndex | None = None
-    if use_vector:
-        assert query_embedding is not None
-        index = vector_index if vector_index is not None else await load_vector_index(conn)
-        params |= vector_candidates(index, [table], query_embedding, cand)
-    scored_with = query_embedding if use_vector else None
-    if use_vector or use_lexical:
-        # The same statement and plan as the search, the same vector candidates and cosines.
-        candidates = with_vector_scores(
-            await _candidates(conn, [table], lexical=use_lexical, vector=use_vector, params=params), index, scored_with
-        )
-        await conn.execute("select set_config('enable_seqscan', 'on', true), set_config('plan_cache_mode', 'auto', true)")
-    ids = {c["id"] for c in candidates}
-
-    # The record's own components, and its rank in each search over the whole table.
-    cur = await conn.execute(
-        f"""with q as materialized (
-                select s.lexeme, ln((k.n + 1.0) / (s.ndoc + 0.5)) as idf
-                from {SCHEMA}.kb_lexeme_stats s,
-                     (select coalesce((record_counts->>'{table}')::float8, 1) as n from {SCHEMA}.kb_versions where name = 'current') k
-                where s.table_name = '{table}' and s.lexeme = any(%(lex)s::text[])),
-            t as (select v.id, v.title, v.symbol_tsv, v.search_tsv, v.embedding from {view} v where v.table_name = '{table}'),
-            keyed as (select t.id, sum(q.idf * {KEY_WEIGHT_SQL}) as s from t cross join lateral unnest(t.symbol_tsv) u
-                      join q on q.lexeme = u.lexeme where %(tsq)s <> '' and t.symbol_tsv @@ %(tsq)s::tsquery group by t.id),
-            texted as (select t.id, ts_rank(t.search_tsv, %(tsq)s::tsquery) as s from t
-                       where %(tsq)s <> '' and t.search_tsv @@ %(tsq)s::tsquery),
-            vectored as (select t.id, 1 - (t.embedding <=> %(vec)s::vector) as s from t
-                         where %(vec)s::vector is not null and t.embedding is not null),
-            trigrams as (select t.id, (select coalesce(max(similarity(x, t.title)), 0) from unnest(%(terms)s::text[]) x) as s from t)
-        select
-          (select s from keyed where id = %(rid)s) as keys_score,
-          (select count(*) from keyed a, keyed b where b.id = %(rid)s and (a.s > b.s or (a.s = b.s and a.id < b.id))) + 1 as keys_rank,
-          (select count(*) from keyed) as keys_n,
-          (select s from texted where id = %(rid)s) as text_score,
-          (select count(*) from texted a, texted b where b.id = %(rid)s and (a.s > b.s or (a.s = b.s and a.id < b.id))) + 1 as text_rank,
-          (select count(*) from texted) as text_n,
-          (select s from vectored where id = %(rid)s) as vector_score,
-          (select count(*) from vectored a, vectored b where b.id = %(rid)s and (a.s > b.s or (a.s = b.s and a.id < b.id))) + 1 as vector_rank,
-          (select count(*) from vectored) as vector_n,
-          (select s from trigrams where id = %(rid)s) as trigram_score,
-          (select count(*) from trigrams a, trigrams b where b.id = %(rid)s and b.s > 0 and (a.s > b.s or (a.s = b.s and a.id < b.id))) + 1 as trigram_rank,
-          (select count(*) from trigrams where s > 0) as trigram_n""",
-        params,
-    )
-    m = await cur.fetchone()
-
-    def rank(name: str, used: bool) -> SearchRank:
-        score = m[f"{name}_score"]
-        seen = used and score is not None and (name != "trigram" or float(score) > 0)
-        return SearchRank(
-            name, None if score is None else float(score), int(m[f"{name}_rank"]) if seen else None, int(m[f"{name}_n"]), used
-        )
-
-    ranks = (rank("keys", use_lexical), rank("vector", use_vector), rank("text", use_lexical), rank("trigram", use_lexical))
-    by_keys = ranks[0].rank is not None and ranks[0].rank <= cand
-    by_vector = ranks[1].rank is not None and ranks[1].rank <= cand
-
-    # Fused rank among the candidates; a record that was not one is scored the
-    # same way and added, to say where it would have stood.
-    rows = list(candidates)
-    if record_id not in ids and (use_vector or use_lexical):
-        cur = await conn.execute(
-            f"""with q0 as materialized (
-                    select s.lexeme, ln((k.n + 1.0) / (s.ndoc + 0.5)) as idf
-                    from {SCHEMA}.kb_lexeme_stats s,
-                         (select coalesce((record_counts->>'{table}')::float8, 1) as n from {SCHEMA}.kb_versions where name = 'current') k
-                    where s.table_name = '{table}' and s.lexeme = any(%(lex)s::text[]))
-                select '{table}' as table_name, v.id, v.title,
-                  coalesce((select sum(q0.idf * {KEY_WEIGHT_SQL}) from unnest(v.symbol_tsv) u join q0 on q0.lexeme = u.lexeme), 0) as key_score,
-                  case when %(tsq)s = '' then 0 else ts_rank(v.search_tsv, %(tsq)s::tsquery) end as text_score,
-                  (select coalesce(max(similarity(t, v.title)), 0) from unnest(%(terms)s::text[]) t) as trigram_score
-                from {view} v where v.table_name = '{table}' and v.id = %(rid)s""",
-            params,
-        )
-        rows += with_vector_scores([dict(await cur.fetchone())], index, scored_with)
-    fused = fuse(rows, len(rows), with_vector=use_vector, with_lexical=use_lexical, config=config) if rows else []
-    order = [row["id"] for _, row, _ in fused]
-    fused_rank = order.index(record_id) + 1 if record_id in order else None
-    fused_score = fused[fused_rank - 1][0] if fused_rank else None
-    # The last record the limit keeps among the real candidates (the record itself excluded when it was added).
-    real = [s for s, row, _ in fused if row["id"] in ids]
-    last_kept = real[min(limit_per_table, len(real)) - 1] if real else None
-    stored = list(stored_hit_ids)
-    return RankFacts(
+    """``search.rank_facts`` with the indexes it is not given loaded first (None: no such record)."""
+    lexical = lexical_index if lexical_index is not None else await load_lexical_index(conn)
+    vectors = vector_index
+    if query_embedding is not None and vectors is None:
+        vectors = await load_vector_index(conn)
+    return rank_facts(
+        query,
         table=table,
         record_id=record_id,
-        title=record["title"] or "",
-        searched=table in tables_searched,
-        tables_searched=tuple(tables_searched),
-        ranks=ranks,
-        candidates_per_index=cand,
-        # The ranks say which search let it in; a candidate that its key rank does
-        # not explain came through the vector search (a tie at the cut may rank either way).
-        key_candidate=record_id in ids and by_keys,
-        vector_candidate=record_id in ids and (by_vector or not by_keys),
-        candidate_count=len(rows),
-        fused_score=None if fused_score is None else round(fused_score, 6),
-        fused_rank=fused_rank,
+        tables_searched=tables_searched,
         limit_per_table=limit_per_table,
-        last_kept_score=None if last_kept is None else round(last_kept, 6),
-        stored_rank=stored.index(record_id) + 1 if record_id in stored else None,
+        lexical=lexical,
+        vectors=vectors,
+        query_embedding=query_embedding,
+        stored_hit_ids=stored_hit_ids,
         kb_changed=kb_changed,
+        config=config,
     )

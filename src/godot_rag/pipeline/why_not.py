@@ -66,7 +66,7 @@ async def why_not_retrieved(store: Store, analysis_id: str, chunk_id: str, recor
         tables_searched=tables,
         limit_per_table=limit_per_table,
         query_embedding=vector,
-        vector_index=None if vector is None else await store.vector_index(f"{kb.data_version}/{mode}"),
+        kb_version=f"{kb.data_version}/{mode}",
         stored_hit_ids=stored,
         kb_changed=kb_changed,
     )

@@ -65,32 +65,58 @@ class VectorIndex:
         norm = float(np.linalg.norm(q))
         return None if norm == 0.0 else q / norm
 
-    def similarities(self, table: str, ids: Iterable[str], query: Sequence[float]) -> dict[str, float]:
-        """Cosine similarity of ``query`` to each of ``ids`` that has a vector (the others are left out)."""
+    def against(self, table: str, query: Sequence[float]) -> Similarities:
+        """The cosine of ``query`` to every record of ``table`` with a vector: one matrix-vector product, so a
+        record's cosine is the same whichever other records a search asks about."""
         found = self._tables.get(table)
         if found is None or not found.ids:
-            return {}
-        known = [(rid, found.position[rid]) for rid in ids if rid in found.position]
-        q = self._unit_query(found, table, query) if known else None
-        if q is None:
-            return {}
-        scores = found.rows[[n for _, n in known]] @ q
-        return {rid: float(score) for (rid, _), score in zip(known, scores)}
+            return Similarities({}, (), None)
+        q = self._unit_query(found, table, query)
+        return Similarities(found.position, found.ids, None if q is None else found.rows @ q)
+
+    def similarities(self, table: str, ids: Iterable[str], query: Sequence[float]) -> dict[str, float]:
+        """Cosine similarity of ``query`` to each of ``ids`` that has a vector (the others are left out)."""
+        return self.against(table, query).of(ids)
+
+    def all_similarities(self, table: str, query: Sequence[float]) -> dict[str, float]:
+        """Cosine similarity of ``query`` to every record of ``table`` with a vector."""
+        return self.against(table, query).all()
 
     def nearest(self, table: str, query: Sequence[float], k: int) -> list[str]:
         """The ids of ``table``'s ``k`` records nearest to ``query`` by cosine, nearest first (ties by id)."""
-        found = self._tables.get(table)
-        if found is None or k <= 0 or not found.ids:
+        return self.against(table, query).nearest(k)
+
+
+@dataclass(frozen=True)
+class Similarities:
+    """One query's cosine to each record of one table (``values`` None: a zero query vector, no direction)."""
+
+    position: dict[str, int]
+    ids: tuple[str, ...]
+    values: np.ndarray | None
+
+    def get(self, record_id: str) -> float | None:
+        at = self.position.get(record_id)
+        return None if at is None or self.values is None else float(self.values[at])
+
+    def of(self, ids: Iterable[str]) -> dict[str, float]:
+        if self.values is None:
+            return {}
+        return {rid: float(self.values[self.position[rid]]) for rid in ids if rid in self.position}
+
+    def all(self) -> dict[str, float]:
+        return {} if self.values is None else dict(zip(self.ids, self.values.tolist()))
+
+    def nearest(self, k: int) -> list[str]:
+        """The ids of the ``k`` nearest records, nearest first (ties by id)."""
+        similarity = self.values
+        if similarity is None or k <= 0 or not self.ids:
             return []
-        q = self._unit_query(found, table, query)
-        if q is None:
-            return []
-        similarity = found.rows @ q
-        if k < len(found.ids):
+        if k < len(self.ids):
             # The k best in any order, then sorted; the boundary's ties are settled by id below.
             threshold = np.partition(similarity, len(similarity) - k)[len(similarity) - k]
             chosen = np.flatnonzero(similarity >= threshold)
         else:
-            chosen = np.arange(len(found.ids))
-        ordered = sorted(chosen.tolist(), key=lambda i: (-float(similarity[i]), found.ids[i]))
-        return [found.ids[i] for i in ordered[:k]]
+            chosen = np.arange(len(self.ids))
+        ordered = sorted(chosen.tolist(), key=lambda i: (-float(similarity[i]), self.ids[i]))
+        return [self.ids[i] for i in ordered[:k]]
