@@ -50,3 +50,25 @@ def test_a_sparse_stored_hit_reads_with_defaults():
     assert convert.hit_from_dict({"table": "docs_chunks", "record_id": "r"}) == convert.hit_from_pb(
         convert.from_dict({"table": "docs_chunks", "record_id": "r"}, pb.RetrievalHit)
     )
+
+
+def _sample_chunks():
+    from pathlib import Path
+
+    from godot_rag.domain.chunking.files import chunk_file
+    from godot_rag.domain.ingest.policy import classify_path
+
+    root = Path(__file__).resolve().parents[2] / "samples"
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and classify_path(path.name)[0] in ("gdscript", "scene", "resource", "project_config", "import_meta"):
+            yield from chunk_file(path.name, classify_path(path.name)[0], path.read_bytes()).chunks
+
+
+def test_chunk_from_dict_reads_what_the_protobuf_path_reads():
+    chunks = list(_sample_chunks())
+    assert len({c.chunk_kind for c in chunks}) >= 6
+    for chunk in chunks:
+        stored = convert.to_dict(convert.chunk_to_pb(chunk))
+        assert convert.chunk_from_dict(stored) == convert.chunk_from_pb(convert.from_dict(stored, pb.Chunk)) == chunk
+    # Fields left out (a chunk stored by an older producer) read as the protobuf defaults.
+    assert convert.chunk_from_dict({"chunk_id": "x"}) == convert.chunk_from_pb(convert.from_dict({"chunk_id": "x"}, pb.Chunk))

@@ -179,18 +179,8 @@ def load_knowledge_sync(
         conn.commit()
         for table in TABLES:
             conn.execute(f"analyze {SCHEMA}.{table}")
-            # A build's rows wait in each GIN index's pending list until a vacuum merges them, and every
-            # search scans those lists linearly (api_mapping's key lookup: 0.5 ms instead of 0.03, the
-            # search a tenth longer, measured): merged now, in bulk. Inserting without the lists
-            # (fastupdate off) tripled the build and left slower indexes.
-            conn.execute(_MERGE_PENDING_SQL, (f"{SCHEMA}.{table}",))
         conn.commit()
     return counts
-
-
-_MERGE_PENDING_SQL = """select gin_clean_pending_list(i.indexrelid)
-    from pg_index i join pg_class c on c.oid = i.indexrelid join pg_am a on a.oid = c.relam
-    where a.amname = 'gin' and i.indrelid = %s::regclass"""
 
 
 def kb_version_sync(dsn: str) -> KbVersionRow | None:

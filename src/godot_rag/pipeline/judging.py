@@ -125,7 +125,7 @@ async def build_request(
         raise PoisonError(f"chunk {chunk_id} of analysis {aid} is not recorded")
     if inputs.hits is None:
         raise PoisonError(f"chunk {chunk_id} of analysis {aid} reached the judge without a retrieval")
-    chunk = convert.chunk_from_pb(convert.from_dict(inputs.chunk, pb.Chunk))
+    chunk = convert.chunk_from_dict(inputs.chunk)
     hits = tuple(convert.hit_from_dict(h) for h in inputs.hits)
     return JudgmentRequest(
         prompt=inputs.prompt,

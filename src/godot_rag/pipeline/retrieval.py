@@ -335,7 +335,7 @@ class RetrieveStage:
         if problems:
             # A payload that does not match the file's chunk list is not sent on.
             raise PoisonError("validation failed: " + "; ".join(problems))
-        chunk = convert.chunk_from_pb(convert.from_dict(row.chunk, pb.Chunk))
+        chunk = convert.chunk_from_dict(row.chunk)
         # Only the query reaches the search: the trace stays here.
         query = build_retriever_query(prompt=await self.prompt_of(item.analysis_id), chunk=chunk)
         # A replay may search with another per-table limit: that is part of the retrieval's version.

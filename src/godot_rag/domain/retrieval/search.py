@@ -22,6 +22,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 from godot_rag.domain.retrieval.fusion import (
     DEFAULT_CONFIG,
@@ -111,7 +113,11 @@ class SearchPlan:
 
 
 def candidate_rows(
-    plan: SearchPlan, table: str, lexical: LexicalIndex, vectors: VectorIndex | None, query_embedding: Sequence[float] | None
+    plan: SearchPlan,
+    table: str,
+    lexical: LexicalIndex,
+    vectors: VectorIndex | None,
+    query_embedding: Sequence[float] | np.ndarray | None,
 ) -> list[dict]:
     """One table's candidates (the key index's best and the vector search's nearest), scored on every component."""
     cosines = (
@@ -141,13 +147,15 @@ def rank(
         if table not in TABLES:
             raise ValueError(f"unknown knowledge table {table!r}")
     plan = SearchPlan.of(query, limit_per_table, query_embedding, config)
+    # Converted once, not once per table.
+    vector = None if query_embedding is None else np.asarray(query_embedding, dtype=np.float32)
     if not (plan.use_vector or plan.use_lexical) or not tables:
         return []
     if plan.use_vector and vectors is None:
         raise ValueError("a search with a query vector needs the vector index")
     kept: list[tuple[str, float, dict, dict]] = []
     for table in tables:
-        rows = candidate_rows(plan, table, lexical, vectors, query_embedding)
+        rows = candidate_rows(plan, table, lexical, vectors, vector)
         fused = fuse(rows, limit_per_table, with_vector=plan.use_vector, with_lexical=plan.use_lexical, config=config)
         kept.extend((table, score, row, comp) for score, row, comp in fused)
     return kept

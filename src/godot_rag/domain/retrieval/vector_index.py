@@ -58,14 +58,14 @@ class VectorIndex:
     def __len__(self) -> int:
         return sum(len(t.ids) for t in self._tables.values())
 
-    def _unit_query(self, found: _Table, table: str, query: Sequence[float]) -> np.ndarray | None:
+    def _unit_query(self, found: _Table, table: str, query: Sequence[float] | np.ndarray) -> np.ndarray | None:
         q = np.asarray(query, dtype=np.float32)
         if q.shape != (found.rows.shape[1],):
             raise ValueError(f"a query vector of {q.size} dimensions against {table}'s {found.rows.shape[1]}")
         norm = float(np.linalg.norm(q))
         return None if norm == 0.0 else q / norm
 
-    def against(self, table: str, query: Sequence[float]) -> Similarities:
+    def against(self, table: str, query: Sequence[float] | np.ndarray) -> Similarities:
         """The cosine of ``query`` to every record of ``table`` with a vector: one matrix-vector product, so a
         record's cosine is the same whichever other records a search asks about."""
         found = self._tables.get(table)
