@@ -122,3 +122,8 @@ def test_whole_table_scores_cover_exactly_the_records_that_match():
     trig = index.trigram_scores("api_mapping", query)
     assert set(trig) == {"m:a", "m:b", "m:c", "m:d"} and max(trig, key=lambda rid: trig[rid]) == "m:c"
     assert index.has("docs_chunks", "d:a") and not index.has("docs_chunks", "m:a") and len(index) == 5
+
+
+def test_an_index_prints_short():
+    # An index travels in coroutine arguments and log records: its postings must never be printed.
+    assert repr(_index()) == "LexicalIndex('v1/model', 5 records)"

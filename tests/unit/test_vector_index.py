@@ -94,3 +94,9 @@ def test_record_details_keep_the_most_recently_used_records():
     details.put(("docs_chunks", "c"), {"content": "c"})
     assert details.get(("api_mapping", "b")) is None and len(details) == 2
     assert details.get(("docs_chunks", "c")) == {"content": "c"} and details.get(("api_mapping", "a")) is not None
+
+
+def test_an_index_prints_short():
+    index = VectorIndex.from_rows("v", [("docs_chunks", f"d{i}", [1.0, float(i)]) for i in range(3000)])
+    assert repr(index) == "VectorIndex('v', 3000 vectors)"
+    assert repr(index.against("docs_chunks", [1.0, 0.0])) == "Similarities(3000 records)"

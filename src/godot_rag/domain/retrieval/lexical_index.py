@@ -157,7 +157,7 @@ def idf(records: float, ndoc: int) -> float:
     return math.log((records + 1.0) / (ndoc + 0.5))
 
 
-@dataclass
+@dataclass(repr=False)
 class _Table:
     ids: list[str]  # sorted: a record's place is its rank by id, which settles ties
     titles: list[str | None]
@@ -233,7 +233,7 @@ class ScoredRecord:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class LexicalIndex:
     """The records of one knowledge-base version, per table, for the lexical search.
 
@@ -284,6 +284,10 @@ class LexicalIndex:
 
     def __len__(self) -> int:
         return sum(len(t.ids) for t in self._tables.values())
+
+    def __repr__(self) -> str:
+        # Short: an index travels in tasks and log records, and its postings would print for minutes.
+        return f"LexicalIndex({self.version!r}, {len(self)} records)"
 
     def has(self, table: str, record_id: str) -> bool:
         found = self._tables.get(table)

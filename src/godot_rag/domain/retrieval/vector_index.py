@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class _Table:
     ids: tuple[str, ...]
     # Unit rows, float32 (the model's and pgvector's precision).
@@ -25,7 +25,7 @@ class _Table:
     position: dict[str, int]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class VectorIndex:
     """Every embedded record of one knowledge-base version, per table.
 
@@ -58,6 +58,9 @@ class VectorIndex:
     def __len__(self) -> int:
         return sum(len(t.ids) for t in self._tables.values())
 
+    def __repr__(self) -> str:
+        return f"VectorIndex({self.version!r}, {len(self)} vectors)"
+
     def _unit_query(self, found: _Table, table: str, query: Sequence[float] | np.ndarray) -> np.ndarray | None:
         q = np.asarray(query, dtype=np.float32)
         if q.shape != (found.rows.shape[1],):
@@ -87,13 +90,16 @@ class VectorIndex:
         return self.against(table, query).nearest(k)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Similarities:
     """One query's cosine to each record of one table (``values`` None: a zero query vector, no direction)."""
 
     position: dict[str, int]
     ids: tuple[str, ...]
     values: np.ndarray | None
+
+    def __repr__(self) -> str:
+        return f"Similarities({len(self.ids)} records)"
 
     def get(self, record_id: str) -> float | None:
         at = self.position.get(record_id)
