@@ -29,6 +29,7 @@ from _kb_env import knowledge_base  # noqa: E402
 from eval_retrieval import load_cases  # noqa: E402
 
 from godot_rag.domain.chunking.gdscript import parse_gdscript  # noqa: E402
+from godot_rag.domain.models import RetrieverQuery  # noqa: E402
 from godot_rag.domain.retrieval import fusion  # noqa: E402
 from godot_rag.domain.retrieval.query import TABLE_PRIORITY, build_embedding_text, build_retriever_query  # noqa: E402
 from godot_rag.domain.retrieval.search import RecordDetails  # noqa: E402
@@ -62,17 +63,31 @@ async def bench(dsn: str, queries: list, vectors: list[list[float]], rounds: int
     async with await psycopg.AsyncConnection.connect(dsn, row_factory=dict_row) as conn:
         # Held by the retriever, as its store holds them: the vectors, the records' keys and text, their content read once.
         index = await kb_store.load_vector_index(conn)
-        held = {"lexical_index": await kb_store.load_lexical_index(conn), "record_details": RecordDetails()}
+        lexical_index = await kb_store.load_lexical_index(conn)
+        details = RecordDetails()
+
+        async def hybrid(q: RetrieverQuery, v: list[float]) -> None:
+            await kb_store.search(
+                conn, q, tables=TABLE_PRIORITY[q.intent], limit_per_table=5,
+                query_embedding=v, vector_index=index, lexical_index=lexical_index, record_details=details,
+            )
+
+        async def lexical_only(q: RetrieverQuery) -> None:
+            await kb_store.search(
+                conn, q, tables=TABLE_PRIORITY[q.intent], limit_per_table=5,
+                config=lexical, lexical_index=lexical_index, record_details=details,
+            )
+
         for q, v in zip(queries, vectors):  # one untimed round: a fresh server reads its pages from disk once
-            await kb_store.search(conn, q, tables=TABLE_PRIORITY[q.intent], limit_per_table=5, query_embedding=v, vector_index=index, **held)
-            await kb_store.search(conn, q, tables=TABLE_PRIORITY[q.intent], limit_per_table=5, config=lexical, **held)
+            await hybrid(q, v)
+            await lexical_only(q)
         for _ in range(rounds):
             for q, v in zip(queries, vectors):
                 t = time.perf_counter()
-                await kb_store.search(conn, q, tables=TABLE_PRIORITY[q.intent], limit_per_table=5, query_embedding=v, vector_index=index, **held)
+                await hybrid(q, v)
                 out["search (hybrid)"].append((time.perf_counter() - t) * 1000)
                 t = time.perf_counter()
-                await kb_store.search(conn, q, tables=TABLE_PRIORITY[q.intent], limit_per_table=5, config=lexical, **held)
+                await lexical_only(q)
                 out["search (lexical)"].append((time.perf_counter() - t) * 1000)
         await kb_store.put_cached_embeddings(
             conn, MiniLMEmbedder.name, [(text_sha256(build_embedding_text(q)), vector_literal(v)) for q, v in zip(queries, vectors)]
