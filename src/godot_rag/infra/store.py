@@ -12,7 +12,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, cast
 
@@ -27,7 +27,7 @@ from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 from godot_rag.domain.redact import redact_credentials
 from godot_rag.domain.retrieval import search as kb_search
 from godot_rag.domain.retrieval.lexical_index import LexicalIndex
-from godot_rag.domain.retrieval.search import RecordDetails
+from godot_rag.domain.retrieval.search import RecordDetails, SearchResults
 from godot_rag.domain.retrieval.vector_index import VectorIndex
 from godot_rag.errors import PoisonError, StoreError
 from godot_rag.infra import kb_store
@@ -117,6 +117,7 @@ class _KbHeld:
 
     version: str
     details: RecordDetails
+    searches: SearchResults = field(default_factory=SearchResults)
     vectors: VectorIndex | None = None
     lexical: LexicalIndex | None = None
 
@@ -844,22 +845,22 @@ class Store:
             observe_kb_search(time.perf_counter() - started)
             return hits
         held = self._held_for(kb_version)
+        search = kb_search.Search.of(query, tables=tables, limit_per_table=limit_per_table, query_embedding=query_embedding)
+        found = held.searches.get(search)
+        if found is not None:
+            observe_kb_search(time.perf_counter() - started)
+            return found
         lexical = await self.lexical_index(kb_version)
-        vectors = await self.vector_index(kb_version) if query_embedding is not None else None
-        kept = kb_search.rank(
-            query,
-            tables=tables,
-            limit_per_table=limit_per_table,
-            lexical=lexical,
-            vectors=vectors,
-            query_embedding=query_embedding,
-        )
+        vectors = await self.vector_index(kb_version) if search.use_vector else None
+        kept = search.rank(lexical, vectors)
         wanted = [(table, row["id"]) for table, _, row, _ in kept]
         if any(held.details.get(w) is None for w in wanted):
             async with self.pool.connection() as conn:
                 await kb_store.read_details(conn, wanted, held.details)
+        hits = kb_search.hits_of(kept, held.details)
+        held.searches.put(search, hits)
         observe_kb_search(time.perf_counter() - started)
-        return kb_search.hits_of(kept, held.details)
+        return hits
 
     async def stored_hits(self, retrieval_key: str) -> list[dict] | None:
         """The hits of a retrieval stored under this reuse key by any analysis (None: none is);

@@ -98,18 +98,7 @@ class SearchPlan:
     def of(
         cls, query: RetrieverQuery, limit_per_table: int, query_embedding: Sequence[float] | None, config: SearchConfig
     ) -> SearchPlan:
-        lexemes = (
-            [lex for lex in query_lexemes(query, chunk_identifiers=config.chunk_identifiers) if lex]
-            if config.mode != MODE_VECTOR
-            else []
-        )
-        use_lexical = bool(lexemes) and config.mode != MODE_VECTOR
-        return cls(
-            LexicalQuery.of(lexemes, trigram_terms(query)),
-            use_vector=query_embedding is not None and config.mode != MODE_LEXICAL and searches_vectors(query),
-            use_lexical=use_lexical,
-            candidates=max(config.candidates_per_index, limit_per_table),
-        )
+        return Search.of(query, tables=(), limit_per_table=limit_per_table, query_embedding=query_embedding, config=config).plan()
 
 
 def candidate_rows(
@@ -143,22 +132,117 @@ def rank(
 ) -> list[tuple[str, float, dict, dict]]:
     """(table, fused score, candidate row, components) of the hits kept, grouped by table in the order of
     ``tables`` (the intent's priority), best first within a table. No I/O: the indexes are in hand."""
-    for table in tables:
-        if table not in TABLES:
-            raise ValueError(f"unknown knowledge table {table!r}")
-    plan = SearchPlan.of(query, limit_per_table, query_embedding, config)
-    # Converted once, not once per table.
-    vector = None if query_embedding is None else np.asarray(query_embedding, dtype=np.float32)
-    if not (plan.use_vector or plan.use_lexical) or not tables:
-        return []
-    if plan.use_vector and vectors is None:
-        raise ValueError("a search with a query vector needs the vector index")
-    kept: list[tuple[str, float, dict, dict]] = []
-    for table in tables:
-        rows = candidate_rows(plan, table, lexical, vectors, vector)
-        fused = fuse(rows, limit_per_table, with_vector=plan.use_vector, with_lexical=plan.use_lexical, config=config)
-        kept.extend((table, score, row, comp) for score, row, comp in fused)
-    return kept
+    search = Search.of(query, tables=tables, limit_per_table=limit_per_table, query_embedding=query_embedding, config=config)
+    return search.rank(lexical, vectors)
+
+
+@dataclass(frozen=True)
+class Search:
+    """One search, reduced to everything its result depends on besides the indexes: its lexemes and trigram
+    terms, which indexes run, the tables, the limit, the configuration and the query vector.
+
+    Two chunks whose queries differ only in what the search does not read (a scene's property values,
+    the paths in an import file: direct chunks are searched by their keys alone) are the same search,
+    and compare and hash equal: ``SearchResults`` answers the second from the first. The plan (the
+    terms' trigrams, the lexemes' quoted forms) is built only for a search that runs.
+    """
+
+    lexemes: tuple[str, ...]  # sorted, unique: ts_rank's order (LexicalQuery)
+    terms: tuple[str, ...]
+    use_vector: bool
+    use_lexical: bool
+    tables: tuple[str, ...]
+    limit_per_table: int
+    config: SearchConfig
+    # The vector's float32 bytes when the vector search runs (exact: equal bytes, equal cosines).
+    vector_bytes: bytes | None
+
+    @classmethod
+    def of(
+        cls,
+        query: RetrieverQuery,
+        *,
+        tables: Sequence[str],
+        limit_per_table: int,
+        query_embedding: Sequence[float] | None = None,
+        config: SearchConfig = DEFAULT_CONFIG,
+    ) -> Search:
+        for table in tables:
+            if table not in TABLES:
+                raise ValueError(f"unknown knowledge table {table!r}")
+        lexemes = (
+            tuple(sorted({lex for lex in query_lexemes(query, chunk_identifiers=config.chunk_identifiers) if lex}))
+            if config.mode != MODE_VECTOR
+            else ()
+        )
+        use_vector = query_embedding is not None and config.mode != MODE_LEXICAL and searches_vectors(query)
+        return cls(
+            lexemes,
+            tuple(trigram_terms(query)),
+            use_vector=use_vector,
+            use_lexical=bool(lexemes),
+            tables=tuple(tables),
+            limit_per_table=limit_per_table,
+            config=config,
+            # Converted once, not once per table.
+            vector_bytes=np.asarray(query_embedding, dtype=np.float32).tobytes() if use_vector else None,
+        )
+
+    def plan(self) -> SearchPlan:
+        return SearchPlan(
+            LexicalQuery.of(self.lexemes, self.terms),
+            use_vector=self.use_vector,
+            use_lexical=self.use_lexical,
+            candidates=max(self.config.candidates_per_index, self.limit_per_table),
+        )
+
+    def rank(self, lexical: LexicalIndex, vectors: VectorIndex | None = None) -> list[tuple[str, float, dict, dict]]:
+        """The hits kept, as ``rank`` returns them."""
+        if not (self.use_vector or self.use_lexical) or not self.tables:
+            return []
+        if self.use_vector and vectors is None:
+            raise ValueError("a search with a query vector needs the vector index")
+        plan = self.plan()
+        vector = None if self.vector_bytes is None else np.frombuffer(self.vector_bytes, dtype=np.float32)
+        kept: list[tuple[str, float, dict, dict]] = []
+        for table in self.tables:
+            rows = candidate_rows(plan, table, lexical, vectors, vector)
+            fused = fuse(rows, self.limit_per_table, with_vector=plan.use_vector, with_lexical=plan.use_lexical, config=self.config)
+            kept.extend((table, score, row, comp) for score, row, comp in fused)
+        return kept
+
+
+class SearchResults:
+    """The hits of recent searches of one knowledge-base version, by ``Search``.
+
+    Projects repeat the keys of their direct chunks with other values (every
+    ``.import`` file of a kind, the same node type in many scenes): their queries
+    differ, their searches do not. The hit lists are shared, never modified.
+    """
+
+    def __init__(self, capacity: int = 4096):
+        self.capacity = capacity
+        self._entries: OrderedDict[Search, list[RetrievalHit]] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, search: Search) -> list[RetrievalHit] | None:
+        found = self._entries.get(search)
+        if found is None:
+            self.misses += 1
+            return None
+        self._entries.move_to_end(search)
+        self.hits += 1
+        return found
+
+    def put(self, search: Search, hits: list[RetrievalHit]) -> None:
+        self._entries[search] = hits
+        self._entries.move_to_end(search)
+        if len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 def hits_of(kept: Sequence[tuple[str, float, dict, dict]], known: RecordDetails) -> list[RetrievalHit]:
