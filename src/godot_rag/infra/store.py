@@ -846,7 +846,11 @@ class Store:
             return hits
         held = self._held_for(kb_version)
         search = kb_search.Search.of(query, tables=tables, limit_per_table=limit_per_table, query_embedding=query_embedding)
-        found = held.searches.get(search)
+        # Only searches without a vector are kept: those of direct chunks, which repeat their keys with other
+        # values. A vector comes from a script chunk's whole text, and a repeated one is the same query, which
+        # the retriever's cache of whole queries answers before asking here; keeping them cost 40 MB for nothing.
+        keep = not search.use_vector
+        found = held.searches.get(search) if keep else None
         if found is not None:
             observe_kb_search(time.perf_counter() - started)
             return found
@@ -858,7 +862,8 @@ class Store:
             async with self.pool.connection() as conn:
                 await kb_store.read_details(conn, wanted, held.details)
         hits = kb_search.hits_of(kept, held.details)
-        held.searches.put(search, hits)
+        if keep:
+            held.searches.put(search, hits)
         observe_kb_search(time.perf_counter() - started)
         return hits
 
