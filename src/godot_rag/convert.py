@@ -246,6 +246,66 @@ def judgment_from_pb(j: pb.Judgment) -> m.Judgment:
     )
 
 
+def judgment_to_dict(j: m.Judgment) -> dict:
+    """``to_dict(judgment_to_pb(j))`` without the protobuf round trip: the judge stores one a chunk."""
+    return {
+        "signal": j.signal,
+        "needs_migration": bool(j.needs_migration),
+        "confidence": _json_double(float(j.confidence)),
+        "evidence": [{"table": e.table, "record_id": e.record_id, "relevant": bool(e.relevant), "why": e.why} for e in j.evidence],
+        "migration_notes": [
+            {"line": int(n.line), "old": n.old, "new": n.new, "basis_record_id": n.basis_record_id} for n in j.migration_notes
+        ],
+        "explanation": j.explanation,
+        "judge_kind": j.judge_kind,
+        "model": j.model,
+        "prompt_version": j.prompt_version,
+        "answer": j.answer,
+        "raw_output": j.raw_output,
+        "status": j.status,
+        "error": j.error,
+        "prompt_tokens": int(j.prompt_tokens),
+        "completion_tokens": int(j.completion_tokens),
+        "latency_ms": _json_double(float(j.latency_ms)),
+        "llm_calls": int(j.llm_calls),
+        "route": j.route,
+        "cached": bool(j.cached),
+        "evidence_kinds": list(j.evidence_kinds),
+    }
+
+
+def judgment_from_dict(d: dict) -> m.Judgment:
+    """``judgment_from_pb(from_dict(d, pb.Judgment))`` without the protobuf round trip (a reused judgment)."""
+    return m.Judgment(
+        signal=d.get("signal") or "",
+        needs_migration=bool(d.get("needs_migration", False)),
+        confidence=float(d.get("confidence") or 0.0),
+        evidence=tuple(
+            m.EvidenceUse(e.get("table") or "", e.get("record_id") or "", bool(e.get("relevant", False)), e.get("why") or "")
+            for e in d.get("evidence") or ()
+        ),
+        migration_notes=tuple(
+            m.MigrationNote(int(n.get("line") or 0), n.get("old") or "", n.get("new") or "", n.get("basis_record_id") or "")
+            for n in d.get("migration_notes") or ()
+        ),
+        explanation=d.get("explanation") or "",
+        judge_kind=d.get("judge_kind") or "",
+        model=d.get("model") or "",
+        prompt_version=d.get("prompt_version") or "",
+        answer=d.get("answer") or "",
+        raw_output=d.get("raw_output") or "",
+        status=d.get("status") or m.JUDGMENT_OK,
+        error=d.get("error") or "",
+        prompt_tokens=int(d.get("prompt_tokens") or 0),
+        completion_tokens=int(d.get("completion_tokens") or 0),
+        latency_ms=float(d.get("latency_ms") or 0.0),
+        llm_calls=int(d.get("llm_calls") or 0),
+        route=d.get("route") or "",
+        cached=bool(d.get("cached", False)),
+        evidence_kinds=tuple(d.get("evidence_kinds") or ()),
+    )
+
+
 def request_from_pb(r: pb.JudgmentRequest) -> m.JudgmentRequest:
     chunk = chunk_from_pb(r.chunk)
     if not chunk.code_text and r.chunk_text:

@@ -179,7 +179,7 @@ class JudgeStage:
         cached = await store.get_cached_judgment(key)
         judgment: Judgment
         if cached is not None:
-            judgment = replace(convert.judgment_from_pb(convert.from_dict(cached, pb.Judgment)), cached=True)
+            judgment = replace(convert.judgment_from_dict(cached), cached=True)
         else:
             # The bus sends progress acks while this runs (a long generation is not redelivered).
             judgment = await judge_once(
@@ -191,7 +191,7 @@ class JudgeStage:
             item.analysis_id,
             item.chunk_id,
             judgment_key=key,
-            judgment=convert.to_dict(convert.judgment_to_pb(judgment)),
+            judgment=convert.judgment_to_dict(judgment),
             latency_ms=latency_ms,
             cache=not failed and not judgment.cached,
             version_id=version,
