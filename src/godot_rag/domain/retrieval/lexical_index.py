@@ -115,15 +115,42 @@ class LexicalQuery:
     lexemes: tuple[str, ...]
     needles: tuple[str, ...]
     term_trigrams: tuple[frozenset[str], ...]
+    # trigram -> the terms (their places in term_trigrams) that have it: derived, so not compared
+    term_index: Mapping[str, tuple[int, ...]] = field(default_factory=dict, compare=False, repr=False)
+    term_grams: frozenset[str] = field(default=frozenset(), compare=False, repr=False)  # term_index's keys
 
     @classmethod
     def of(cls, lexemes: Iterable[str], terms: Iterable[str]) -> LexicalQuery:
         ranked = tuple(sorted({lex for lex in lexemes if lex}))
+        term_trigrams = tuple(t for t in (trigrams(term) for term in terms) if t)
+        index: dict[str, list[int]] = {}
+        for place, grams in enumerate(term_trigrams):
+            for gram in grams:
+                index.setdefault(gram, []).append(place)
         return cls(
             ranked,
             tuple(" " + _quote(lex) for lex in ranked),
-            tuple(t for t in (trigrams(term) for term in terms) if t),
+            term_trigrams,
+            {gram: tuple(places) for gram, places in index.items()},
+            frozenset(index),
         )
+
+    def best_similarity(self, title: frozenset[str]) -> float:
+        """``max(similarity(term, title) for term in term_trigrams)`` (0 without terms), counted from the
+        title's trigrams: a title shares trigrams with few of the terms, and most candidates with none."""
+        if not title or not self.term_trigrams:
+            return 0.0
+        shared: dict[int, int] = {}
+        # The set intersection runs in C; the loop then sees only the trigrams a term has.
+        for gram in title & self.term_grams:
+            for place in self.term_index[gram]:
+                shared[place] = shared.get(place, 0) + 1
+        best = 0.0
+        for place, n in shared.items():
+            score = _ratio(n, len(self.term_trigrams[place]) + len(title) - n)
+            if score > best:
+                best = score
+        return best
 
 
 _TRIGRAM_WORD = re.compile(r"[^\W_]+")
@@ -192,7 +219,7 @@ class _Table:
                 title=self.titles[place],
                 key_score=float(keys[place]) if keys is not None else 0.0,
                 text_score=text_rank(self.search_text[place], query),
-                trigram_score=max((similarity(t, self.trigrams_of(place)) for t in query.term_trigrams), default=0.0),
+                trigram_score=query.best_similarity(self.trigrams_of(place)),
             )
             for place in places
         ]
@@ -349,10 +376,7 @@ class LexicalIndex:
         found = self._tables.get(table)
         if found is None:
             return {}
-        return {
-            rid: max((similarity(t, found.trigrams_of(place)) for t in query.term_trigrams), default=0.0)
-            for place, rid in enumerate(found.ids)
-        }
+        return {rid: query.best_similarity(found.trigrams_of(place)) for place, rid in enumerate(found.ids)}
 
 
 def _has_entry(text: str, needle: str) -> bool:
