@@ -50,6 +50,7 @@ def test_redeliveries_dead_letters_llm_search_and_analyses():
     metrics.observe_llm("Qwen/Qwen3.6-35B-A3B-FP8", 1.5, ok=True, prompt_tokens=900, completion_tokens=120)
     metrics.observe_llm("Qwen/Qwen3.6-35B-A3B-FP8", 0.3, ok=False)
     metrics.observe_kb_search(0.02)
+    metrics.observe_kb_search(0.0001, reused=True)
     assert value(metrics, "godot_rag_stage_redeliveries_total", stage="retriever") == 2
     assert value(metrics, "godot_rag_stage_dead_letters_total", stage="judge") == 1
     model = "Qwen/Qwen3.6-35B-A3B-FP8"
@@ -58,7 +59,9 @@ def test_redeliveries_dead_letters_llm_search_and_analyses():
     assert value(metrics, "godot_rag_llm_tokens_total", model=model, kind="prompt") == 900
     assert value(metrics, "godot_rag_llm_tokens_total", model=model, kind="completion") == 120
     assert value(metrics, "godot_rag_llm_request_seconds_count", model=model) == 2
-    assert value(metrics, "godot_rag_kb_search_seconds_count") == 1
+    assert value(metrics, "godot_rag_kb_search_seconds_count") == 2
+    assert value(metrics, "godot_rag_kb_searches_total", answer="ranked") == 1
+    assert value(metrics, "godot_rag_kb_searches_total", answer="reused") == 1
 
     metrics.set_analyses_by_status({"running": 2, "done": 5})
     metrics.set_analyses_by_status({"done": 7})

@@ -106,8 +106,14 @@ class Metrics:
         )
         self.kb_search_seconds = Histogram(
             f"{PREFIX}_kb_search_seconds",
-            "Time of one knowledge-base search (the hybrid search's SQL round trips)",
+            "Time of one knowledge-base search (ranked over the indexes the retriever holds, or reused)",
             buckets=SEARCH_BUCKETS,
+            registry=r,
+        )
+        self.kb_searches = Counter(
+            f"{PREFIX}_kb_searches",
+            "Knowledge-base searches by answer: ranked over the indexes, or reused (the same search without a vector, kept)",
+            ["answer"],
             registry=r,
         )
         self.analyses = Gauge(f"{PREFIX}_analyses", "Analyses in the store by status", ["status"], registry=r)
@@ -139,8 +145,9 @@ class Metrics:
         if completion_tokens:
             self.llm_tokens.labels(model, "completion").inc(completion_tokens)
 
-    def observe_kb_search(self, seconds: float) -> None:
+    def observe_kb_search(self, seconds: float, *, reused: bool = False) -> None:
         self.kb_search_seconds.observe(seconds)
+        self.kb_searches.labels("reused" if reused else "ranked").inc()
 
     def set_analyses_by_status(self, counts: dict[str, int]) -> None:
         """Set the analyses gauge from a full count; a status that disappeared goes to 0, not stale."""
@@ -185,8 +192,8 @@ def observe_llm(model: str, seconds: float, *, ok: bool, prompt_tokens: int = 0,
     METRICS.observe_llm(model, seconds, ok=ok, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
 
 
-def observe_kb_search(seconds: float) -> None:
-    METRICS.observe_kb_search(seconds)
+def observe_kb_search(seconds: float, *, reused: bool = False) -> None:
+    METRICS.observe_kb_search(seconds, reused=reused)
 
 
 def set_analyses_by_status(counts: dict[str, int]) -> None:

@@ -852,7 +852,7 @@ class Store:
         keep = not search.use_vector
         found = held.searches.get(search) if keep else None
         if found is not None:
-            observe_kb_search(time.perf_counter() - started)
+            observe_kb_search(time.perf_counter() - started, reused=True)
             return found
         lexical = await self.lexical_index(kb_version)
         vectors = await self.vector_index(kb_version) if search.use_vector else None
