@@ -13,17 +13,14 @@ from urllib.parse import quote
 import jinja2
 from aiohttp import web
 
-from godot_rag.domain.ingest.policy import IngestError
 from godot_rag.errors import AccessDeniedError, GodotRagError, InvalidInputError, NotFoundError, OverloadedError
 from godot_rag.infra.auth import COOKIE_NAME, token_matches
 from godot_rag.infra.grpc_edge import http_status_for
 from godot_rag.infra.service import ServiceContext
 from godot_rag.pipeline import web_data
 from godot_rag.pipeline import web_views as wv
-from godot_rag.pipeline.export import result_to_json
 from godot_rag.pipeline.replay import replay_status, start_replay
-from godot_rag.pipeline.results import analysis_result
-from godot_rag.pipeline.submit import collect_and_submit
+from godot_rag.pipeline.submit import submit_some
 from godot_rag.pipeline.versions import diff_results
 from godot_rag.pipeline.web_requests import (
     access_refusal,
@@ -44,7 +41,6 @@ from godot_rag.pipeline.web_requests import (
     submitted_json,
     to_json_text,
 )
-from godot_rag.pipeline.why_not import why_not_retrieved
 
 log = logging.getLogger(__name__)
 
@@ -166,12 +162,9 @@ def build_app(ctx: ServiceContext) -> web.Application:
         raise web.HTTPSeeOther(f"/a/{quote(submitted[0].analysis_id, safe='')}")
 
     async def _submit(request: web.Request, body: dict, archive: bytes = b"", archive_name: str = "") -> list:
-        _, submitted = await collect_and_submit(
+        return await submit_some(
             ctx.store, ctx.bus, ctx.settings, submit_input_of(body, archive, archive_name, request.remote or "")
         )
-        if not submitted:
-            raise IngestError("no project found in the input")
-        return submitted
 
     @routes.get("/a/{aid}")
     async def analysis_page(request: web.Request) -> web.Response:
@@ -258,17 +251,12 @@ def build_app(ctx: ServiceContext) -> web.Application:
 
     @routes.get("/api/analyses/{analysis_id}")
     async def analysis(request: web.Request) -> web.Response:
-        result = await analysis_result(ctx.store, request.match_info["analysis_id"])
-        doc = result_to_json(result)
-        doc["progress"] = (await ctx.store.progress(result.analysis_id)).to_json()
-        return _json(doc)
+        return _json(await web_data.analysis_json(ctx.store, request.match_info["analysis_id"]))
 
     @routes.get("/api/analyses/{analysis_id}/why-not")
     async def why_not(request: web.Request) -> web.Response:
         aid, chunk_id, record = request.match_info["analysis_id"], request.query.get("chunk", ""), request.query.get("record", "")
-        if not chunk_id or not record.strip():
-            raise InvalidInputError("give chunk and record")
-        return _json(await why_not_retrieved(ctx.store, aid, chunk_id, record[:500], limit_per_table=limit))
+        return _json(await web_data.why_not_json(ctx.store, aid, chunk_id, record, limit_per_table=limit))
 
     @routes.get("/api/analyses/{analysis_id}/chunks/{chunk_id:.+}")
     async def chunk(request: web.Request) -> web.Response:

@@ -24,6 +24,7 @@ from functools import lru_cache
 
 from godot_rag import convert
 from godot_rag.domain.aggregation.versions import retrieval_config, retrieval_version_id
+from godot_rag.domain.lru import Lru
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 from godot_rag.domain.retrieval.fusion import searches_vectors
 from godot_rag.domain.retrieval.query import (
@@ -190,7 +191,7 @@ class KbVersionCache:
         return self._row
 
 
-class SearchCache:
+class SearchCache(Lru[str, list[RetrievalHit]]):
     """Hits of recent searches, by everything that decides them: the whole query, the
     knowledge base searched (data version and embedding model) and the limit.
 
@@ -200,28 +201,11 @@ class SearchCache:
     """
 
     def __init__(self, capacity: int = 2048):
-        self.capacity = capacity
-        self._entries: OrderedDict[str, list[RetrievalHit]] = OrderedDict()
-        self.hits = 0
-        self.misses = 0
+        super().__init__(capacity)
 
     @staticmethod
     def key(query: RetrieverQuery, kb_version: str, limit: int) -> str:
         return retrieval_key(query, kb_version, limit)
-
-    def get(self, key: str) -> list[RetrievalHit] | None:
-        found = self._entries.get(key)
-        if found is None:
-            self.misses += 1
-            return None
-        self._entries.move_to_end(key)
-        self.hits += 1
-        return found
-
-    def put(self, key: str, hits: list[RetrievalHit]) -> None:
-        self._entries[key] = hits
-        if len(self._entries) > self.capacity:
-            self._entries.popitem(last=False)
 
 
 async def retrieve(

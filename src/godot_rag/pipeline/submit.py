@@ -551,3 +551,11 @@ async def collect_and_submit(
         finally:
             # Removing a working folder of thousands of files blocks: off the event loop too.
             await asyncio.to_thread(held.close)
+
+
+async def submit_some(store: Store, bus: Bus, settings: Settings, given: SubmitInput) -> list[SubmittedProject]:
+    """``collect_and_submit`` for the web screen and its JSON API, where an input with no project in it is an error."""
+    _, submitted = await collect_and_submit(store, bus, settings, given)
+    if not submitted:
+        raise IngestError("no project found in the input")
+    return submitted

@@ -16,7 +16,9 @@ from godot_rag.errors import InvalidInputError, NotFoundError
 from godot_rag.infra.rows import AnalysisRow, FileRow, WebChunkRow
 from godot_rag.infra.store import Store
 from godot_rag.pipeline import web_views as wv
+from godot_rag.pipeline.export import result_to_json
 from godot_rag.pipeline.patch import analysis_patch_doc
+from godot_rag.pipeline.results import analysis_result
 from godot_rag.pipeline.versions import diff_results, list_versions
 from godot_rag.pipeline.web_requests import live_events, sse_message
 from godot_rag.pipeline.why_not import why_not_retrieved
@@ -67,6 +69,21 @@ async def verdict_part(store: Store, analysis_id: str) -> dict:
         "verdict": wv.verdict_view(await store.get_verdict(analysis_id), running, wv.status_counts(views)),
         "chart": wv.signal_chart(views, kinds),
     }
+
+
+async def analysis_json(store: Store, analysis_id: str) -> dict:
+    """The API's analysis document: the result as the exports write it, with the analysis's progress."""
+    result = await analysis_result(store, analysis_id)
+    doc = result_to_json(result)
+    doc["progress"] = (await store.progress(result.analysis_id)).to_json()
+    return doc
+
+
+async def why_not_json(store: Store, analysis_id: str, chunk_id: str, record: str, *, limit_per_table: int) -> dict:
+    """Why ``record`` is not among the chunk's hits (the API's why-not): both must be given."""
+    if not chunk_id or not record.strip():
+        raise InvalidInputError("give chunk and record")
+    return await why_not_retrieved(store, analysis_id, chunk_id, record[:500], limit_per_table=limit_per_table)
 
 
 async def chunk_detail(store: Store, analysis_id: str, chunk_id: str) -> dict | None:

@@ -18,12 +18,12 @@ measurements behind the choices.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from godot_rag.domain.lru import Lru
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 from godot_rag.domain.retrieval.fusion import (
     DEFAULT_CONFIG,
@@ -42,7 +42,7 @@ from godot_rag.domain.retrieval.why_not import RankFacts, SearchRank
 TABLES = ("docs_chunks", "api_mapping", "label_prototypes")
 
 
-class RecordDetails:
+class RecordDetails(Lru[tuple[str, str], dict]):
     """Content and metadata of knowledge records by (table, id), for one knowledge-base version.
 
     A project's chunks keep finding the same records (the classes its scripts
@@ -51,23 +51,7 @@ class RecordDetails:
     """
 
     def __init__(self, capacity: int = 8192):
-        self.capacity = capacity
-        self._entries: OrderedDict[tuple[str, str], dict] = OrderedDict()
-
-    def get(self, key: tuple[str, str]) -> dict | None:
-        found = self._entries.get(key)
-        if found is not None:
-            self._entries.move_to_end(key)
-        return found
-
-    def put(self, key: tuple[str, str], details: dict) -> None:
-        self._entries[key] = details
-        self._entries.move_to_end(key)
-        if len(self._entries) > self.capacity:
-            self._entries.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._entries)
+        super().__init__(capacity)
 
 
 def with_vector_scores(rows: list[dict], index: VectorIndex | None, query_embedding: Sequence[float] | None) -> list[dict]:
@@ -212,7 +196,7 @@ class Search:
         return kept
 
 
-class SearchResults:
+class SearchResults(Lru[Search, list[RetrievalHit]]):
     """The hits of recent searches of one knowledge-base version, by ``Search``.
 
     Projects repeat the keys of their direct chunks with other values (every
@@ -221,28 +205,7 @@ class SearchResults:
     """
 
     def __init__(self, capacity: int = 4096):
-        self.capacity = capacity
-        self._entries: OrderedDict[Search, list[RetrievalHit]] = OrderedDict()
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, search: Search) -> list[RetrievalHit] | None:
-        found = self._entries.get(search)
-        if found is None:
-            self.misses += 1
-            return None
-        self._entries.move_to_end(search)
-        self.hits += 1
-        return found
-
-    def put(self, search: Search, hits: list[RetrievalHit]) -> None:
-        self._entries[search] = hits
-        self._entries.move_to_end(search)
-        if len(self._entries) > self.capacity:
-            self._entries.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._entries)
+        super().__init__(capacity)
 
 
 def hits_of(kept: Sequence[tuple[str, float, dict, dict]], known: RecordDetails) -> list[RetrievalHit]:
