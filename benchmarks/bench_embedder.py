@@ -57,7 +57,7 @@ def shipped_vectors() -> dict[str, np.ndarray]:
     dim = int(header["dim"])
     size = 32 + 2 * dim
     unpack = struct.Struct(f"<{dim}e").unpack_from
-    return {body[o:o + 32].hex(): np.asarray(unpack(body, o + 32), dtype=np.float32) for o in range(0, len(body), size)}
+    return {body[o : o + 32].hex(): np.asarray(unpack(body, o + 32), dtype=np.float32) for o in range(0, len(body), size)}
 
 
 def rate(embedder, texts: list[str], batch: int, rounds: int) -> float:
@@ -67,7 +67,7 @@ def rate(embedder, texts: list[str], batch: int, rounds: int) -> float:
     for _ in range(rounds):
         started = time.perf_counter()
         for start in range(0, len(texts), batch):
-            embedder.embed(texts[start:start + batch])
+            embedder.embed(texts[start : start + batch])
         best = min(best, time.perf_counter() - started)
     return len(texts) / best
 
@@ -91,19 +91,24 @@ def quantised(embedder: MiniLMEmbedder, folder: Path) -> MiniLMEmbedder:
     return q
 
 
-def measure(threads: int | None = None, int8: bool = False, batches=(1, 32, 128), rounds: int = 3,
-            kb_sample: int = 2000, echo=print) -> dict:
+def measure(
+    threads: int | None = None, int8: bool = False, batches=(1, 32, 128), rounds: int = 3, kb_sample: int = 2000, echo=print
+) -> dict:
     texts = chunk_texts()
     shipped = shipped_vectors()
     kb_texts = sorted({r.embed_text for r in knowledge_records(None) if r.embed_text and text_sha256(r.embed_text) in shipped})
     kb_texts = kb_texts[:: max(1, len(kb_texts) // kb_sample)]
-    runtimes = {"torch": MiniLMEmbedder(backend="torch", threads=threads),
-                "onnx": MiniLMEmbedder(backend="onnx", threads=threads)}
+    runtimes = {"torch": MiniLMEmbedder(backend="torch", threads=threads), "onnx": MiniLMEmbedder(backend="onnx", threads=threads)}
     tmp = tempfile.TemporaryDirectory(prefix="godot-rag-int8-")
     if int8:
         runtimes["onnx-int8"] = quantised(runtimes["onnx"], Path(tmp.name))
-    out: dict = {"texts": len(texts), "mean_chars": sum(map(len, texts)) / len(texts), "kb_texts": len(kb_texts),
-                 "threads": threads, "runtimes": {}}
+    out: dict = {
+        "texts": len(texts),
+        "mean_chars": sum(map(len, texts)) / len(texts),
+        "kb_texts": len(kb_texts),
+        "threads": threads,
+        "runtimes": {},
+    }
     for name, emb in runtimes.items():
         t0 = time.perf_counter()
         emb.embed(["warm up"])
@@ -114,8 +119,11 @@ def measure(threads: int | None = None, int8: bool = False, batches=(1, 32, 128)
         lo, mean = agreement(emb, kb_texts, shipped)
         row["cos_min"], row["cos_mean"] = round(lo, 6), round(mean, 6)
         out["runtimes"][name] = row
-        echo(f"{name:10} load {load_s:5.1f}s  " + "  ".join(f"b{b}: {row[f'batch_{b}']:7.1f}/s" for b in batches)
-             + f"  cosine vs shipped KB vectors: min {lo:.5f} mean {mean:.5f}")
+        echo(
+            f"{name:10} load {load_s:5.1f}s  "
+            + "  ".join(f"b{b}: {row[f'batch_{b}']:7.1f}/s" for b in batches)
+            + f"  cosine vs shipped KB vectors: min {lo:.5f} mean {mean:.5f}"
+        )
     tmp.cleanup()
     return out
 

@@ -101,9 +101,7 @@ def main() -> float:
     min_bytes = int(args.mb * 1_000_000)
     results = {label: measure(repeated(files, min_bytes), args.rounds) for label, files in sets.items() if files}
     print(f"best of {args.rounds} rounds, each set repeated to >= {args.mb:g} MB")
-    print(
-        f"{'set':14} {'bare parse':>11} {'parse_gdscript':>15} {'chunks/s':>10} {'overhead':>9}"
-    )
+    print(f"{'set':14} {'bare parse':>11} {'parse_gdscript':>15} {'chunks/s':>10} {'overhead':>9}")
     for label, r in results.items():
         mb = r["bytes"] / 1_000_000
         print(
@@ -113,8 +111,10 @@ def main() -> float:
     clean_sets = [results[label] for label in ("samples", "corpus") if label in results]
     rate = sum(r["chunks"] for r in clean_sets) / sum(r["chunked"] for r in clean_sets)
     verdict = "held" if rate >= FLOOR_CHUNKS_PER_S else "BELOW the floor"
-    print(f"summary: parse+chunk {rate:,.0f} chunks/s on files that parse cleanly "
-          f"(regression floor {FLOOR_CHUNKS_PER_S:,} chunks/s: {verdict})")
+    print(
+        f"summary: parse+chunk {rate:,.0f} chunks/s on files that parse cleanly "
+        f"(regression floor {FLOOR_CHUNKS_PER_S:,} chunks/s: {verdict})"
+    )
     return rate
 
 

@@ -63,8 +63,20 @@ from godot_rag.supervisor import Supervisor  # noqa: E402
 
 PROFILED = ("retriever", "judge", "aggregator", "parser")
 # Outer frames every sample of a thread shares (event loop, thread pool): no information.
-GENERIC = ("<module>", "Runner.run", "run (asyncio", "_run_module_as_main", "_run_code", "BaseEventLoop.", "Handle._run", "Thread.",
-           "Thread._bootstrap", "_worker (concurrent", "_WorkItem.run", "main (")
+GENERIC = (
+    "<module>",
+    "Runner.run",
+    "run (asyncio",
+    "_run_module_as_main",
+    "_run_code",
+    "BaseEventLoop.",
+    "Handle._run",
+    "Thread.",
+    "Thread._bootstrap",
+    "_worker (concurrent",
+    "_WorkItem.run",
+    "main (",
+)
 # Innermost frames of a thread that waits rather than works.
 IDLE = ("EpollSelector.select", "select (selectors", "_worker (concurrent", "wait (threading", "_wait_for_tstate_lock")
 
@@ -77,6 +89,7 @@ def pct(values: list[float], p: float) -> float:
 
 
 # ---------------------------------------------------------------- resources
+
 
 def _rss_of(pid: int, proportional: bool = False) -> int:
     try:
@@ -170,6 +183,7 @@ def _server_pids(sup: Supervisor) -> dict[str, int]:
 
 # ---------------------------------------------------------------- profile
 
+
 def start_profiles(sup: Supervisor, folder: Path, duration_s: int, delay_s: float) -> list[tuple[str, subprocess.Popen, Path]]:
     """py-spy on the first worker of each profiled stage, from ``delay_s`` after submission (the
     stages are busy by then) for ``duration_s``; sampling does not pause the process."""
@@ -183,9 +197,25 @@ def start_profiles(sup: Supervisor, folder: Path, duration_s: int, delay_s: floa
     for child in sup.children.values():
         if child.name in PROFILED and getattr(child, "worker", 1) == 1:
             path = folder / f"{child.name}.txt"
-            proc = subprocess.Popen([pyspy, "record", "--pid", str(child.pid), "--duration", str(duration_s),
-                                     "--rate", "50", "--format", "raw", "--nonblocking", "--output", str(path)],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                [
+                    pyspy,
+                    "record",
+                    "--pid",
+                    str(child.pid),
+                    "--duration",
+                    str(duration_s),
+                    "--rate",
+                    "50",
+                    "--format",
+                    "raw",
+                    "--nonblocking",
+                    "--output",
+                    str(path),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             out.append((child.name, proc, path))
     return out
 
@@ -213,10 +243,12 @@ def hot_spots(path: Path, top: int = 12) -> dict:
             incl[f] += count
     if not total:
         return {"samples": 0}
-    return {"samples": total, "idle_samples": idle,
-            "self": [(f, round(100 * c / total, 1)) for f, c in own.most_common(top)],
-            "inclusive": [(f, round(100 * c / total, 1)) for f, c in incl.most_common(top * 3)
-                          if not f.startswith(GENERIC)][:top]}
+    return {
+        "samples": total,
+        "idle_samples": idle,
+        "self": [(f, round(100 * c / total, 1)) for f, c in own.most_common(top)],
+        "inclusive": [(f, round(100 * c / total, 1)) for f, c in incl.most_common(top * 3) if not f.startswith(GENERIC)][:top],
+    }
 
 
 STATEMENT_LINE = re.compile(r"duration: ([\d.]+) ms\s+(statement|execute [^:]*|parse [^:]*|bind [^:]*): (.*)")
@@ -260,8 +292,14 @@ def statement_profile(log: Path, chunks: int, top: int = 15) -> dict:
         "steps_per_chunk": round(sum(count.values()) / max(1, chunks), 1),
         "ms": round(sum(total.values())),
         "top": [
-            {"step": step, "statement": text, "n": count[(step, text)], "per_chunk": round(count[(step, text)] / max(1, chunks), 2),
-             "ms": round(ms), "mean_ms": round(ms / count[(step, text)], 3)}
+            {
+                "step": step,
+                "statement": text,
+                "n": count[(step, text)],
+                "per_chunk": round(count[(step, text)] / max(1, chunks), 2),
+                "ms": round(ms),
+                "mean_ms": round(ms / count[(step, text)], 3),
+            }
             for (step, text), ms in sorted(total.items(), key=lambda kv: -kv[1])[:top]
         ],
     }
@@ -269,15 +307,22 @@ def statement_profile(log: Path, chunks: int, top: int = 15) -> dict:
 
 # ---------------------------------------------------------------- one run
 
+
 def stage_figures(dsn: str, analysis_id: str, wall_s: float, workers: int) -> dict:
     with psycopg.connect(dsn, row_factory=dict_row) as conn:
-        base = one_value(conn, "select extract(epoch from created_at) as t from godot_rag.analyses where analysis_id = %s",
-                         (analysis_id,))
+        base = one_value(
+            conn, "select extract(epoch from created_at) as t from godot_rag.analyses where analysis_id = %s", (analysis_id,)
+        )
         rows = conn.execute(
             """select chunk_id, stage, status, extract(epoch from started_at) as s, extract(epoch from updated_at) as u
-               from godot_rag.chunk_stages where analysis_id = %s""", (analysis_id,)).fetchall()
-        files = conn.execute("""select extract(epoch from updated_at) as u from godot_rag.files
-                                where analysis_id = %s and included""", (analysis_id,)).fetchall()
+               from godot_rag.chunk_stages where analysis_id = %s""",
+            (analysis_id,),
+        ).fetchall()
+        files = conn.execute(
+            """select extract(epoch from updated_at) as u from godot_rag.files
+                                where analysis_id = %s and included""",
+            (analysis_id,),
+        ).fetchall()
     by: dict[str, dict[str, dict]] = defaultdict(dict)
     for r in rows:
         by[r["stage"]][r["chunk_id"]] = r
@@ -299,9 +344,14 @@ def stage_figures(dsn: str, analysis_id: str, wall_s: float, workers: int) -> di
             else:
                 cur_e = max(cur_e, e)
         busy += cur_e - cur_s
-        out[name] = {"n": len(spans), "per_s": round(len(spans) / max(1e-6, last - first), 1),
-                     "p50_ms": round(pct(lat, 50), 1), "p95_ms": round(pct(lat, 95), 1),
-                     "busy_share": round(min(1.0, busy / wall_s), 3), "mean_in_flight": round(sum(lat) / 1000 / max(1e-6, busy), 1)}
+        out[name] = {
+            "n": len(spans),
+            "per_s": round(len(spans) / max(1e-6, last - first), 1),
+            "p50_ms": round(pct(lat, 50), 1),
+            "p95_ms": round(pct(lat, 95), 1),
+            "busy_share": round(min(1.0, busy / wall_s), 3),
+            "mean_in_flight": round(sum(lat) / 1000 / max(1e-6, busy), 1),
+        }
 
     summary("chunk (files)", [(float(base), float(f["u"])) for f in files])
     for stage in ("retrieve", "judge"):
@@ -346,12 +396,22 @@ def edited_copy(corpus: Path, target: Path, every: int = 10) -> Path:
     for n, path in enumerate(scripts):
         if n % every == 0:
             with path.open("a", encoding="utf-8") as fh:
-                fh.write(f"\n\nfunc _edited_{n}():\n\tprint(\"edited for the re-analysis\")\n")
+                fh.write(f'\n\nfunc _edited_{n}():\n\tprint("edited for the re-analysis")\n')
     return target
 
 
-def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None = None, profile_s: int = 60,
-             timeout_s: float = 3600, env: dict | None = None, pg_statements: bool = False, reanalyze: bool = False) -> dict:
+def run_once(
+    corpus: Path,
+    *,
+    workers: int,
+    label: str,
+    profile_dir: Path | None = None,
+    profile_s: int = 60,
+    timeout_s: float = 3600,
+    env: dict | None = None,
+    pg_statements: bool = False,
+    reanalyze: bool = False,
+) -> dict:
     import grpc
 
     from godot_rag.v1 import services_pb2 as spb
@@ -360,8 +420,14 @@ def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None
     stats = corpus_stats(corpus)
     data_dir = Path(tempfile.mkdtemp(prefix="godot-rag-bench-"))
     data_dir.chmod(0o755)
-    settings = load_settings({"GODOT_RAG_DATA_DIR": str(data_dir), "GODOT_RAG_STAGE_WORKERS": str(workers),
-                              "GODOT_RAG_LOG_LEVEL": "WARNING", **(env or {})})
+    settings = load_settings(
+        {
+            "GODOT_RAG_DATA_DIR": str(data_dir),
+            "GODOT_RAG_STAGE_WORKERS": str(workers),
+            "GODOT_RAG_LOG_LEVEL": "WARNING",
+            **(env or {}),
+        }
+    )
     # The query embedder's derived model files (ONNX export, int8 graph) are made once per data
     # folder, on the first query: a user pays that once. Each run starts with them in place, so
     # the figures are those of every analysis after the first (the one-time cost is printed apart).
@@ -396,7 +462,9 @@ def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None
         profiles: list = []
         profiler = None
         if profile_dir:
-            profiler = threading.Thread(target=lambda: profiles.extend(start_profiles(sup, profile_dir, profile_s, 20)), daemon=True)
+            profiler = threading.Thread(
+                target=lambda: profiles.extend(start_profiles(sup, profile_dir, profile_s, 20)), daemon=True
+            )
             profiler.start()
         last = None
         for progress in gateway.WatchProgress(spb.GetRequest(analysis_id=submitted.analysis_id), timeout=timeout_s):
@@ -407,8 +475,12 @@ def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None
         channel.close()
         with psycopg.connect(runtime["pg_dsn"]) as conn:
             chunks = one_value(conn, "select count(*) from godot_rag.chunks where analysis_id = %s", (submitted.analysis_id,))
-        result.update(wall_s=round(wall, 1), chunks=chunks, chunks_per_s=round(chunks / wall, 1),
-                      stages=stage_figures(runtime["pg_dsn"], submitted.analysis_id, wall, workers))
+        result.update(
+            wall_s=round(wall, 1),
+            chunks=chunks,
+            chunks_per_s=round(chunks / wall, 1),
+            stages=stage_figures(runtime["pg_dsn"], submitted.analysis_id, wall, workers),
+        )
         if statement_log is not None:
             result["pg_statements"] = statement_profile(statement_log, chunks)
         done_cpu: dict[str, float] = defaultdict(float)
@@ -434,9 +506,12 @@ def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None
             with psycopg.connect(runtime["pg_dsn"]) as conn:
                 again_chunks = one_value(conn, "select count(*) from godot_rag.chunks where analysis_id = %s", (again.analysis_id,))
             shutil.rmtree(edited, ignore_errors=True)
-            result["reanalysis"] = {"wall_s": round(again_wall, 1), "chunks": again_chunks,
-                                    "chunks_per_s": round(again_chunks / again_wall, 1),
-                                    "cpu_ms_per_chunk": round(1000 * again_cpu / max(1, again_chunks), 1)}
+            result["reanalysis"] = {
+                "wall_s": round(again_wall, 1),
+                "chunks": again_chunks,
+                "chunks_per_s": round(again_chunks / again_wall, 1),
+                "cpu_ms_per_chunk": round(1000 * again_cpu / max(1, again_chunks), 1),
+            }
             # The first analysis's figures stop where it finished.
             result["cpu_s_at_done"] = dict(done_cpu)
         if profiler is not None:
@@ -472,13 +547,18 @@ def run_once(corpus: Path, *, workers: int, label: str, profile_dir: Path | None
 
 # ---------------------------------------------------------------- parser, embedder, LLM
 
+
 def parser_figure(mb: float, rounds: int) -> dict:
     import bench_parser
 
     samples = [(p.name, p.read_bytes()) for p in sorted((REPO / "samples").rglob("*.gd"))]
     r = bench_parser.measure(bench_parser.repeated(samples, int(mb * 1_000_000)), rounds)
-    return {"bare_mb_per_s": round(r["bytes"] / 1e6 / r["bare"], 2), "chunked_mb_per_s": round(r["bytes"] / 1e6 / r["chunked"], 2),
-            "chunks_per_s": round(r["chunks"] / r["chunked"]), "overhead_pct": round(bench_parser.overhead(r["chunked"], r["bare"]), 1)}
+    return {
+        "bare_mb_per_s": round(r["bytes"] / 1e6 / r["bare"], 2),
+        "chunked_mb_per_s": round(r["bytes"] / 1e6 / r["chunked"], 2),
+        "chunks_per_s": round(r["chunks"] / r["chunked"]),
+        "overhead_pct": round(bench_parser.overhead(r["chunked"], r["bare"]), 1),
+    }
 
 
 def embedder_figure(rounds: int) -> dict:
@@ -499,24 +579,30 @@ def llm_figure(requests: int, concurrencies=(1, 2, 4)) -> dict:
     with LocalLlamaServer() as server:
         out = {"model": server.alias, "threads": server.threads}
         for c in concurrencies:
-            r = asyncio.run(load_llm.drive(server.url, server.alias, concurrency=c, total=requests, flavor="llamacpp",
-                                           max_tokens=256))
+            r = asyncio.run(
+                load_llm.drive(server.url, server.alias, concurrency=c, total=requests, flavor="llamacpp", max_tokens=256)
+            )
             out[f"c{c}"] = {k: r[k] for k in ("requests_per_s", "completion_tokens_per_s", "p95_ms", "errors")}
     return out
 
 
 # ---------------------------------------------------------------- report
 
+
 def table(res: dict) -> str:
     lines = []
     e2e = res["runs"]
     lines.append(f"{'run':<30} {'workers':>7} {'files':>6} {'chunks':>7} {'wall s':>8} {'chunks/s':>9} {'KB build s':>10}")
     for r in e2e:
-        lines.append(f"{r['label']:<30} {r['workers']:>7} {r['corpus']['files']:>6} {r['chunks']:>7} {r['wall_s']:>8.1f} "
-                     f"{r['chunks_per_s']:>9.1f} {r['kb_build_s'] if r['kb_build_s'] is not None else '-':>10}")
+        lines.append(
+            f"{r['label']:<30} {r['workers']:>7} {r['corpus']['files']:>6} {r['chunks']:>7} {r['wall_s']:>8.1f} "
+            f"{r['chunks_per_s']:>9.1f} {r['kb_build_s'] if r['kb_build_s'] is not None else '-':>10}"
+        )
     lines.append("")
-    lines.append("CPU ms per chunk, all service processes + PostgreSQL (robust to other load): " +
-                 ", ".join(f"{r['label']} {r.get('cpu_ms_per_chunk', '-')}" for r in e2e))
+    lines.append(
+        "CPU ms per chunk, all service processes + PostgreSQL (robust to other load): "
+        + ", ".join(f"{r['label']} {r.get('cpu_ms_per_chunk', '-')}" for r in e2e)
+    )
     ref = res.get("reference_run")
     if ref:
         r = next(x for x in e2e if x["label"] == ref)
@@ -524,37 +610,56 @@ def table(res: dict) -> str:
         lines.append(f"per stage inside the pipeline ({ref}):")
         lines.append(f"  {'stage':<16} {'n':>7} {'per s':>8} {'p50 ms':>9} {'p95 ms':>9} {'busy share':>11} {'in flight':>10}")
         for name, s in r["stages"].items():
-            lines.append(f"  {name:<16} {s['n']:>7} {s['per_s']:>8.1f} {s['p50_ms']:>9.1f} {s['p95_ms']:>9.1f} {s['busy_share']:>10.0%} {s['mean_in_flight']:>10.1f}")
+            lines.append(
+                f"  {name:<16} {s['n']:>7} {s['per_s']:>8.1f} {s['p50_ms']:>9.1f} {s['p95_ms']:>9.1f} {s['busy_share']:>10.0%} {s['mean_in_flight']:>10.1f}"
+            )
         lines.append("")
         again = next((x["reanalysis"] for x in e2e if x.get("reanalysis")), None)
         if again:
             first = next(x for x in e2e if x.get("reanalysis"))
-            lines.append(f"re-analysis after editing a tenth of the scripts, same stack ({first['label']}): {again['wall_s']} s, "
-                         f"{again['chunks_per_s']} chunks/s, {again['cpu_ms_per_chunk']} CPU ms per chunk "
-                         f"(first analysis {first['chunks_per_s']} chunks/s, {first.get('cpu_ms_per_chunk')} ms)")
-        lines.append("peak RSS MB (largest worker of each service): " +
-                     ", ".join(f"{k} {v}" for k, v in r.get("peak_rss_mb", {}).items()))
+            lines.append(
+                f"re-analysis after editing a tenth of the scripts, same stack ({first['label']}): {again['wall_s']} s, "
+                f"{again['chunks_per_s']} chunks/s, {again['cpu_ms_per_chunk']} CPU ms per chunk "
+                f"(first analysis {first['chunks_per_s']} chunks/s, {first.get('cpu_ms_per_chunk')} ms)"
+            )
+        lines.append(
+            "peak RSS MB (largest worker of each service): " + ", ".join(f"{k} {v}" for k, v in r.get("peak_rss_mb", {}).items())
+        )
         stmts = r.get("pg_statements")
         if stmts:
             lines.append("")
-            lines.append(f"PostgreSQL statement steps ({ref}): {stmts['steps']} ({stmts['steps_per_chunk']} per chunk), "
-                         f"{stmts['ms']} ms of statement time; the largest:")
+            lines.append(
+                f"PostgreSQL statement steps ({ref}): {stmts['steps']} ({stmts['steps_per_chunk']} per chunk), "
+                f"{stmts['ms']} ms of statement time; the largest:"
+            )
             lines.append(f"  {'step':<8} {'n':>7} {'per chunk':>9} {'ms':>7} {'mean ms':>8}  statement")
             for t in stmts["top"]:
                 lines.append(f"  {t['step']:<8} {t['n']:>7} {t['per_chunk']:>9} {t['ms']:>7} {t['mean_ms']:>8}  {t['statement']}")
     if res.get("parser"):
         p = res["parser"]
-        lines.append(f"parser: parse+chunk {p['chunked_mb_per_s']} MB/s ({p['chunks_per_s']} chunks/s) vs bare tree-sitter "
-                     f"{p['bare_mb_per_s']} MB/s (+{p['overhead_pct']}%)")
+        lines.append(
+            f"parser: parse+chunk {p['chunked_mb_per_s']} MB/s ({p['chunks_per_s']} chunks/s) vs bare tree-sitter "
+            f"{p['bare_mb_per_s']} MB/s (+{p['overhead_pct']}%)"
+        )
     if res.get("embedder"):
         for name, row in res["embedder"]["runtimes"].items():
-            lines.append(f"embedder {name}: " + ", ".join(f"batch {k.split('_')[1]} {v}/s" for k, v in row.items() if k.startswith("batch_")))
+            lines.append(
+                f"embedder {name}: " + ", ".join(f"batch {k.split('_')[1]} {v}/s" for k, v in row.items() if k.startswith("batch_"))
+            )
     llm = res.get("llm") or {}
     if "skipped" in llm:
         lines.append(f"LLM: not measured: {llm['skipped']}")
     elif llm:
-        lines.append("LLM (" + llm["model"] + "): " + ", ".join(
-            f"concurrency {k[1:]}: {v['requests_per_s']} req/s, p95 {v['p95_ms']:.0f} ms" for k, v in llm.items() if k.startswith("c")))
+        lines.append(
+            "LLM ("
+            + llm["model"]
+            + "): "
+            + ", ".join(
+                f"concurrency {k[1:]}: {v['requests_per_s']} req/s, p95 {v['p95_ms']:.0f} ms"
+                for k, v in llm.items()
+                if k.startswith("c")
+            )
+        )
     lines.append(f"chunks_per_s (end to end, mixed corpus, 1 worker per stage): {res['chunks_per_s']}")
     for failed in res.get("failed_runs", []):
         lines.append(f"FAILED run {failed['label']}: {failed['error']}")
@@ -585,8 +690,10 @@ def plots(res: dict, stem: Path) -> list[str]:
         fig.savefig(path, dpi=100)
         plt.close(fig)
         written.append(path.name)
-    scale = sorted((r for r in res["runs"] if r["label"].startswith("scale") or r["label"] == res.get("reference_run")),
-                   key=lambda r: r["corpus"]["files"])
+    scale = sorted(
+        (r for r in res["runs"] if r["label"].startswith("scale") or r["label"] == res.get("reference_run")),
+        key=lambda r: r["corpus"]["files"],
+    )
     scale = list({r["corpus"]["files"]: r for r in scale if r["workers"] == 1}.values())
     if len(scale) > 1:
         fig, ax = plt.subplots(figsize=(5, 3.5))
@@ -629,19 +736,31 @@ def markdown(res: dict, text: str, pngs: list[str]) -> str:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="100 files and 100 one-function files at 1 worker, parser; a few minutes")
-    p.add_argument("--full", action="store_true", help="the full curve: 200..2000 files, workers 1/2/4 at 2000, 1000 function files")
+    p.add_argument(
+        "--full", action="store_true", help="the full curve: 200..2000 files, workers 1/2/4 at 2000, 1000 function files"
+    )
     p.add_argument("--sizes", type=int, nargs="*", help="mixed corpus sizes (files) at 1 worker per stage")
     p.add_argument("--workers", type=int, nargs="*", help="processes per chunk stage to compare")
     p.add_argument("--workers-files", type=int, help="corpus size of the worker comparison")
     p.add_argument("--function-files", type=int, help="one-function .gd files (0: skip)")
-    p.add_argument("--profile", action="store_true", help="py-spy the retriever, judge, aggregator and parser during the reference run")
-    p.add_argument("--pg-statements", action="store_true",
-                   help="log every PostgreSQL statement step during the reference run and list where the statement time goes")
+    p.add_argument(
+        "--profile", action="store_true", help="py-spy the retriever, judge, aggregator and parser during the reference run"
+    )
+    p.add_argument(
+        "--pg-statements",
+        action="store_true",
+        help="log every PostgreSQL statement step during the reference run and list where the statement time goes",
+    )
     p.add_argument("--no-embedder", action="store_true", help="skip the embedder micro-benchmark")
     p.add_argument("--llm-requests", type=int, default=8, help="requests per concurrency level against llama.cpp")
     p.add_argument("--out", default=str(REPO / "bench" / "results"), help="where the JSON, markdown and plots go")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="a setting for every run, e.g. GODOT_RAG_RETRIEVER_WORKERS=2 (recorded in the results)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for every run, e.g. GODOT_RAG_RETRIEVER_WORKERS=2 (recorded in the results)",
+    )
     args = p.parse_args()
     settings_env: dict[str, str] = {}
     for item in args.set:
@@ -665,8 +784,13 @@ def main() -> None:
     date = datetime.now(UTC).strftime("%Y-%m-%dT%H%M")
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    res: dict = {"date": date, "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-                 "load_avg_start": os.getloadavg(), "settings": settings_env, "runs": []}
+    res: dict = {
+        "date": date,
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "load_avg_start": os.getloadavg(),
+        "settings": settings_env,
+        "runs": [],
+    }
     work = Path(tempfile.mkdtemp(prefix="godot-rag-corpus-"))
     profile_dir = out_dir / f"{date}-profile" if args.profile else None
     try:
@@ -678,12 +802,21 @@ def main() -> None:
                 continue  # the scale run at this size is the 1-worker point
             plan.append((f"workers {w} ({workers_files} files)", build_corpus(work / f"mixed-{workers_files}", workers_files), w))
         if function_files:
-            plan.append((f"functions {function_files} files", build_function_corpus(work / f"func-{function_files}", function_files), 1))
+            plan.append(
+                (f"functions {function_files} files", build_function_corpus(work / f"func-{function_files}", function_files), 1)
+            )
         for i, (label, corpus, w) in enumerate(plan):
             print(f"[{i + 1}/{len(plan)}] {label}: {w} worker(s) per stage ...", flush=True)
             try:
-                run = run_once(corpus, workers=w, label=label, profile_dir=profile_dir if i == 0 else None,
-                               pg_statements=args.pg_statements and i == 0, reanalyze=i == 0, env=settings_env)
+                run = run_once(
+                    corpus,
+                    workers=w,
+                    label=label,
+                    profile_dir=profile_dir if i == 0 else None,
+                    pg_statements=args.pg_statements and i == 0,
+                    reanalyze=i == 0,
+                    env=settings_env,
+                )
             except Exception as exc:  # noqa: BLE001 -- one failed run is reported, the others' figures are kept
                 print(f"    FAILED: {type(exc).__name__}: {exc}", flush=True)
                 res.setdefault("failed_runs", []).append({"label": label, "error": f"{type(exc).__name__}: {exc}"})
@@ -694,8 +827,14 @@ def main() -> None:
         for r in list(res["runs"]):
             if r["label"] == f"scale {workers_files} files" and 1 in workers:
                 res["runs"].append({**r, "label": f"workers 1 ({workers_files} files)", "profile": None})
-        res["runs"].sort(key=lambda r: (not r["label"].startswith("scale"), r["label"].startswith("functions"),
-                                        r["workers"], r["corpus"]["files"]))
+        res["runs"].sort(
+            key=lambda r: (
+                not r["label"].startswith("scale"),
+                r["label"].startswith("functions"),
+                r["workers"],
+                r["corpus"]["files"],
+            )
+        )
         mixed = [r for r in res["runs"] if r["label"].startswith("scale")]
         ref = max(mixed, key=lambda r: r["corpus"]["files"]) if mixed else res["runs"][0]
         res["reference_run"] = ref["label"]

@@ -27,10 +27,54 @@ SAMPLES = (REPO / "samples" / "godot3_project", REPO / "samples" / "godot4_proje
 
 # File kinds of the mixed corpus and their share of files.
 MIX = (("gd", 0.50), ("tscn", 0.30), ("tres", 0.08), ("import", 0.07), ("uid", 0.05))
-WORDS = ("player", "enemy", "coin", "door", "level", "hud", "menu", "boss", "bullet", "spawner", "camera", "sound",
-         "score", "health", "jump", "dash", "shield", "portal", "trap", "timer", "wave", "turret", "chest", "key")
-VERBS = ("update", "handle", "apply", "check", "spawn", "reset", "compute", "move", "fire", "show", "hide", "load",
-         "save", "toggle", "refresh", "emit", "start", "stop", "open", "close")
+WORDS = (
+    "player",
+    "enemy",
+    "coin",
+    "door",
+    "level",
+    "hud",
+    "menu",
+    "boss",
+    "bullet",
+    "spawner",
+    "camera",
+    "sound",
+    "score",
+    "health",
+    "jump",
+    "dash",
+    "shield",
+    "portal",
+    "trap",
+    "timer",
+    "wave",
+    "turret",
+    "chest",
+    "key",
+)
+VERBS = (
+    "update",
+    "handle",
+    "apply",
+    "check",
+    "spawn",
+    "reset",
+    "compute",
+    "move",
+    "fire",
+    "show",
+    "hide",
+    "load",
+    "save",
+    "toggle",
+    "refresh",
+    "emit",
+    "start",
+    "stop",
+    "open",
+    "close",
+)
 
 
 @dataclass(frozen=True)
@@ -64,7 +108,7 @@ def pieces() -> Pieces:
         for path in sorted(folder.glob("*.gd")):
             data = path.read_bytes()
             for chunk in parse_gdscript(path.name, data).chunks:
-                text = data[chunk.span.start_byte:chunk.span.end_byte].decode("utf-8")
+                text = data[chunk.span.start_byte : chunk.span.end_byte].decode("utf-8")
                 if text[:1].isspace():
                     continue  # nested in an inner class: not a top-level piece
                 if chunk.chunk_kind == "function":
@@ -80,8 +124,15 @@ def pieces() -> Pieces:
         for path in sorted(folder.glob("*.tres")):
             subs.extend(sec for sec in _sections(path.read_text()) if sec.startswith("[sub_resource"))
         imports.extend(p.read_text() for p in sorted(folder.glob("*.import")))
-    return Pieces(tuple(functions), tuple(declarations), tuple(extends), tuple(nodes), tuple(subs), tuple(imports),
-                  (SAMPLES[0] / "project.godot").read_text())
+    return Pieces(
+        tuple(functions),
+        tuple(declarations),
+        tuple(extends),
+        tuple(nodes),
+        tuple(subs),
+        tuple(imports),
+        (SAMPLES[0] / "project.godot").read_text(),
+    )
 
 
 def _vary_numbers(text: str, rng: random.Random) -> str:
@@ -108,9 +159,11 @@ def _script(rng: random.Random) -> str:
 
 
 def _scene(rng: random.Random, index: int) -> str:
-    out = ["[gd_scene load_steps=2 format=2]",
-           f'[ext_resource path="res://scripts/s{index}.gd" type="Script" id=1]',
-           f'[node name="{rng.choice(WORDS).title()}{index}" type="Node2D"]\nscript = ExtResource( 1 )']
+    out = [
+        "[gd_scene load_steps=2 format=2]",
+        f'[ext_resource path="res://scripts/s{index}.gd" type="Script" id=1]',
+        f'[node name="{rng.choice(WORDS).title()}{index}" type="Node2D"]\nscript = ExtResource( 1 )',
+    ]
     for n in range(rng.randint(6, 50)):
         node = rng.choice(pieces().nodes)
         node = re.sub(r'name="[^"]*"', f'name="{rng.choice(WORDS).title()}{n}"', node, count=1)
@@ -121,8 +174,10 @@ def _scene(rng: random.Random, index: int) -> str:
 
 def _resource(rng: random.Random) -> str:
     subs = [re.sub(r"id=\d+", f"id={i + 1}", rng.choice(pieces().sub_resources), count=1) for i in range(rng.randint(2, 10))]
-    return "\n\n".join([f"[gd_resource type=\"Theme\" load_steps={len(subs) + 1} format=2]", *subs,
-                        "[resource]\ndefault_font = null"]) + "\n"
+    return (
+        "\n\n".join([f'[gd_resource type="Theme" load_steps={len(subs) + 1} format=2]', *subs, "[resource]\ndefault_font = null"])
+        + "\n"
+    )
 
 
 def _import(rng: random.Random, name: str) -> str:
@@ -183,9 +238,17 @@ def corpus_stats(folder: Path) -> dict:
             continue
         files += 1
         size += len(f.data)
-        result = (parse_gdscript(f.source_file, f.data) if f.source_kind == "gdscript"
-                  else chunk_direct(f.source_file, direct_kind(f.source_kind), f.data))
+        result = (
+            parse_gdscript(f.source_file, f.data)
+            if f.source_kind == "gdscript"
+            else chunk_direct(f.source_file, direct_kind(f.source_kind), f.data)
+        )
         chunks += len(result.chunks)
         functions += sum(1 for c in result.chunks if c.chunk_kind == "function")
-    return {"files": files, "bytes": size, "chunks": chunks, "function_chunks": functions,
-            "function_share": round(functions / chunks, 3) if chunks else 0.0}
+    return {
+        "files": files,
+        "bytes": size,
+        "chunks": chunks,
+        "function_chunks": functions,
+        "function_share": round(functions / chunks, 3) if chunks else 0.0,
+    }

@@ -162,6 +162,7 @@ def load_cases(folder: Path, project_index: bool = True) -> list[Case]:
 
 # ---------------------------------------------------------------- metrics
 
+
 def metrics(pairs: list[tuple[str, str]]) -> dict:
     """pairs = (label, predicted). Predicted may be 'failed' (counted as wrong)."""
     classes = list(SIGNALS)
@@ -218,11 +219,14 @@ def evaluate_rules(cases: list[Case], knowledge: Knowledge) -> tuple[dict, list[
         j = judge_chunk(case.chunk, "gdscript", hits, knowledge.index, case.declared, case.scope)
         pairs.append((case.label, j.signal))
         if j.signal != case.label:
-            misses.append(f"{case.chunk.chunk_id}: label {case.label}, judged {j.signal} ({j.confidence:.2f}): {j.explanation[:160]}")
+            misses.append(
+                f"{case.chunk.chunk_id}: label {case.label}, judged {j.signal} ({j.confidence:.2f}): {j.explanation[:160]}"
+            )
     return metrics(pairs), misses, time.perf_counter() - started
 
 
 # ---------------------------------------------------------------- projects
+
 
 def judge_files(files, knowledge: Knowledge) -> tuple[list[ChunkOutcome], list[tuple[str, Chunk, Judgment]]]:
     """Chunk and judge the included files of one project; (outcomes, (file, chunk, judgment) of every script chunk)."""
@@ -239,8 +243,11 @@ def judge_files(files, knowledge: Knowledge) -> tuple[list[ChunkOutcome], list[t
         declared = declared_names(result.chunks)
         for c in result.chunks:
             j = judge_chunk(c, f.source_kind, offline_hits(c, knowledge), knowledge.index, declared, scopes.get(f.source_file))
-            outcomes.append(ChunkOutcome(f.source_file, f.source_kind, c.chunk_kind, "done", j.signal, j.confidence,
-                                         j.evidence_kinds, c.chunk_id))
+            outcomes.append(
+                ChunkOutcome(
+                    f.source_file, f.source_kind, c.chunk_kind, "done", j.signal, j.confidence, j.evidence_kinds, c.chunk_id
+                )
+            )
             if f.source_kind == "gdscript":
                 judged.append((f.source_file, c, j))
     return outcomes, judged
@@ -260,8 +267,16 @@ def sample_verdicts(knowledge: Knowledge) -> list[dict]:
     for rel, expected in SAMPLES.items():
         outcomes, _ = judge_files(project_files(rel), knowledge)
         v = compute_verdict(outcomes)
-        out.append({"sample": rel, "expected": expected, "verdict": v.label, "confidence": v.confidence, "counts": v.counts,
-                    "basis": list(v.basis)})
+        out.append(
+            {
+                "sample": rel,
+                "expected": expected,
+                "verdict": v.label,
+                "confidence": v.confidence,
+                "counts": v.counts,
+                "basis": list(v.basis),
+            }
+        )
     return out
 
 
@@ -311,8 +326,17 @@ def evaluate_projects(knowledge: Knowledge, cases: list[ProjectCase] | None = No
     for case in cases:
         outcomes, judged = judge_files(project_files(case.path), knowledge)
         v = compute_verdict(outcomes)
-        rows.append({"project": case.path, "label": case.label, "verdict": v.label, "confidence": v.confidence,
-                     "counts": v.counts, "basis": list(v.basis), "why": case.why})
+        rows.append(
+            {
+                "project": case.path,
+                "label": case.label,
+                "verdict": v.label,
+                "confidence": v.confidence,
+                "counts": v.counts,
+                "basis": list(v.basis),
+                "why": case.why,
+            }
+        )
         for source_file, chunk, j in judged:
             key = (f"{case.path}/{source_file}", chunk.chunk_id.split(":", 1)[1])
             if key not in fn_labels:
@@ -348,9 +372,15 @@ def calibration(rows: list[dict]) -> list[dict]:
     for lo, hi in CALIBRATION_BINS:
         inside = [r for r in rows if lo <= r["confidence"] < hi]
         right = sum(r["label"] == r["verdict"] for r in inside)
-        table.append({"bin": f"[{lo:.1f}, {min(hi, 1.0):.1f}{']' if hi > 1 else ')'}", "verdicts": len(inside), "right": right,
-                      "accuracy": right / len(inside) if inside else None,
-                      "mean_confidence": sum(r["confidence"] for r in inside) / len(inside) if inside else None})
+        table.append(
+            {
+                "bin": f"[{lo:.1f}, {min(hi, 1.0):.1f}{']' if hi > 1 else ')'}",
+                "verdicts": len(inside),
+                "right": right,
+                "accuracy": right / len(inside) if inside else None,
+                "mean_confidence": sum(r["confidence"] for r in inside) / len(inside) if inside else None,
+            }
+        )
     return table
 
 
@@ -379,11 +409,13 @@ def print_projects(report: dict, quiet: bool) -> None:
     right = sum(r["verdict"] == r["label"] for r in high)
     share = right / len(high) if high else 1.0
     print(f"verdicts with confidence >= {CALIBRATED_AT}: {right} of {len(high)} right ({share:.3f}; target >= {TARGET_CALIBRATED})")
-    print_report("rules judge, functions of the labelled projects", report["functions"], [] if quiet else report["functions"]["misses"],
-                 0.0)
+    print_report(
+        "rules judge, functions of the labelled projects", report["functions"], [] if quiet else report["functions"]["misses"], 0.0
+    )
 
 
 # ---------------------------------------------------------------- LLM
+
 
 async def evaluate_llm(cases: list[Case], knowledge: Knowledge, settings, limit: int | None) -> tuple[dict, list[str], float, dict]:
     from godot_rag.domain.judging.backends import LLMBackend
@@ -403,8 +435,13 @@ async def evaluate_llm(cases: list[Case], knowledge: Knowledge, settings, limit:
     async def one(case: Case):
         hits = offline_hits(case.chunk, knowledge)
         request = JudgmentRequest(
-            prompt="Is this Godot 3 or Godot 4 code?", chunk=case.chunk, evidence=tuple(hits), source_kind="gdscript",
-            intent="version_check", declared_names=frozenset(case.declared), source_file=case.source_file,
+            prompt="Is this Godot 3 or Godot 4 code?",
+            chunk=case.chunk,
+            evidence=tuple(hits),
+            source_kind="gdscript",
+            intent="version_check",
+            declared_names=frozenset(case.declared),
+            source_file=case.source_file,
         )
         async with sem:
             return case, await backend.judge(request)
@@ -442,13 +479,17 @@ def main(argv: list[str] | None = None) -> int:
         print_report(f"rules judge, {name}", m, [] if args.quiet or name == "all" else misses, seconds)
         report["rules"][name] = {**m, "misses": misses, "seconds": seconds}
     ok = m["accuracy"] >= TARGET_ACCURACY and m["neutral_false_positive_rate"] <= TARGET_NEUTRAL_FP
-    print(f"targets on all sets (accuracy >= {TARGET_ACCURACY}, neutral false positives <= {TARGET_NEUTRAL_FP}): "
-          f"{'met' if ok else 'NOT met'}")
+    print(
+        f"targets on all sets (accuracy >= {TARGET_ACCURACY}, neutral false positives <= {TARGET_NEUTRAL_FP}): "
+        f"{'met' if ok else 'NOT met'}"
+    )
     print("\n== sample projects (rules judge, aggregated verdict)")
     samples = sample_verdicts(knowledge)
     for s in samples:
         mark = "ok" if s["verdict"] == s["expected"] else "DIFFERS"
-        print(f"{s['sample']:28s} expected {s['expected']:7s} verdict {s['verdict']:12s} ({s['confidence']:.2f}) {mark}  {s['counts']}")
+        print(
+            f"{s['sample']:28s} expected {s['expected']:7s} verdict {s['verdict']:12s} ({s['confidence']:.2f}) {mark}  {s['counts']}"
+        )
     report["samples"] = samples
     projects = evaluate_projects(knowledge)
     print_projects(projects, args.quiet)
@@ -461,8 +502,10 @@ def main(argv: list[str] | None = None) -> int:
             print("\n--llm: GODOT_RAG_LLM_URL is not set; no LLM evaluated")
         else:
             lm, lmisses, lsec, usage = asyncio.run(evaluate_llm(cases, knowledge, settings, args.llm_limit))
-            extra = (f" ({settings.llm_flavor} {settings.llm_model}; {usage['llm_calls']} calls, "
-                     f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, {usage['failed']} failed)")
+            extra = (
+                f" ({settings.llm_flavor} {settings.llm_model}; {usage['llm_calls']} calls, "
+                f"{usage['prompt_tokens']} prompt + {usage['completion_tokens']} completion tokens, {usage['failed']} failed)"
+            )
             print_report("LLM judge", lm, [] if args.quiet else lmisses, lsec, extra)
             report["llm"] = {**lm, "misses": lmisses, "seconds": lsec, "usage": usage, "model": settings.llm_model}
     if args.json:

@@ -72,51 +72,88 @@ R_FORM = "equivalent Godot 4 code, different text"
 # keyed by the case's `before`. Each says who is right and why; the API facts
 # are those of the shipped class references (3.6 and 4.4.1).
 NOTES: dict[str, tuple[str, str]] = {
-    "Spatial.tscn": (R_FILE_NAME, "in code `Spatial.tscn` is a member access on the class Spatial (Node3D in Godot 4), and "
-                                "the patch renames the class; the converter keeps it because it takes it for a file name, "
-                                "which in real code sits in a string, where the patch never renames"),
+    "Spatial.tscn": (
+        R_FILE_NAME,
+        "in code `Spatial.tscn` is a member access on the class Spatial (Node3D in Godot 4), and "
+        "the patch renames the class; the converter keeps it because it takes it for a file name, "
+        "which in real code sits in a string, where the patch never renames",
+    ),
     "Spatial.gd": (R_FILE_NAME, "as for Spatial.tscn"),
     "Spatial.shader": (R_FILE_NAME, "as for Spatial.tscn"),
-    "(start(A,B) != OK):": (R_NO_RECEIVER, "a bare start() is Thread.start only in a script that extends Thread; the "
-                                           "converter rewrites every start() call, a user's own start() included"),
+    "(start(A,B) != OK):": (
+        R_NO_RECEIVER,
+        "a bare start() is Thread.start only in a script that extends Thread; the "
+        "converter rewrites every start() call, a user's own start() included",
+    ),
     "(start(A,B,C,D,E,F,G) != OK):": (R_NO_RECEIVER, "as above"),
-    "empty()": (R_CONVERTER_WRONG, "a bare empty() is the script's own method: empty() belongs to Array, Dictionary and "
-                                   "String, which no script extends; the converter renames a user method. On an "
-                                   "Array/Dictionary/String receiver the patch renames it too"),
-    "sort_custom( a , b )": (R_CONVERTER_WRONG, "a bare sort_custom() is the script's own method (sort_custom belongs to "
-                                                "Array, which no script extends): the converter rewrites a user method"),
-    "draw_line(1, 2, 3, 4, 5)": (R_CONVERTER_WRONG, "Godot 4.4's CanvasItem.draw_line(from, to, color, width, antialiased) "
-                                                    "still takes antialiased: the converter drops a valid argument"),
-    "draw_rect(a,b,c,d,e).abc": (R_CONVERTER_WRONG, "Godot 4.4's CanvasItem.draw_rect(rect, color, filled, width, "
-                                                    "antialiased) still takes antialiased: the converter drops a valid "
-                                                    "argument"),
-    "(connect(A,B,C,D) != OK):": (R_CONVERTER_WRONG, "Godot 3 binds are an Array of arguments; .bind(D) passes that "
-                                                     "array as one argument, .bindv(D) spreads it as Godot 3 did"),
+    "empty()": (
+        R_CONVERTER_WRONG,
+        "a bare empty() is the script's own method: empty() belongs to Array, Dictionary and "
+        "String, which no script extends; the converter renames a user method. On an "
+        "Array/Dictionary/String receiver the patch renames it too",
+    ),
+    "sort_custom( a , b )": (
+        R_CONVERTER_WRONG,
+        "a bare sort_custom() is the script's own method (sort_custom belongs to "
+        "Array, which no script extends): the converter rewrites a user method",
+    ),
+    "draw_line(1, 2, 3, 4, 5)": (
+        R_CONVERTER_WRONG,
+        "Godot 4.4's CanvasItem.draw_line(from, to, color, width, antialiased) "
+        "still takes antialiased: the converter drops a valid argument",
+    ),
+    "draw_rect(a,b,c,d,e).abc": (
+        R_CONVERTER_WRONG,
+        "Godot 4.4's CanvasItem.draw_rect(rect, color, filled, width, "
+        "antialiased) still takes antialiased: the converter drops a valid "
+        "argument",
+    ),
+    "(connect(A,B,C,D) != OK):": (
+        R_CONVERTER_WRONG,
+        "Godot 3 binds are an Array of arguments; .bind(D) passes that array as one argument, .bindv(D) spreads it as Godot 3 did",
+    ),
     "(connect(A,B,C,D,E) != OK):": (R_CONVERTER_WRONG, "as above: the binds array D needs .bindv(D)"),
-    "var rr = JSON.parse(a)": (R_CONVERTER_WRONG, "rr was a JSONParseResult (rr.result, rr.error); the converter makes "
-                                                  "it the parsed data, so the script's later rr.result breaks; the patch "
-                                                  "rewrites JSON.parse(a).result and lists this form as a TODO"),
+    "var rr = JSON.parse(a)": (
+        R_CONVERTER_WRONG,
+        "rr was a JSONParseResult (rr.result, rr.error); the converter makes "
+        "it the parsed data, so the script's later rr.result breaks; the patch "
+        "rewrites JSON.parse(a).result and lists this form as a TODO",
+    ),
     "q_ImageTexture.create_from_image(variable1, variable2)": (
-        R_CONVERTER_WRONG, "ImageTexture.create_from_image() is static in Godot 4 and returns a new texture: the "
-                           "converter's instance call compiles and silently changes nothing; the patch lists a TODO"),
+        R_CONVERTER_WRONG,
+        "ImageTexture.create_from_image() is static in Godot 4 and returns a new texture: the "
+        "converter's instance call compiles and silently changes nothing; the patch lists a TODO",
+    ),
     "create_from_image(aa, bb)": (R_TODO, "static in Godot 4 (see the case above); the patch lists a TODO"),
-    "\timage.lock()": (R_CONVERTER_GUESS, "Image.lock() is gone, Mutex.lock() stays: the converter tells them apart by "
-                                          "the variable's name; the patch removes it on an Image-typed receiver"),
+    "\timage.lock()": (
+        R_CONVERTER_GUESS,
+        "Image.lock() is gone, Mutex.lock() stays: the converter tells them apart by "
+        "the variable's name; the patch removes it on an Image-typed receiver",
+    ),
     "\timage.unlock()": (R_CONVERTER_GUESS, "as for image.lock()"),
     "\troman.image.unlock()": (R_CONVERTER_GUESS, "as for image.lock()"),
-    "button.pressed = 1": (R_CONVERTER_GUESS, "InputEvent.pressed stays `pressed` in Godot 4; only BaseButton's is "
-                                              "button_pressed: the patch renames it on a typed receiver"),
+    "button.pressed = 1": (
+        R_CONVERTER_GUESS,
+        "InputEvent.pressed stays `pressed` in Godot 4; only BaseButton's is "
+        "button_pressed: the patch renames it on a typed receiver",
+    ),
     "button.pressed=1": (R_CONVERTER_GUESS, "as above"),
     "export(String, 'AnonymousPro', 'CourierPrime') var _font_name = 'AnonymousPro'": (
-        R_BETTER, "the converter moves the enum hint into a comment; the patch writes @export_enum(...)"),
-    "var d = parse_json(roman(sfs))": (R_FORM, "JSON.parse_string(text) is Godot 4's one-call form of the converter's "
-                                               "three lines"),
-    "set_cell_item(a, b, c, d ,e) # AA": (R_FORM, "Godot 4's GridMap.set_cell_item takes a Vector3i; the converter's "
-                                                  "Vector3 is converted to it"),
+        R_BETTER,
+        "the converter moves the enum hint into a comment; the patch writes @export_enum(...)",
+    ),
+    "var d = parse_json(roman(sfs))": (R_FORM, "JSON.parse_string(text) is Godot 4's one-call form of the converter's three lines"),
+    "set_cell_item(a, b, c, d ,e) # AA": (
+        R_FORM,
+        "Godot 4's GridMap.set_cell_item takes a Vector3i; the converter's Vector3 is converted to it",
+    ),
     "func c(var a, var b)": (R_NOT_GDSCRIPT, "`var` in a parameter list is not GDScript 3 either"),
-    "\n\nmaster func": (R_CONVERTER_WRONG, "the converter writes its warning as a bare sentence above the function, "
-                                         "which is no comment: the script no longer parses; the patch writes @rpc and "
-                                         "lists the warning as a TODO"),
+    "\n\nmaster func": (
+        R_CONVERTER_WRONG,
+        "the converter writes its warning as a bare sentence above the function, "
+        "which is no comment: the script no longer parses; the patch writes @rpc and "
+        "lists the warning as a TODO",
+    ),
     "\n\nmastersync func": (R_CONVERTER_WRONG, "as for master func: an uncommented sentence breaks the script"),
     "\n\nsync func": (R_GRAMMAR, "tree-sitter-gdscript does not know `sync`, a deprecated Godot 3 alias of remotesync"),
     "\n\nslave func": (R_GRAMMAR, "tree-sitter-gdscript does not know `slave`, a deprecated Godot 3 alias of puppet"),
@@ -147,7 +184,7 @@ def _indent(text: str, prefix: str = "\t") -> str:
 
 
 def _unindent(text: str, prefix: str = "\t") -> str:
-    return "\n".join(line[len(prefix):] if line.startswith(prefix) else line for line in text.split("\n"))
+    return "\n".join(line[len(prefix) :] if line.startswith(prefix) else line for line in text.split("\n"))
 
 
 Wrapper = tuple[str, Callable[[str], str], Callable[[str], str]]
@@ -155,19 +192,37 @@ Wrapper = tuple[str, Callable[[str], str], Callable[[str], str]]
 GD_WRAPPERS: list[Wrapper] = [
     ("script", lambda s: s, lambda s: s),
     ("class member", lambda s: "extends Node\n" + s, lambda s: s.split("\n", 1)[1] if "\n" in s else ""),
-    ("function body", lambda s: "func __case():\n" + _indent(s.lstrip("\n")) + "\n",
-     lambda s: _unindent(s.split("\n", 1)[1].rstrip("\n"))),
-    ("if condition", lambda s: "func __case():\n\tif " + s.strip() + " pass\n",
-     lambda s: s.split("\n", 1)[1].strip().removeprefix("if ").removesuffix(" pass")),
-    ("if ( condition", lambda s: "func __case():\n\tif (" + s.strip() + " pass\n",
-     lambda s: s.split("\n", 1)[1].strip().removeprefix("if (").removesuffix(" pass")),
-    ("expression", lambda s: "func __case():\n\tvar __x = " + s.strip() + "\n",
-     lambda s: s.split("\n", 1)[1].strip().removeprefix("var __x = ")),
+    (
+        "function body",
+        lambda s: "func __case():\n" + _indent(s.lstrip("\n")) + "\n",
+        lambda s: _unindent(s.split("\n", 1)[1].rstrip("\n")),
+    ),
+    (
+        "if condition",
+        lambda s: "func __case():\n\tif " + s.strip() + " pass\n",
+        lambda s: s.split("\n", 1)[1].strip().removeprefix("if ").removesuffix(" pass"),
+    ),
+    (
+        "if ( condition",
+        lambda s: "func __case():\n\tif (" + s.strip() + " pass\n",
+        lambda s: s.split("\n", 1)[1].strip().removeprefix("if (").removesuffix(" pass"),
+    ),
+    (
+        "expression",
+        lambda s: "func __case():\n\tvar __x = " + s.strip() + "\n",
+        lambda s: s.split("\n", 1)[1].strip().removeprefix("var __x = "),
+    ),
     # Fragments cut in the middle of a construct: the rest is added and taken away again.
-    ("( expression", lambda s: "func __case():\n\tvar __x = (" + s.strip() + "\n",
-     lambda s: s.split("\n", 1)[1].strip().removeprefix("var __x = (")),
-    ("unclosed call", lambda s: "func __case():\n" + _indent(s.lstrip("\n")) + ")\n",
-     lambda s: _unindent(s.split("\n", 1)[1].rstrip("\n")).removesuffix(")")),
+    (
+        "( expression",
+        lambda s: "func __case():\n\tvar __x = (" + s.strip() + "\n",
+        lambda s: s.split("\n", 1)[1].strip().removeprefix("var __x = ("),
+    ),
+    (
+        "unclosed call",
+        lambda s: "func __case():\n" + _indent(s.lstrip("\n")) + ")\n",
+        lambda s: _unindent(s.split("\n", 1)[1].rstrip("\n")).removesuffix(")"),
+    ),
     ("declaration head", lambda s: s + " __f(): pass\n", lambda s: s.removesuffix(" __f(): pass\n")),
 ]
 
@@ -188,8 +243,10 @@ def run_case(i: int, row: dict, parser: Parser) -> Outcome:
         out.status, out.reason_category = OUT_OF_SCOPE, R_SHADER
         return out
     todos: list[str] = []
-    if row["category"] in ("project setting", "input map") or row["step"] in ("rename_input_map_scancode",
-                                                                              "rename_joypad_buttons_and_axes"):
+    if row["category"] in ("project setting", "input map") or row["step"] in (
+        "rename_input_map_scancode",
+        "rename_joypad_buttons_and_axes",
+    ):
         if row["category"] == "project setting":
             section, key = before.split("/", 1)
             patched, todos = _patch_text("project.godot", f"[{section}]\n\n{key}=0\n")
@@ -217,8 +274,7 @@ def run_case(i: int, row: dict, parser: Parser) -> Outcome:
                 out.ours = unwrap(patched)
                 out.wrapping = name
                 break
-    if out.ours == expected or (out.wrapping and out.ours.strip("\n") == expected.strip("\n") and
-                                before.strip("\n") != before):
+    if out.ours == expected or (out.wrapping and out.ours.strip("\n") == expected.strip("\n") and before.strip("\n") != before):
         out.status = AGREE
         return out
     if out.wrapping and out.ours == converter_end_state(expected) and out.ours != expected:
@@ -242,9 +298,11 @@ def converter_end_state(text: str) -> str:
     for old, r in shipped_knowledge().renames.get("input_map_renames", {}).items():
         text = text.replace(old.lstrip(","), r.new.lstrip(","))
     text = re.sub(r"^pause_mode\b", "process_mode", text)
-    text = re.sub(r'("(?:physical_)?keycode":)(\d+)',
-                  lambda m: m.group(1) + str(int(m.group(2)) - (1 << 24) + (1 << 22) if int(m.group(2)) >= 1 << 24
-                                             else int(m.group(2))), text)
+    text = re.sub(
+        r'("(?:physical_)?keycode":)(\d+)',
+        lambda m: m.group(1) + str(int(m.group(2)) - (1 << 24) + (1 << 22) if int(m.group(2)) >= 1 << 24 else int(m.group(2))),
+        text,
+    )
     for table in ("class_renames", "builtin_types_renames"):
         for old, r in shipped_knowledge().renames.get(table, {}).items():
             # As the converter's class step does: not before a file extension (Spatial.tscn stays).
@@ -253,9 +311,13 @@ def converter_end_state(text: str) -> str:
     return text
 
 
-_SETTERS = {"set_velocity": "velocity", "set_up_direction": "up_direction",
-            "set_floor_stop_on_slope_enabled": "floor_stop_on_slope", "set_max_slides": "max_slides",
-            "set_floor_max_angle": "floor_max_angle"}
+_SETTERS = {
+    "set_velocity": "velocity",
+    "set_up_direction": "up_direction",
+    "set_floor_stop_on_slope_enabled": "floor_stop_on_slope",
+    "set_max_slides": "max_slides",
+    "set_floor_max_angle": "floor_max_angle",
+}
 
 
 def equivalent(converter: str, ours: str) -> bool:
@@ -263,9 +325,11 @@ def equivalent(converter: str, ours: str) -> bool:
     assigns the property and lists its TODOs beside the diff."""
     text = re.sub(r"(?m)^[ \t]*# TODOConverter3To4[^\n]*\n", "", converter)
     text = re.sub(r"[ \t]*#[ ,]*[^\n]*TODOConverter3To4[^\n]*", "", text)
-    text = re.sub(r"(\w+\.)?(set_\w+)\(([^()\n]*)\)",
-                  lambda m: f"{m.group(1) or ''}{_SETTERS[m.group(2)]} = {m.group(3)}" if m.group(2) in _SETTERS
-                  else m.group(0), text)
+    text = re.sub(
+        r"(\w+\.)?(set_\w+)\(([^()\n]*)\)",
+        lambda m: f"{m.group(1) or ''}{_SETTERS[m.group(2)]} = {m.group(3)}" if m.group(2) in _SETTERS else m.group(0),
+        text,
+    )
     return text.strip() == ours.strip()
 
 
@@ -289,15 +353,20 @@ def _explain(out: Outcome, row: dict, todos: list[str]) -> None:
         return
     if equivalent(row["after"], out.ours) or " ".join(out.ours.split()) == " ".join(row["after"].split()):
         out.reason_category = R_FORM
-        out.reason = ("the converter calls setters and writes its TODOs as comments; the patch assigns the "
-                      "properties and lists the TODOs" if "TODOConverter" in row["after"] else "")
+        out.reason = (
+            "the converter calls setters and writes its TODOs as comments; the patch assigns the properties and lists the TODOs"
+            if "TODOConverter" in row["after"]
+            else ""
+        )
         return
     if todos:
         out.reason_category, out.reason = R_TODO, "; ".join(todos)[:300]
         return
     if out.ours == before and row["changed"]:
-        if row["category"] in ("gdscript property", "gdscript function", "gdscript signal", "custom rename") and \
-                "." not in before.strip().split("(")[0]:
+        if (
+            row["category"] in ("gdscript property", "gdscript function", "gdscript signal", "custom rename")
+            and "." not in before.strip().split("(")[0]
+        ):
             out.reason_category = R_NO_RECEIVER
             return
         out.reason_category = R_MISSING
@@ -396,20 +465,25 @@ def main(argv: list[str] | None = None) -> int:
             print(f"      patch:     {o.ours!r}")
             print(f"      reason:    {o.reason_category}{': ' + o.reason if o.reason else ''}")
     print(f"cases {metrics['cases']}, out of scope {metrics['out_of_scope']} (C#, shaders), in scope {metrics['in_scope']}")
-    print(f"agreement with Godot's converter: {metrics['agree']}/{metrics['in_scope']} = {metrics['agreement_rate']:.1%} "
-          f"of in-scope cases ({metrics['agreement_rate_all_cases']:.1%} of all {metrics['cases']}); "
-          f"{metrics['agree_exact']} exact, {metrics['agree_after_other_steps']} once the converter's other steps run")
+    print(
+        f"agreement with Godot's converter: {metrics['agree']}/{metrics['in_scope']} = {metrics['agreement_rate']:.1%} "
+        f"of in-scope cases ({metrics['agreement_rate_all_cases']:.1%} of all {metrics['cases']}); "
+        f"{metrics['agree_exact']} exact, {metrics['agree_after_other_steps']} once the converter's other steps run"
+    )
     for reason, n in metrics["differences_by_reason"].items():
         print(f"  {n:3d}  {reason}")
     judge = judge_corpus_figures()
-    print(f"rules-judge corpus (tests/corpus/judge): chunks judged godot3 {judge['godot3_chunks_before']} before the "
-          f"patch, {judge['godot3_chunks_after']} after; chunks labelled godot4/neutral the patch changes: "
-          f"{len(judge['godot4_or_neutral_chunks_changed'])}")
+    print(
+        f"rules-judge corpus (tests/corpus/judge): chunks judged godot3 {judge['godot3_chunks_before']} before the "
+        f"patch, {judge['godot3_chunks_after']} after; chunks labelled godot4/neutral the patch changes: "
+        f"{len(judge['godot4_or_neutral_chunks_changed'])}"
+    )
     for line in judge["godot4_or_neutral_chunks_changed"]:
         print(f"  {line}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"metrics": metrics, "judge_corpus": judge,
-                                               "outcomes": [asdict(o) for o in outcomes]}, indent=2))
+        Path(args.json).write_text(
+            json.dumps({"metrics": metrics, "judge_corpus": judge, "outcomes": [asdict(o) for o in outcomes]}, indent=2)
+        )
     return 0
 
 

@@ -78,9 +78,16 @@ async def run_mode(dsn: str, cases: list[dict], vectors: dict[str, list[float]],
         lexical = await kb_store.load_lexical_index(conn)
         for c in cases:
             q = c["query"]
-            hits = await kb_store.search(conn, q, tables=TABLES, limit_per_table=DEPTH,
-                                         query_embedding=vectors.get(c["id"]), vector_index=index,
-                                         lexical_index=lexical, config=config)
+            hits = await kb_store.search(
+                conn,
+                q,
+                tables=TABLES,
+                limit_per_table=DEPTH,
+                query_embedding=vectors.get(c["id"]),
+                vector_index=index,
+                lexical_index=lexical,
+                config=config,
+            )
             ranks: dict[str, int] = {}
             per_table: dict[str, int] = {}
             for h in hits:
@@ -97,8 +104,10 @@ def summarize(results: list[dict]) -> dict:
     cats: dict[str, list[dict]] = {"all": results}
     for r in results:
         cats.setdefault(r["category"], []).append(r)
-    return {cat: {"n": len(rs), "recall5": sum(r["recall5"] for r in rs) / len(rs), "mrr": sum(r["mrr"] for r in rs) / len(rs)}
-            for cat, rs in cats.items()}
+    return {
+        cat: {"n": len(rs), "recall5": sum(r["recall5"] for r in rs) / len(rs), "mrr": sum(r["mrr"] for r in rs) / len(rs)}
+        for cat, rs in cats.items()
+    }
 
 
 def print_table(rows: list[tuple[str, dict]]) -> None:
@@ -125,14 +134,18 @@ async def main_async(args) -> int:
         vectors = dict(zip([c["id"] for c in cases], embedder.embed(texts)))
         print(f"{len(cases)} cases; query vectors ({args.backend}) in {time.monotonic() - started:.1f}s")
         base = fusion.DEFAULT_CONFIG
-        modes = [("vector-only", replace(base, mode=fusion.MODE_VECTOR)),
-                 ("lexical-only", replace(base, mode=fusion.MODE_LEXICAL)),
-                 (f"hybrid ({base.fusion}, default)", base)]
+        modes = [
+            ("vector-only", replace(base, mode=fusion.MODE_VECTOR)),
+            ("lexical-only", replace(base, mode=fusion.MODE_LEXICAL)),
+            (f"hybrid ({base.fusion}, default)", base),
+        ]
         if args.variants:
             other = fusion.FUSION_RRF if base.fusion == fusion.FUSION_WSUM else fusion.FUSION_WSUM
-            modes += [(f"hybrid ({other})", replace(base, fusion=other)),
-                      ("hybrid, terms only (no chunk idents)", replace(base, chunk_identifiers=not base.chunk_identifiers)),
-                      ("lexical, terms only", replace(base, mode=fusion.MODE_LEXICAL, chunk_identifiers=not base.chunk_identifiers))]
+            modes += [
+                (f"hybrid ({other})", replace(base, fusion=other)),
+                ("hybrid, terms only (no chunk idents)", replace(base, chunk_identifiers=not base.chunk_identifiers)),
+                ("lexical, terms only", replace(base, mode=fusion.MODE_LEXICAL, chunk_identifiers=not base.chunk_identifiers)),
+            ]
         for w in args.weights or []:
             parts = [float(x) for x in w.split(",")]
             if len(parts) != 4:
@@ -146,11 +159,17 @@ async def main_async(args) -> int:
             detail[name] = res
         if args.variants:
             # the design's reference code: the migration intent also adds "deprecated" and "renamed".
-            seed_texts = [build_embedding_text(replace(c["query"], prompt_terms=c["query"].prompt_terms + ("deprecated", "renamed")))
-                          if "migration" in c["query"].prompt_terms else t for c, t in zip(cases, texts)]
+            seed_texts = [
+                build_embedding_text(replace(c["query"], prompt_terms=c["query"].prompt_terms + ("deprecated", "renamed")))
+                if "migration" in c["query"].prompt_terms
+                else t
+                for c, t in zip(cases, texts)
+            ]
             seed_vectors = dict(zip([c["id"] for c in cases], embedder.embed(seed_texts)))
-            for name, cfg in (("vector-only, +deprecated renamed", replace(base, mode=fusion.MODE_VECTOR)),
-                              ("hybrid, +deprecated renamed", base)):
+            for name, cfg in (
+                ("vector-only, +deprecated renamed", replace(base, mode=fusion.MODE_VECTOR)),
+                ("hybrid, +deprecated renamed", base),
+            ):
                 res = await run_mode(dsn, cases, seed_vectors, cfg)
                 rows.append((name, summarize(res)))
         print_table(rows)
@@ -163,8 +182,10 @@ async def main_async(args) -> int:
             Path(args.json).write_text(json.dumps({"summary": dict(rows), "cases": detail}, indent=1))
         hybrid = dict(rows)[modes[2][0]]
         target = hybrid["renamed_godot3"]["recall5"]
-        print(f"target: Recall@5 >= 0.95 on chunks using a renamed Godot 3 symbol (hybrid): {target:.3f} "
-              f"{'met' if target >= 0.95 else 'NOT met'}")
+        print(
+            f"target: Recall@5 >= 0.95 on chunks using a renamed Godot 3 symbol (hybrid): {target:.3f} "
+            f"{'met' if target >= 0.95 else 'NOT met'}"
+        )
     return 0
 
 
@@ -175,8 +196,12 @@ def main() -> int:
     p.add_argument("--weights", nargs="*", help="extra hybrid weights 'vector,keys,text,trigram' to measure")
     p.add_argument("--misses", action="store_true", help="list the hybrid misses")
     p.add_argument("--json", help="write per-case results here")
-    p.add_argument("--backend", default=Settings.embedder_backend, choices=EMBEDDER_BACKENDS,
-                   help="runtime of the query embedder (default: the pipeline's, GODOT_RAG_EMBEDDER_BACKEND's default)")
+    p.add_argument(
+        "--backend",
+        default=Settings.embedder_backend,
+        choices=EMBEDDER_BACKENDS,
+        help="runtime of the query embedder (default: the pipeline's, GODOT_RAG_EMBEDDER_BACKEND's default)",
+    )
     return asyncio.run(main_async(p.parse_args()))
 
 

@@ -49,11 +49,20 @@ def _mapping_candidates() -> list[tuple[str, Candidate]]:
         old = str(p.get("old_symbol") or "")
         if len(old) < 4:
             continue
-        out.append((old, Candidate(table="api_mapping", record_id=r.id,
-                                   title=f"{old} -> {p.get('new_symbol', '')}",
-                                   content=" ".join(str(p.get(k) or "") for k in ("description", "rationale")).strip(),
-                                   before_code=str(p.get("before_code") or ""), after_code=str(p.get("after_code") or ""),
-                                   enabled=p.get("enabled") if isinstance(p.get("enabled"), bool) else None)))
+        out.append(
+            (
+                old,
+                Candidate(
+                    table="api_mapping",
+                    record_id=r.id,
+                    title=f"{old} -> {p.get('new_symbol', '')}",
+                    content=" ".join(str(p.get(k) or "") for k in ("description", "rationale")).strip(),
+                    before_code=str(p.get("before_code") or ""),
+                    after_code=str(p.get("after_code") or ""),
+                    enabled=p.get("enabled") if isinstance(p.get("enabled"), bool) else None,
+                ),
+            )
+        )
     return out
 
 
@@ -69,16 +78,27 @@ def judgment_messages(limit: int = 0) -> list[list[dict]]:
         for f in scan_folder(REPO / folder, max_bytes=2 * 1024 * 1024):
             if not f.included:
                 continue
-            result = (parse_gdscript(f.source_file, f.data) if f.source_kind == "gdscript"
-                      else chunk_direct(f.source_file, direct_kind(f.source_kind), f.data))
+            result = (
+                parse_gdscript(f.source_file, f.data)
+                if f.source_kind == "gdscript"
+                else chunk_direct(f.source_file, direct_kind(f.source_kind), f.data)
+            )
             for chunk in result.chunks:
                 query = build_retriever_query(prompt=PROMPT, chunk=chunk)
                 text = chunk.code_text
                 cands = [c for old, c in mapping if re.search(rf"\b{re.escape(old)}\b", text)][:5]
-                pc = PromptChunk(prompt=PROMPT, intent=query.intent, source_kind=f.source_kind, chunk_kind=chunk.chunk_kind,
-                                 chunk_name=chunk.name, start_line=chunk.span.start_line,
-                                 end_line=max(chunk.span.start_line, chunk.span.end_line), code_text=text,
-                                 surrounding_context=chunk.surrounding_context, candidates=tuple(cands))
+                pc = PromptChunk(
+                    prompt=PROMPT,
+                    intent=query.intent,
+                    source_kind=f.source_kind,
+                    chunk_kind=chunk.chunk_kind,
+                    chunk_name=chunk.name,
+                    start_line=chunk.span.start_line,
+                    end_line=max(chunk.span.start_line, chunk.span.end_line),
+                    code_text=text,
+                    surrounding_context=chunk.surrounding_context,
+                    candidates=tuple(cands),
+                )
                 out.append(render_messages(ps, pc))
     return out[:limit] if limit else out
 
@@ -106,12 +126,29 @@ def prefix_cache_counters(base_url: str) -> tuple[float, float] | None:
     return (hits, queries) if found else None
 
 
-async def drive(url: str, model: str, *, concurrency: int, total: int, flavor: str = "vllm", api_key: str = "",
-                max_tokens: int = 1024, timeout_s: float = 300.0) -> dict:
+async def drive(
+    url: str,
+    model: str,
+    *,
+    concurrency: int,
+    total: int,
+    flavor: str = "vllm",
+    api_key: str = "",
+    max_tokens: int = 1024,
+    timeout_s: float = 300.0,
+) -> dict:
     from godot_rag.prompts import contract_schema
 
-    client = LLMClient(url, model, api_key=api_key, flavor=flavor, timeout_s=timeout_s, max_concurrency=concurrency,
-                       retries=0, max_tokens=max_tokens)
+    client = LLMClient(
+        url,
+        model,
+        api_key=api_key,
+        flavor=flavor,
+        timeout_s=timeout_s,
+        max_concurrency=concurrency,
+        retries=0,
+        max_tokens=max_tokens,
+    )
     schema = contract_schema()
     pool = judgment_messages()
     requests = list(itertools.islice(itertools.cycle(pool), total))
@@ -150,10 +187,19 @@ async def drive(url: str, model: str, *, concurrency: int, total: int, flavor: s
     hit_rate = None
     if before is not None and after is not None and after[1] > before[1]:
         hit_rate = round((after[0] - before[0]) / (after[1] - before[1]), 3)
-    return {"concurrency": concurrency, "requests": total, "ok": len(latencies), "errors": errors, "wall_s": round(wall, 2),
-            "requests_per_s": round(len(latencies) / wall, 2), "prompt_tokens_per_s": round(prompt_tokens / wall, 1),
-            "completion_tokens_per_s": round(completion_tokens / wall, 1), "p50_ms": round(pct(50), 1), "p95_ms": round(pct(95), 1),
-            "prefix_cache_hit_rate": hit_rate}
+    return {
+        "concurrency": concurrency,
+        "requests": total,
+        "ok": len(latencies),
+        "errors": errors,
+        "wall_s": round(wall, 2),
+        "requests_per_s": round(len(latencies) / wall, 2),
+        "prompt_tokens_per_s": round(prompt_tokens / wall, 1),
+        "completion_tokens_per_s": round(completion_tokens / wall, 1),
+        "p50_ms": round(pct(50), 1),
+        "p95_ms": round(pct(95), 1),
+        "prefix_cache_hit_rate": hit_rate,
+    }
 
 
 def main() -> None:
@@ -168,15 +214,29 @@ def main() -> None:
     p.add_argument("--json", help="write the figures here")
     args = p.parse_args()
     print(f"{len(judgment_messages())} distinct judgment requests from the sample chunks")
-    print(f"{'conc':>5} {'req/s':>8} {'prompt tok/s':>13} {'gen tok/s':>10} {'p50 ms':>9} {'p95 ms':>9} {'errors':>7} {'prefix hit':>10}")
+    print(
+        f"{'conc':>5} {'req/s':>8} {'prompt tok/s':>13} {'gen tok/s':>10} {'p50 ms':>9} {'p95 ms':>9} {'errors':>7} {'prefix hit':>10}"
+    )
     rows = []
     for c in args.concurrency:
-        r = asyncio.run(drive(args.url, args.model, concurrency=c, total=args.requests, flavor=args.flavor, api_key=args.api_key,
-                              max_tokens=args.max_tokens))
+        r = asyncio.run(
+            drive(
+                args.url,
+                args.model,
+                concurrency=c,
+                total=args.requests,
+                flavor=args.flavor,
+                api_key=args.api_key,
+                max_tokens=args.max_tokens,
+            )
+        )
         rows.append(r)
         hit = "-" if r["prefix_cache_hit_rate"] is None else f"{r['prefix_cache_hit_rate']:.0%}"
-        print(f"{c:>5} {r['requests_per_s']:>8.2f} {r['prompt_tokens_per_s']:>13.0f} {r['completion_tokens_per_s']:>10.0f} "
-              f"{r['p50_ms']:>9.0f} {r['p95_ms']:>9.0f} {r['errors']:>7} {hit:>10}", flush=True)
+        print(
+            f"{c:>5} {r['requests_per_s']:>8.2f} {r['prompt_tokens_per_s']:>13.0f} {r['completion_tokens_per_s']:>10.0f} "
+            f"{r['p50_ms']:>9.0f} {r['p95_ms']:>9.0f} {r['errors']:>7} {hit:>10}",
+            flush=True,
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
 

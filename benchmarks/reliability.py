@@ -51,8 +51,18 @@ def main() -> int:
                 harness.stop()  # the next case starts from a fresh stack
             failures += verdict == "FAIL"
             skipped = verdict == "skipped"
-            rows.append((c.group, c.name, c.expected, obs.summary(), verdict, "-" if skipped else obs.lost,
-                         "-" if skipped else obs.duplicated, time.monotonic() - started))
+            rows.append(
+                (
+                    c.group,
+                    c.name,
+                    c.expected,
+                    obs.summary(),
+                    verdict,
+                    "-" if skipped else obs.lost,
+                    "-" if skipped else obs.duplicated,
+                    time.monotonic() - started,
+                )
+            )
             print(f"   {verdict}: {obs.summary()} (lost {obs.lost}, duplicated {obs.duplicated})", flush=True)
             if verdict == "FAIL" and args.stop_on_failure:
                 break

@@ -20,7 +20,7 @@ GIL_SWITCH_INTERVAL_S = 0.0005
 def main() -> None:
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     settings = load_settings()
-    # Built here, loaded on the first query (the model is not needed to start).
+    # Built here, loaded in the background once the service is up (the model is not needed to start).
     backend = embedder_from_settings(settings, query_time=True)
     holder: dict[str, RetrieveStage] = {}
 

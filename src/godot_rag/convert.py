@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import lru_cache
 from typing import TypeVar
 
 from google.protobuf import json_format
@@ -144,7 +145,7 @@ def hit_to_pb(h: m.RetrievalHit) -> pb.RetrievalHit:
         content=h.content,
         score=h.score,
         component_scores={k: float(v) for k, v in h.component_scores.items()},
-        metadata_json=json.dumps(h.metadata, sort_keys=True, default=str),
+        metadata_json=h.metadata_json or m.encode_metadata(h.metadata),
     )
 
 
@@ -164,7 +165,7 @@ def hit_to_dict(h: m.RetrievalHit) -> dict:
         "content": h.content,
         "score": _json_double(float(h.score)),
         "component_scores": {k: _json_double(float(v)) for k, v in h.component_scores.items()},
-        "metadata_json": json.dumps(h.metadata, sort_keys=True, default=str),
+        "metadata_json": h.metadata_json or m.encode_metadata(h.metadata),
     }
 
 
@@ -177,9 +178,17 @@ def hit_from_dict(d: dict) -> m.RetrievalHit:
         score=float(d.get("score") or 0.0),
         title=d.get("title") or "",
         content=d.get("content") or "",
-        metadata=json.loads(metadata_json) if metadata_json else {},
+        metadata=_decoded_metadata(metadata_json) if metadata_json else {},
         component_scores={k: float(v) for k, v in (d.get("component_scores") or {}).items()},
+        metadata_json=metadata_json,
     )
+
+
+@lru_cache(maxsize=4096)
+def _decoded_metadata(metadata_json: str) -> dict:
+    """The judge reads the same records' metadata for chunk after chunk: each text is decoded once.
+    The dict is shared between hits and never modified (as the retriever's record details)."""
+    return json.loads(metadata_json)
 
 
 def hit_from_pb(h: pb.RetrievalHit) -> m.RetrievalHit:

@@ -107,8 +107,9 @@ async def test_without_a_token_on_loopback_the_web_screen_is_open(tmp_path: Path
     client = TestClient(TestServer(build_app(web_context(tmp_path, max_prompt_bytes="1000"))))
     await client.start_server()
     try:
-        resp = await client.post("/api/analyses", data=json.dumps({"prompt": "x" * 5000, "snippet": "a"}),
-                                 headers={"Content-Type": "application/json"})
+        resp = await client.post(
+            "/api/analyses", data=json.dumps({"prompt": "x" * 5000, "snippet": "a"}), headers={"Content-Type": "application/json"}
+        )
         assert resp.status == 400
     finally:
         await client.close()

@@ -33,8 +33,7 @@ def index():
     g3 = class_reference_names(read_jsonl_gz("godot3_class_reference.jsonl.gz"))
     g4 = class_reference_names(read_jsonl_gz("godot4_class_reference.jsonl.gz"))
     records = rename_records(read_jsonl_gz("godot_renames_3to4.jsonl.gz"), g3, g4)
-    return RenameIndex.from_payloads(((r.id, r.payload) for r in records), shipped_vocabulary()), \
-        {r.id: r.payload for r in records}
+    return RenameIndex.from_payloads(((r.id, r.payload) for r in records), shipped_vocabulary()), {r.id: r.payload for r in records}
 
 
 @pytest.fixture
@@ -52,19 +51,32 @@ async def stub(index):
 def request(chunk_index: int, payloads: dict, hit_ids=()) -> pb.JudgmentRequest:
     chunks = parse_gdscript("player.gd", PLAYER).chunks
     c = chunks[chunk_index]
-    hits = [pb.RetrievalHit(table="api_mapping", record_id=rid, title=rid, metadata_json=json.dumps(payloads[rid]))
-            for rid in hit_ids]
-    return pb.JudgmentRequest(prompt="Is this Godot 3 or Godot 4?", project_id="p", source_file="player.gd",
-                              chunk_id=c.chunk_id, chunk_order=c.chunk_order, chunk_kind=c.chunk_kind, chunk_text=c.code_text,
-                              surrounding_context=c.surrounding_context, retrieved_evidence=hits,
-                              chunk=convert.chunk_to_pb(c), source_kind="gdscript", declared_names=["speed"])
+    hits = [
+        pb.RetrievalHit(table="api_mapping", record_id=rid, title=rid, metadata_json=json.dumps(payloads[rid])) for rid in hit_ids
+    ]
+    return pb.JudgmentRequest(
+        prompt="Is this Godot 3 or Godot 4?",
+        project_id="p",
+        source_file="player.gd",
+        chunk_id=c.chunk_id,
+        chunk_order=c.chunk_order,
+        chunk_kind=c.chunk_kind,
+        chunk_text=c.code_text,
+        surrounding_context=c.surrounding_context,
+        retrieved_evidence=hits,
+        chunk=convert.chunk_to_pb(c),
+        source_kind="gdscript",
+        declared_names=["speed"],
+    )
 
 
 async def test_judge_a_godot3_header_with_its_rename_record(stub, index):
     rid = "rename:class_renames:KinematicBody2D"
     out = await stub.Judge(request(0, index[1], [rid]))
     assert (out.status, out.signal, out.judge_kind, out.needs_migration) == ("ok", "godot3", "rules", True)
-    assert [(n.line, n.old, n.new, n.basis_record_id) for n in out.migration_notes] == [(1, "KinematicBody2D", "CharacterBody2D", rid)]
+    assert [(n.line, n.old, n.new, n.basis_record_id) for n in out.migration_notes] == [
+        (1, "KinematicBody2D", "CharacterBody2D", rid)
+    ]
     assert [(e.record_id, e.relevant) for e in out.evidence] == [(rid, True)]
     assert out.model.startswith("rules/")
 

@@ -97,8 +97,7 @@ async def test_gateway_replay_versions_diff_and_trace_map_their_errors(channel):
     assert await code_of(gateway.GetReplay(spb.GetReplayRequest(replay_id=nope))) == grpc.StatusCode.NOT_FOUND
     assert await code_of(gateway.ListVersions(spb.GetRequest(analysis_id=nope))) == grpc.StatusCode.NOT_FOUND
     assert await code_of(gateway.GetVerdict(spb.VerdictVersionRequest(analysis_id=nope))) == grpc.StatusCode.NOT_FOUND
-    assert await code_of(gateway.GetChunkTrace(spb.ChunkTraceRequest(analysis_id=nope, chunk_id="x"))) == \
-        grpc.StatusCode.NOT_FOUND
+    assert await code_of(gateway.GetChunkTrace(spb.ChunkTraceRequest(analysis_id=nope, chunk_id="x"))) == grpc.StatusCode.NOT_FOUND
     assert await code_of(gateway.ListChunks(spb.ListChunksPageRequest(analysis_id=nope))) == grpc.StatusCode.NOT_FOUND
     assert await code_of(gateway.Diff(spb.DiffRequest(a="", b=""))) == grpc.StatusCode.INVALID_ARGUMENT
     assert await code_of(gateway.Diff(spb.DiffRequest(a=nope, b="other"))) == grpc.StatusCode.NOT_FOUND
@@ -106,12 +105,18 @@ async def test_gateway_replay_versions_diff_and_trace_map_their_errors(channel):
     aid = submitted.analysis_id
     # No consumer runs here: the analysis stays running, so it cannot be replayed yet.
     assert await code_of(gateway.Replay(spb.ReplayRequest(analysis_id=aid))) == grpc.StatusCode.FAILED_PRECONDITION
-    assert await code_of(gateway.ListChunks(spb.ListChunksPageRequest(analysis_id=aid, needs_migration="maybe"))) == \
-        grpc.StatusCode.INVALID_ARGUMENT
-    assert await code_of(gateway.ListChunks(spb.ListChunksPageRequest(analysis_id=aid, page_token="x"))) == \
-        grpc.StatusCode.INVALID_ARGUMENT
-    assert await code_of(gateway.GetVerdict(spb.VerdictVersionRequest(analysis_id=aid, version_id="j-none"))) == \
-        grpc.StatusCode.NOT_FOUND
+    assert (
+        await code_of(gateway.ListChunks(spb.ListChunksPageRequest(analysis_id=aid, needs_migration="maybe")))
+        == grpc.StatusCode.INVALID_ARGUMENT
+    )
+    assert (
+        await code_of(gateway.ListChunks(spb.ListChunksPageRequest(analysis_id=aid, page_token="x")))
+        == grpc.StatusCode.INVALID_ARGUMENT
+    )
+    assert (
+        await code_of(gateway.GetVerdict(spb.VerdictVersionRequest(analysis_id=aid, version_id="j-none")))
+        == grpc.StatusCode.NOT_FOUND
+    )
     page = await gateway.ListChunks(spb.ListChunksPageRequest(analysis_id=aid))
     assert page.total == 0 and page.next_page_token == ""
 
@@ -133,15 +138,17 @@ async def test_aggregator_answers_not_found_then_not_ready(channel):
     gateway = sgrpc.AnalysisServiceStub(channel)
     submitted = await gateway.Submit(spb.SubmitRequest(prompt="Godot 3 or 4?", snippet="extends Node2D\n"))
     # No consumer runs here, so the analysis stays running: its verdict is not there yet.
-    assert await code_of(aggregator.GetVerdict(spb.VerdictRequest(analysis_id=submitted.analysis_id))) == \
-        grpc.StatusCode.FAILED_PRECONDITION
+    assert (
+        await code_of(aggregator.GetVerdict(spb.VerdictRequest(analysis_id=submitted.analysis_id)))
+        == grpc.StatusCode.FAILED_PRECONDITION
+    )
     listed = await aggregator.ListChunks(spb.ListChunksRequest(analysis_id=submitted.analysis_id))
     assert list(listed.chunks) == []  # not chunked yet: no chunk is invented
 
 
 async def test_retriever_builds_queries_and_maps_its_errors(channel):
     retriever = sgrpc.RetrieverStub(channel)
-    chunk = parse_gdscript("player.gd", b"extends Node\n\nfunc _ready():\n\tyield(get_tree(), \"idle_frame\")\n").chunks[1]
+    chunk = parse_gdscript("player.gd", b'extends Node\n\nfunc _ready():\n\tyield(get_tree(), "idle_frame")\n').chunks[1]
     query = await retriever.BuildQuery(spb.BuildQueryRequest(prompt="Is this Godot 3?", chunk=convert.chunk_to_pb(chunk)))
     assert "yield" in query.raw_chunk_text and "player.gd" not in query.query_text  # the path never enters a query
     empty = pb.RetrieverQuery()
@@ -158,8 +165,10 @@ async def test_an_oversized_prompt_is_refused_before_anything_is_recorded(channe
         gateway = sgrpc.AnalysisServiceStub(channel)
         # Over the 1 MB NATS payload the prompt used to be recorded, then fail every publish.
         prompt = "Is this Godot 3? " + "x" * (1024 * 1024 + 10)
-        assert await code_of(gateway.Submit(spb.SubmitRequest(prompt=prompt, snippet="extends KinematicBody2D\n"))) \
+        assert (
+            await code_of(gateway.Submit(spb.SubmitRequest(prompt=prompt, snippet="extends KinematicBody2D\n")))
             == grpc.StatusCode.INVALID_ARGUMENT
+        )
         assert len(await store.list_analyses()) == before
     finally:
         await store.close()
@@ -179,8 +188,12 @@ async def test_a_server_path_is_local_only_and_a_remote_caller_gets_permission_d
     # refused before the store or the bus is touched (neither is given here).
     settings = load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path / "d")})
     with pytest.raises(AccessDeniedError) as err:
-        await collect_and_submit(None, None, settings,  # type: ignore[arg-type]
-                                 SubmitInput(prompt="p", path=str(tmp_path), client="10.0.0.9", local_caller=False))
+        await collect_and_submit(
+            None,
+            None,
+            settings,  # type: ignore[arg-type]
+            SubmitInput(prompt="p", path=str(tmp_path), client="10.0.0.9", local_caller=False),
+        )
     assert status_for(err.value) == grpc.StatusCode.PERMISSION_DENIED
 
 
@@ -197,16 +210,26 @@ async def test_web_routes_with_paths_never_leave_the_store(servers, tmp_path):
     bus = await Bus.connect(nats_url, name="component-web")
     await bus.ensure_streams()
     ctx = ServiceContext("component-web", settings, store, bus, asyncio.Event())
-    _, submitted = await collect_and_submit(store, bus, settings, SubmitInput(
-        prompt="Godot 3 or 4?", expanded_text="# player.gd\nextends KinematicBody2D\n", client="test"))
+    _, submitted = await collect_and_submit(
+        store,
+        bus,
+        settings,
+        SubmitInput(prompt="Godot 3 or 4?", expanded_text="# player.gd\nextends KinematicBody2D\n", client="test"),
+    )
     aid = submitted[0].analysis_id
     client = TestClient(TestServer(build_app(ctx)))
     await client.start_server()
     try:
         assert (await client.get(f"/a/{aid}/f/player.gd")).status == 200
-        for path in (f"/a/{aid}/f/../../../../etc/passwd", f"/a/{aid}/f/..%2f..%2f..%2fetc%2fpasswd",
-                     f"/a/{aid}/f/%2e%2e/%2e%2e/etc/passwd", f"/a/{aid}/f//etc/passwd", f"/a/{aid}/f/player.gd/../../../x",
-                     f"/api/analyses/{aid}/chunks/..%2f..%2fetc%2fpasswd", "/a/..%2f..%2fetc%2fpasswd"):
+        for path in (
+            f"/a/{aid}/f/../../../../etc/passwd",
+            f"/a/{aid}/f/..%2f..%2f..%2fetc%2fpasswd",
+            f"/a/{aid}/f/%2e%2e/%2e%2e/etc/passwd",
+            f"/a/{aid}/f//etc/passwd",
+            f"/a/{aid}/f/player.gd/../../../x",
+            f"/api/analyses/{aid}/chunks/..%2f..%2fetc%2fpasswd",
+            "/a/..%2f..%2fetc%2fpasswd",
+        ):
             resp = await client.get(path, allow_redirects=False)
             body = await resp.text()
             assert resp.status in (400, 403, 404), path
@@ -230,10 +253,12 @@ async def test_web_pages_escape_script_in_file_names_chunk_text_and_node_names(s
     await bus.ensure_streams()
     ctx = ServiceContext("component-web", settings, store, bus, asyncio.Event())
     payload = "<script>alert(1)</script>"
-    text = (f"# {payload}.gd\nextends Node # {payload}\n"
-            f"\n# level.tscn\n[gd_scene format=2]\n\n[node name=\"{payload}\" type=\"Node2D\"]\n")
-    _, submitted = await collect_and_submit(store, bus, settings, SubmitInput(prompt=f"Godot 3 or 4? {payload}",
-                                                                            expanded_text=text, client="test"))
+    text = (
+        f'# {payload}.gd\nextends Node # {payload}\n\n# level.tscn\n[gd_scene format=2]\n\n[node name="{payload}" type="Node2D"]\n'
+    )
+    _, submitted = await collect_and_submit(
+        store, bus, settings, SubmitInput(prompt=f"Godot 3 or 4? {payload}", expanded_text=text, client="test")
+    )
     aid = submitted[0].analysis_id
     client = TestClient(TestServer(build_app(ctx)))
     await client.start_server()

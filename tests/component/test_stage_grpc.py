@@ -32,19 +32,26 @@ async def test_parse_mini_dodge_player(server, repo: Path):
 
     blocks = {b.source_file: b for b in split_expanded_text((repo / "samples" / "mini_dodge.txt").read_text())}
     data = blocks["player.gd"].text.encode()
-    out = await sgrpc.ParserStub(server).Parse(spb.ParseRequest(
-        project_id="p", source_file="player.gd", source_kind="gdscript", source_text=data,
-        source_sha256=hashlib.sha256(data).hexdigest()))
+    out = await sgrpc.ParserStub(server).Parse(
+        spb.ParseRequest(
+            project_id="p",
+            source_file="player.gd",
+            source_kind="gdscript",
+            source_text=data,
+            source_sha256=hashlib.sha256(data).hexdigest(),
+        )
+    )
     assert out.status == "ok"
     assert [(c.span.start_line, c.span.end_line) for c in out.chunks] == [(1, 1), (3, 3), (5, 6), (8, 10), (12, 26), (28, 31)]
     assert out.chunks[4].chunk_id == "player.gd:function:_process"
     for c in out.chunks:
-        assert data[c.span.start_byte:c.span.end_byte].decode() == c.code_text
+        assert data[c.span.start_byte : c.span.end_byte].decode() == c.code_text
 
 
 async def test_parse_reports_sha_mismatch_as_failed(server):
-    out = await sgrpc.ParserStub(server).Parse(spb.ParseRequest(
-        source_file="a.gd", source_kind="gdscript", source_text=b"extends Node\n", source_sha256="0" * 64))
+    out = await sgrpc.ParserStub(server).Parse(
+        spb.ParseRequest(source_file="a.gd", source_kind="gdscript", source_text=b"extends Node\n", source_sha256="0" * 64)
+    )
     assert out.status == "failed" and not out.chunks and out.errors
 
 
@@ -70,10 +77,14 @@ async def test_chunk_rejects_gdscript(server):
 
 @pytest.mark.parametrize("source_file", ["../../etc/passwd", "/etc/passwd", "a/../../b.gd", "C:\\x.gd", "a\0.gd"])
 async def test_source_file_cannot_leave_the_project(server, source_file: str):
-    for call in (sgrpc.ParserStub(server).Parse(spb.ParseRequest(source_file=source_file, source_kind="gdscript",
-                                                                  source_text=b"extends Node\n")),
-                 sgrpc.ChunkerStub(server).Chunk(spb.ChunkRequest(source_file=source_file, source_kind="scene",
-                                                                  source_text=b"[gd_scene format=3]\n"))):
+    for call in (
+        sgrpc.ParserStub(server).Parse(
+            spb.ParseRequest(source_file=source_file, source_kind="gdscript", source_text=b"extends Node\n")
+        ),
+        sgrpc.ChunkerStub(server).Chunk(
+            spb.ChunkRequest(source_file=source_file, source_kind="scene", source_text=b"[gd_scene format=3]\n")
+        ),
+    ):
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await call
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT

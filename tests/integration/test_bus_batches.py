@@ -109,8 +109,12 @@ async def test_a_worker_that_follows_a_crash_takes_one_message_at_a_time(bus):
     await bus.js.add_consumer(
         STREAM_CHUNKS,
         api.ConsumerConfig(
-            durable_name=SPEC.durable, ack_policy=api.AckPolicy.EXPLICIT, filter_subject="grag.chunk.judge.>",
-            ack_wait=SHORT.ack_wait_s, max_deliver=3, max_ack_pending=SPEC.max_ack_pending,
+            durable_name=SPEC.durable,
+            ack_policy=api.AckPolicy.EXPLICIT,
+            filter_subject="grag.chunk.judge.>",
+            ack_wait=SHORT.ack_wait_s,
+            max_deliver=3,
+            max_ack_pending=SPEC.max_ack_pending,
         ),
     )
     await _publish(bus, ["held"])

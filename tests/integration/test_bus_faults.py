@@ -93,9 +93,16 @@ async def test_a_dead_letter_that_cannot_be_written_keeps_the_message(bus):
 async def test_a_worker_dying_on_every_delivery_leaves_a_max_deliver_advisory_naming_the_message(bus):
     """No handler ever returns (the process 'dies' before it can ack, nak or dead-letter): JetStream gives up after
     MaxDeliver and the advisory, kept in its stream, leads back to the very message."""
-    await bus.js.add_consumer(STREAM_CHUNKS, api.ConsumerConfig(
-        durable_name=SPEC.durable, ack_policy=api.AckPolicy.EXPLICIT, filter_subject="grag.chunk.judge.>", ack_wait=1,
-        max_deliver=2))
+    await bus.js.add_consumer(
+        STREAM_CHUNKS,
+        api.ConsumerConfig(
+            durable_name=SPEC.durable,
+            ack_policy=api.AckPolicy.EXPLICIT,
+            filter_subject="grag.chunk.judge.>",
+            ack_wait=1,
+            max_deliver=2,
+        ),
+    )
     await bus.publish(chunk_subject("judge", "a1", "crash"), b"the task", "a1:crash:judge:1")
     sub = await bus.js.pull_subscribe_bind(durable=SPEC.durable, stream=STREAM_CHUNKS)
     for _ in range(2):

@@ -41,9 +41,11 @@ def test_a_start_stops_the_nats_server_left_running_on_its_store(tmp_path):
 def test_nats_server_dies_with_the_process_that_started_it(tmp_path):
     # A stand-in supervisor: starts the embedded nats-server and the watchdog as `godot-rag up` does,
     # prints the server's pid, and is killed with -9.
-    script = ("import sys, time; from pathlib import Path; from godot_rag.infra.embedded import EmbeddedNats, start_watchdog; "
-              "n = EmbeddedNats(Path(sys.argv[1]), '127.0.0.1', 0); n.start(); start_watchdog(Path(sys.argv[1]), nats=True, pg=False); "
-              "print(n.proc.pid, flush=True); time.sleep(600)")
+    script = (
+        "import sys, time; from pathlib import Path; from godot_rag.infra.embedded import EmbeddedNats, start_watchdog; "
+        "n = EmbeddedNats(Path(sys.argv[1]), '127.0.0.1', 0); n.start(); start_watchdog(Path(sys.argv[1]), nats=True, pg=False); "
+        "print(n.proc.pid, flush=True); time.sleep(600)"
+    )
     parent = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE, text=True)
     try:
         server = int(parent.stdout.readline())
@@ -62,11 +64,13 @@ def test_a_start_adopts_the_postgres_left_running_by_a_killed_supervisor_and_sto
     data_dir.chmod(0o755)
     # A stand-in supervisor without its watchdog (as when both were killed with -9): starts PostgreSQL,
     # writes a row, prints the server's pid, and is killed, leaving the server running on the data folder.
-    script = ("import sys, time, psycopg; from pathlib import Path; from godot_rag.infra.embedded import EmbeddedPostgres; "
-              "p = EmbeddedPostgres(Path(sys.argv[1])); uri = p.start(); "
-              "c = psycopg.connect(uri, autocommit=True); c.execute('create table left_behind (n int)'); "
-              "c.execute('insert into left_behind values (42)'); c.close(); "
-              "print(p.postmaster_pid(), flush=True); time.sleep(600)")
+    script = (
+        "import sys, time, psycopg; from pathlib import Path; from godot_rag.infra.embedded import EmbeddedPostgres; "
+        "p = EmbeddedPostgres(Path(sys.argv[1])); uri = p.start(); "
+        "c = psycopg.connect(uri, autocommit=True); c.execute('create table left_behind (n int)'); "
+        "c.execute('insert into left_behind values (42)'); c.close(); "
+        "print(p.postmaster_pid(), flush=True); time.sleep(600)"
+    )
     parent = subprocess.Popen([sys.executable, "-c", script, str(data_dir)], stdout=subprocess.PIPE, text=True)
     fresh = EmbeddedPostgres(data_dir)
     orphan = None
@@ -138,8 +142,9 @@ def test_a_new_data_folder_whose_initdb_died_is_made_again(monkeypatch):
         assert len(calls) == 2
         server.stop()
         # A folder that held a cluster is never wiped: its failure is raised.
-        monkeypatch.setattr(pgserver, "get_server", lambda pgdata, **kw: (_ for _ in ()).throw(
-            subprocess.CalledProcessError(1, ["pg_ctl"])))
+        monkeypatch.setattr(
+            pgserver, "get_server", lambda pgdata, **kw: (_ for _ in ()).throw(subprocess.CalledProcessError(1, ["pg_ctl"]))
+        )
         try:
             EmbeddedPostgres(data_dir).start()
             raise AssertionError("the failure of an existing cluster was hidden")

@@ -24,9 +24,9 @@ pytestmark = pytest.mark.integration
 TEXTS = [
     "extends KinematicBody2D",
     "func _physics_process(delta):\n\tvelocity = move_and_slide(velocity, Vector2.UP)\n\tif is_on_floor():\n\t\tjumps = 0",
-    "[node name=\"Player\" type=\"KinematicBody2D\"]\nscript = ExtResource( 1 )",
+    '[node name="Player" type="KinematicBody2D"]\nscript = ExtResource( 1 )',
     "uid://dejexgb3lr1mk",
-    "yield(get_tree().create_timer(1.0), \"timeout\") " * 40,  # past the 256-token truncation
+    'yield(get_tree().create_timer(1.0), "timeout") ' * 40,  # past the 256-token truncation
 ]
 
 
@@ -61,7 +61,7 @@ def test_onnx_agrees_with_the_shipped_knowledge_base_vectors(runtimes):
         body = fh.read()
     dim = int(header["dim"])
     size = 32 + 2 * dim
-    shipped = {body[o:o + 32].hex(): o for o in range(0, len(body), size)}
+    shipped = {body[o : o + 32].hex(): o for o in range(0, len(body), size)}
     texts = sorted({r.embed_text for r in knowledge_records(None) if r.embed_text and text_sha256(r.embed_text) in shipped})[::40]
     assert len(texts) > 50
     got = np.asarray(onnx_e.embed(texts))
@@ -75,7 +75,7 @@ def test_int8_stays_close_to_float32_and_keeps_the_neighbours(runtimes, int8):
     close to its float32 twin, and the nearest of a set of texts must stay the nearest."""
     _, onnx_e = runtimes
     texts = TEXTS + [
-        "func _ready():\n\tyield(get_tree(), \"idle_frame\")",
+        'func _ready():\n\tyield(get_tree(), "idle_frame")',
         "await get_tree().process_frame",
         "var tween = create_tween()",
         "export(int) var speed = 200",

@@ -104,8 +104,11 @@ def test_a_git_repository_is_cloned_and_analysed(stack, tmp_path: Path):
     repo = tmp_path / "shooter"
     shutil.copytree(COLLECTION / "3d" / "shooter_g4", repo)
     env = {**os.environ, "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path)}
-    for args in (["init", "--quiet"], ["add", "-A"],
-                 ["-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "--quiet", "-m", "x"]):
+    for args in (
+        ["init", "--quiet"],
+        ["add", "-A"],
+        ["-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "--quiet", "-m", "x"],
+    ):
         subprocess.run(["git", *args], cwd=repo, check=True, env=env, capture_output=True)
     response = submit(stack, git_url=repo.as_uri())
     assert response.source_origin == "git" and response.project_id == "git:shooter"
@@ -131,8 +134,10 @@ def test_an_uploaded_archive_and_a_hostile_one(stack):
     response = submit(stack, archive=data, archive_name="platformer.tar.gz")
     assert response.source_origin == "uploaded_file"
     # The archive's own top folder holds project.godot (fixture_project is nested under it).
-    assert [p.project_id for p in response.projects] == ["archive:platformer/platformer",
-                                                         "archive:platformer/platformer/tests/fixture_project"]
+    assert [p.project_id for p in response.projects] == [
+        "archive:platformer/platformer",
+        "archive:platformer/platformer/tests/fixture_project",
+    ]
     doc = wait_done(stack, response.projects[0].analysis_id)
     assert doc["verdict"]["label"] == "godot3"
 
@@ -160,15 +165,17 @@ def test_a_content_mismatch_fails_that_file_visibly_and_the_rest_goes_on(stack, 
     """Seed rule 'expanded block sha256 == trace sha256': the stored block no longer matches its hash."""
     project = tmp_path / "mismatch"
     project.mkdir()
-    (project / "project.godot").write_text("config_version=5\n\n[application]\nconfig/name=\"Mismatch\"\n")
+    (project / "project.godot").write_text('config_version=5\n\n[application]\nconfig/name="Mismatch"\n')
     good = b"extends CharacterBody2D\n\nfunc _physics_process(delta):\n\tmove_and_slide()\n"
     (project / "good.gd").write_bytes(good)
     tampered = b'[gd_scene format=3]\n\n[node name="Checked" type="Node2D"]\n; integration fixture 7f1c\n'
     (project / "tampered.tscn").write_bytes(tampered)
     # The store already holds "content" under that hash, but other bytes (as after a bad write).
     with psycopg.connect(stack.runtime["pg_dsn"]) as conn:
-        conn.execute("insert into godot_rag.blobs (sha256, data, size) values (%s, %s, %s) on conflict do nothing",
-                     (sha256_hex(tampered), b"[gd_scene format=3]\n", 20))
+        conn.execute(
+            "insert into godot_rag.blobs (sha256, data, size) values (%s, %s, %s) on conflict do nothing",
+            (sha256_hex(tampered), b"[gd_scene format=3]\n", 20),
+        )
     response = submit(stack, path=str(project))
     doc = wait_done(stack, response.analysis_id, expected="completed_with_failures")  # never a plain "done"
     files = files_of(doc)
@@ -190,10 +197,27 @@ async def test_a_validation_violation_fails_that_file_visibly_and_the_rest_goes_
     good = b'[gd_scene load_steps=2 format=3]\n\n[node name="A" type="CharacterBody2D"]\n\n[node name="B" type="Sprite2D" parent="."]\n'
     bad = b'[gd_scene load_steps=2 format=3]\n\n[node name="C" type="Node2D"]\n\n[node name="D" type="Label" parent="."]\n'
     aid = "avalidation" + hashlib.sha256(good + bad).hexdigest()[:10]
-    files = [{"source_file": name, "source_kind": "scene", "included": True, "excluded_reason": "", "sha256": sha256_hex(data),
-              "size": len(data), "data": data} for name, data in (("good.tscn", good), ("bad.tscn", bad))]
-    await store.create_analysis(analysis_id=aid, project_id="test:validation", prompt=DEFAULT_PROMPT,
-                                source_origin="local_directory", input_ref="test", pipeline_version="test", files=files)
+    files = [
+        {
+            "source_file": name,
+            "source_kind": "scene",
+            "included": True,
+            "excluded_reason": "",
+            "sha256": sha256_hex(data),
+            "size": len(data),
+            "data": data,
+        }
+        for name, data in (("good.tscn", good), ("bad.tscn", bad))
+    ]
+    await store.create_analysis(
+        analysis_id=aid,
+        project_id="test:validation",
+        prompt=DEFAULT_PROMPT,
+        source_origin="local_directory",
+        input_ref="test",
+        pipeline_version="test",
+        files=files,
+    )
 
     def real(source_file, source_kind, data, expected_sha256):
         return chunk_direct(source_file, source_kind, data, expected_sha256=expected_sha256)
@@ -203,13 +227,21 @@ async def test_a_validation_violation_fails_that_file_visibly_and_the_rest_goes_
 
         result = real(source_file, source_kind, data, expected_sha256)
         first, second, *rest = result.chunks
-        return replace(result, chunks=(replace(first, chunk_order=second.chunk_order),
-                                       replace(second, chunk_order=first.chunk_order), *rest))
+        return replace(
+            result, chunks=(replace(first, chunk_order=second.chunk_order), replace(second, chunk_order=first.chunk_order), *rest)
+        )
 
     try:
         for name, data, fn in (("bad.tscn", bad, swapped_order), ("good.tscn", good, real)):
-            req = pb.AnalysisRequest(analysis_id=aid, prompt=DEFAULT_PROMPT, project_id="test:validation", source_file=name,
-                                     source_kind="scene", source_sha256=sha256_hex(data), source_origin="local_directory")
+            req = pb.AnalysisRequest(
+                analysis_id=aid,
+                prompt=DEFAULT_PROMPT,
+                project_id="test:validation",
+                source_file=name,
+                source_kind="scene",
+                source_sha256=sha256_hex(data),
+                source_origin="local_directory",
+            )
             await handle_file_task(ctx, pb.FileTask(analysis_id=aid, request=req).SerializeToString(), fn, "test-validation/1")
     finally:
         await bus.close()

@@ -67,9 +67,14 @@ async def test_each_judgment_is_schema_valid_or_failed_with_its_raw_output(llm_u
     ev = _eval_module(repo)
     knowledge = ev.load_knowledge()
     cases = ev.load_cases(ev.CORPUS / "functions")
-    wanted = {"g3_platformer_player.gd:function:_ready", "g3_save_system.gd:function:save_game", "g4_hud.gd:function:show_game_over",
-              "neutral_backports.gd:function:pop_in", "neutral_comments_strings.gd:function:injection_godot4",
-              "neutral_user_named.gd:function:goto_menu"}
+    wanted = {
+        "g3_platformer_player.gd:function:_ready",
+        "g3_save_system.gd:function:save_game",
+        "g4_hud.gd:function:show_game_over",
+        "neutral_backports.gd:function:pop_in",
+        "neutral_comments_strings.gd:function:injection_godot4",
+        "neutral_user_named.gd:function:goto_menu",
+    }
     picked = [c for c in cases if c.chunk.chunk_id in wanted]
     client = LLMClient(llm_url, MODEL_ALIAS, flavor="llamacpp", timeout_s=300, max_tokens=384, retries=1)
     backend = LLMBackend(client)
@@ -78,16 +83,24 @@ async def test_each_judgment_is_schema_valid_or_failed_with_its_raw_output(llm_u
     try:
         for case in picked:
             hits = ev.offline_hits(case.chunk, knowledge)
-            request = JudgmentRequest(prompt="Is this Godot 3 or Godot 4 code?", chunk=case.chunk, evidence=tuple(hits),
-                                      source_kind="gdscript", intent="version_check", source_file=case.source_file)
+            request = JudgmentRequest(
+                prompt="Is this Godot 3 or Godot 4 code?",
+                chunk=case.chunk,
+                evidence=tuple(hits),
+                source_kind="gdscript",
+                intent="version_check",
+                source_file=case.source_file,
+            )
             j = await backend.judge(request)
             assert_valid_or_visibly_failed(j, request)
             outcomes.append(j.status)
     finally:
         await client.aclose()
     assert len(outcomes) == len(picked) >= 6
-    print(f"\nLLM judge on {len(picked)} chunks in {time.perf_counter() - started:.1f} s: "
-          f"{outcomes.count('ok')} valid, {outcomes.count('failed')} failed")
+    print(
+        f"\nLLM judge on {len(picked)} chunks in {time.perf_counter() - started:.1f} s: "
+        f"{outcomes.count('ok')} valid, {outcomes.count('failed')} failed"
+    )
 
 
 PROJECT = """# project.godot
@@ -118,11 +131,19 @@ def llm_stack(llm_url, tmp_path_factory):
     from godot_rag.supervisor import Supervisor
 
     data_dir = tmp_path_factory.mktemp("godot-rag-llm")
-    settings = load_settings({
-        "GODOT_RAG_DATA_DIR": str(data_dir), "GODOT_RAG_JUDGE": "llm", "GODOT_RAG_JUDGE_CASCADE": "ambiguous",
-        "GODOT_RAG_LLM_URL": llm_url, "GODOT_RAG_LLM_MODEL": MODEL_ALIAS, "GODOT_RAG_LLM_FLAVOR": "llamacpp",
-        "GODOT_RAG_LLM_MAX_TOKENS": "384", "GODOT_RAG_LLM_MAX_CONCURRENCY": "2", "GODOT_RAG_LLM_TIMEOUT_S": "300",
-    })
+    settings = load_settings(
+        {
+            "GODOT_RAG_DATA_DIR": str(data_dir),
+            "GODOT_RAG_JUDGE": "llm",
+            "GODOT_RAG_JUDGE_CASCADE": "ambiguous",
+            "GODOT_RAG_LLM_URL": llm_url,
+            "GODOT_RAG_LLM_MODEL": MODEL_ALIAS,
+            "GODOT_RAG_LLM_FLAVOR": "llamacpp",
+            "GODOT_RAG_LLM_MAX_TOKENS": "384",
+            "GODOT_RAG_LLM_MAX_CONCURRENCY": "2",
+            "GODOT_RAG_LLM_TIMEOUT_S": "300",
+        }
+    )
     supervisor = Supervisor(settings, echo=lambda m: None)
     stop_flag = [False]
     try:

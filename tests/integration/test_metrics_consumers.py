@@ -28,9 +28,16 @@ async def test_pending_and_ack_pending_follow_the_consumer(nats_url):
     try:
         await bus.ensure_streams()
         # The durable as the stage runner creates it: explicit ack, filtered on its stage's subjects.
-        await bus.js.add_consumer(STREAM_CHUNKS, api.ConsumerConfig(
-            durable_name="judge", ack_policy=api.AckPolicy.EXPLICIT, filter_subject="grag.chunk.judge.>",
-            max_ack_pending=16, ack_wait=60))
+        await bus.js.add_consumer(
+            STREAM_CHUNKS,
+            api.ConsumerConfig(
+                durable_name="judge",
+                ack_policy=api.AckPolicy.EXPLICIT,
+                filter_subject="grag.chunk.judge.>",
+                max_ack_pending=16,
+                ack_wait=60,
+            ),
+        )
         for i in range(5):
             await bus.publish(chunk_subject("judge", "a1", f"c{i}"), b"x", f"a1/c{i}:judge:1")
         # Another stage's message is not this consumer's backlog.
@@ -47,8 +54,9 @@ async def test_pending_and_ack_pending_follow_the_consumer(nats_url):
                 text = await resp.text()
         finally:
             await server.close()
-        values = {(s.name, tuple(sorted(s.labels.items()))): s.value
-                  for f in text_string_to_metric_families(text) for s in f.samples}
+        values = {
+            (s.name, tuple(sorted(s.labels.items()))): s.value for f in text_string_to_metric_families(text) for s in f.samples
+        }
         labels = (("durable", "judge"), ("stream", STREAM_CHUNKS))
         assert values[("godot_rag_consumer_pending_messages", labels)] == 3
         assert values[("godot_rag_consumer_ack_pending_messages", labels)] == 2

@@ -50,7 +50,8 @@ def test_every_process_serves_metrics_and_an_analysis_moves_the_counters(stack, 
     (project / "project.godot").write_text(f'config_version=4\n\n[application]\n\nconfig/name="m{tag}"\n')
     (project / f"p{tag}.gd").write_text(
         f"extends KinematicBody2D\n\nvar v{tag} = Vector2()\n\n\nfunc f{tag}(delta):\n"
-        f"\tv{tag} = move_and_slide(v{tag}, Vector2.UP)\n\tyield(get_tree(), \"idle_frame\")\n")
+        f'\tv{tag} = move_and_slide(v{tag}, Vector2.UP)\n\tyield(get_tree(), "idle_frame")\n'
+    )
     submitted = stack.gateway.Submit(spb.SubmitRequest(prompt=f"Godot 3 or 4? {tag}", path=str(project)), timeout=120)
     # While it runs (and once it is done) the stage counters only go up.
     for _ in stack.gateway.WatchProgress(spb.GetRequest(analysis_id=submitted.analysis_id), timeout=300):
@@ -66,7 +67,9 @@ def test_every_process_serves_metrics_and_an_analysis_moves_the_counters(stack, 
     assert total(after["retriever"], processed) - total(before["retriever"], processed) >= chunks
     searches = "godot_rag_kb_search_seconds_count"
     assert total(after["retriever"], searches) - total(before["retriever"], searches) >= 1
-    assert total(after["retriever"], "godot_rag_kb_search_seconds_sum") > total(before["retriever"], "godot_rag_kb_search_seconds_sum")
+    assert total(after["retriever"], "godot_rag_kb_search_seconds_sum") > total(
+        before["retriever"], "godot_rag_kb_search_seconds_sum"
+    )
     # The consumer backlog gauges exist for each stage (read from JetStream).
     assert any(n == "godot_rag_consumer_pending_messages" for n, _ in after["judge"])
 

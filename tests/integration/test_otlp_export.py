@@ -29,8 +29,14 @@ from godot_rag.v1 import services_pb2 as spb
 from godot_rag.v1 import services_pb2_grpc as sgrpc
 
 REPO = Path(__file__).resolve().parents[2]
-STAGE_SERVICES = {"godot-rag-gateway", "godot-rag-parser", "godot-rag-chunker", "godot-rag-retriever", "godot-rag-judge",
-                  "godot-rag-aggregator"}
+STAGE_SERVICES = {
+    "godot-rag-gateway",
+    "godot-rag-parser",
+    "godot-rag-chunker",
+    "godot-rag-retriever",
+    "godot-rag-judge",
+    "godot-rag-aggregator",
+}
 
 
 class Receiver(tgrpc.TraceServiceServicer):
@@ -95,8 +101,7 @@ def test_one_analysis_is_one_trace_through_every_stage(traced_stack):
     runtime, receiver = traced_stack
     with grpc.insecure_channel(runtime["gateway"]) as channel:
         gateway = sgrpc.AnalysisServiceStub(channel)
-        submitted = gateway.Submit(spb.SubmitRequest(prompt=DEFAULT_PROMPT, path=str(REPO / "samples/godot3_project")),
-                                   timeout=120)
+        submitted = gateway.Submit(spb.SubmitRequest(prompt=DEFAULT_PROMPT, path=str(REPO / "samples/godot3_project")), timeout=120)
         aid = submitted.analysis_id
         last = None
         for progress in gateway.WatchProgress(spb.GetRequest(analysis_id=aid), timeout=300):

@@ -68,10 +68,14 @@ def test_godot3_sample_is_godot3(stack, repo):
     assert any(n["old"] == "KinematicBody2D" and n["basis_record_id"].startswith("rename:class_renames:") for n in notes), notes
     # The project index was stored at submission with each script's slice of it, and judgments
     # say what their member evidence rests on: hud.gd's onready vars are typed by hud.tscn.
-    assert [r["version"] for r in stack.sql("select version from godot_rag.project_symbols where analysis_id = %s",
-                                            (doc["analysis_id"],))] == ["symbols/1"]
-    scopes = {r["source_file"]: r["symbol_scope"] for r in stack.sql(
-        "select source_file, symbol_scope from godot_rag.files where analysis_id = %s", (doc["analysis_id"],))}
+    assert [
+        r["version"]
+        for r in stack.sql("select version from godot_rag.project_symbols where analysis_id = %s", (doc["analysis_id"],))
+    ] == ["symbols/1"]
+    scopes = {
+        r["source_file"]: r["symbol_scope"]
+        for r in stack.sql("select source_file, symbol_scope from godot_rag.files where analysis_id = %s", (doc["analysis_id"],))
+    }
     assert '"Globals"' in scopes["player.gd"] and scopes["README.md"] == "" and scopes["main.tscn"] == ""
     hud = next(c for c in doc["chunks"] if c["chunk_id"] == "hud.gd:function:_ready")
     assert "[receiver `health_bar`: ProgressBar]" in hud["explanation"], hud["explanation"]
@@ -115,8 +119,8 @@ def test_resubmission_returns_the_same_finished_analysis(stack, repo):
 def test_bad_input_is_reported_and_the_rest_is_analysed(stack, tmp_path):
     project = tmp_path / "broken"
     project.mkdir()
-    (project / "project.godot").write_text("config_version=4\n\n[application]\nconfig/name=\"Broken\"\n")
-    (project / "ok.gd").write_text("extends KinematicBody2D\n\nfunc _ready():\n\tyield(get_tree(), \"idle_frame\")\n")
+    (project / "project.godot").write_text('config_version=4\n\n[application]\nconfig/name="Broken"\n')
+    (project / "ok.gd").write_text('extends KinematicBody2D\n\nfunc _ready():\n\tyield(get_tree(), "idle_frame")\n')
     (project / "bad.gd").write_bytes(b"extends Node\n\xff\xfe broken bytes\n")
     (project / "nul.tscn").write_bytes(b"[gd_scene format=2]\n\0\0\0")
     doc = run_analysis(stack, str(project))
@@ -149,8 +153,23 @@ def test_json_document_has_the_stable_shape(stack, repo):
     assert set(doc["verdict"]) >= {"label", "confidence", "counts"}
     for f in doc["files"]:
         assert set(f) >= {"source_file", "source_kind", "status", "excluded_reason"}
-    chunk_keys = {"source_file", "chunk_id", "chunk_order", "chunk_kind", "start_line", "end_line", "status", "signal",
-                  "needs_migration", "confidence", "judge", "evidence", "migration_notes", "retriever_query", "hits"}
+    chunk_keys = {
+        "source_file",
+        "chunk_id",
+        "chunk_order",
+        "chunk_kind",
+        "start_line",
+        "end_line",
+        "status",
+        "signal",
+        "needs_migration",
+        "confidence",
+        "judge",
+        "evidence",
+        "migration_notes",
+        "retriever_query",
+        "hits",
+    }
     for c in doc["chunks"]:
         assert set(c) >= chunk_keys, chunk_keys - set(c)
         for e in c["evidence"]:
@@ -166,13 +185,17 @@ def test_a_second_analysis_reuses_parsed_files(stack, tmp_path):
     # A fresh copy, so no earlier test has parsed these exact files yet.
     project = tmp_path / "reuse"
     project.mkdir()
-    (project / "project.godot").write_text("config_version=5\n\n[application]\nconfig/name=\"Reuse\"\n")
-    (project / "a.gd").write_text("extends Node2D\n\n@export var speed := 3.0\n\nfunc _ready() -> void:\n\tawait get_tree().process_frame\n")
+    (project / "project.godot").write_text('config_version=5\n\n[application]\nconfig/name="Reuse"\n')
+    (project / "a.gd").write_text(
+        "extends Node2D\n\n@export var speed := 3.0\n\nfunc _ready() -> void:\n\tawait get_tree().process_frame\n"
+    )
     first = run_analysis(stack, str(project), prompt="Is this Godot 4? (reuse check, first)")
     second = run_analysis(stack, str(project), prompt="Is this Godot 4? (reuse check, second)")
     assert first["analysis_id"] != second["analysis_id"]
-    rows = stack.sql("select analysis_id, source_file, chunks_reused from godot_rag.files where included and analysis_id in (%s, %s)",
-                     (first["analysis_id"], second["analysis_id"]))
+    rows = stack.sql(
+        "select analysis_id, source_file, chunks_reused from godot_rag.files where included and analysis_id in (%s, %s)",
+        (first["analysis_id"], second["analysis_id"]),
+    )
     reused = {(r["analysis_id"], r["source_file"]): r["chunks_reused"] for r in rows}
     assert reused[(first["analysis_id"], "a.gd")] is False
     assert reused[(second["analysis_id"], "a.gd")] is True

@@ -92,20 +92,46 @@ async def _close(ctx: ServiceContext) -> None:
 
 
 def _scene(marker: str) -> bytes:
-    return (f'[gd_scene load_steps=2 format=3]\n\n[node name="Root{marker}" type="CharacterBody2D"]\n\n'
-            '[node name="Sprite" type="Sprite2D" parent="."]\n').encode()
+    return (
+        f'[gd_scene load_steps=2 format=3]\n\n[node name="Root{marker}" type="CharacterBody2D"]\n\n'
+        '[node name="Sprite" type="Sprite2D" parent="."]\n'
+    ).encode()
 
 
 async def _analysis_with(ctx: ServiceContext, aid: str, files: dict[str, bytes]) -> None:
-    rows = [{"source_file": name, "source_kind": "scene", "included": True, "excluded_reason": "", "sha256": sha256_hex(data),
-             "size": len(data), "data": data} for name, data in files.items()]
-    await ctx.store.create_analysis(analysis_id=aid, project_id=f"test:{aid}", prompt=DEFAULT_PROMPT,
-                                    source_origin="local_directory", input_ref="test", pipeline_version="test", files=rows)
+    rows = [
+        {
+            "source_file": name,
+            "source_kind": "scene",
+            "included": True,
+            "excluded_reason": "",
+            "sha256": sha256_hex(data),
+            "size": len(data),
+            "data": data,
+        }
+        for name, data in files.items()
+    ]
+    await ctx.store.create_analysis(
+        analysis_id=aid,
+        project_id=f"test:{aid}",
+        prompt=DEFAULT_PROMPT,
+        source_origin="local_directory",
+        input_ref="test",
+        pipeline_version="test",
+        files=rows,
+    )
 
 
 def _task(aid: str, name: str, data: bytes) -> bytes:
-    req = pb.AnalysisRequest(analysis_id=aid, prompt=DEFAULT_PROMPT, project_id=f"test:{aid}", source_file=name,
-                             source_kind="scene", source_sha256=sha256_hex(data), source_origin="local_directory")
+    req = pb.AnalysisRequest(
+        analysis_id=aid,
+        prompt=DEFAULT_PROMPT,
+        project_id=f"test:{aid}",
+        source_file=name,
+        source_kind="scene",
+        source_sha256=sha256_hex(data),
+        source_origin="local_directory",
+    )
     return pb.FileTask(analysis_id=aid, request=req).SerializeToString()
 
 
@@ -143,9 +169,16 @@ async def test_a_dead_letter_on_the_aggregate_stage_still_finalises_the_analysis
         for c in rest:
             await ctx.store.mark_stage(aid, c.chunk_id, Stage.AGGREGATE, "done", worker="test")
         assert (await ctx.store.get_analysis(aid)).status == "running"
-        task = pb.ChunkTask(analysis_id=aid, trace=pb.ChunkTrace(project_id=f"test:{aid}", source_file="only.tscn",
-                                                                 chunk_id=first.chunk_id, chunk_order=first.chunk_order,
-                                                                 chunk_kind=first.chunk_kind))
+        task = pb.ChunkTask(
+            analysis_id=aid,
+            trace=pb.ChunkTrace(
+                project_id=f"test:{aid}",
+                source_file="only.tscn",
+                chunk_id=first.chunk_id,
+                chunk_order=first.chunk_order,
+                chunk_kind=first.chunk_kind,
+            ),
+        )
         dead = Delivery(chunk_subject(Stage.AGGREGATE, aid, subject_token(first.chunk_id)), task.SerializeToString(), {}, 6, 6)
         await settle_dead_letter(ctx, dead, "gave up after 6 deliveries: test", stage="aggregator")
         assert (await ctx.store.get_analysis(aid)).status == "completed_with_failures"
@@ -158,9 +191,13 @@ async def test_a_dead_letter_on_the_aggregate_stage_still_finalises_the_analysis
 async def test_an_advisory_for_a_message_no_longer_in_the_stream_is_still_recorded(stack):
     ctx = await _context(stack, "judge")
     seq = 10**12 + int(hashlib.sha256(b"gone").hexdigest()[:6], 16)
-    advisory = Delivery("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.GRAG_CHUNKS.judge",
-                        f'{{"stream": "{STREAM_CHUNKS}", "consumer": "judge", "stream_seq": {seq}, "deliveries": 6}}'.encode(),
-                        {}, 1, -1)
+    advisory = Delivery(
+        "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.GRAG_CHUNKS.judge",
+        f'{{"stream": "{STREAM_CHUNKS}", "consumer": "judge", "stream_seq": {seq}, "deliveries": 6}}'.encode(),
+        {},
+        1,
+        -1,
+    )
     try:
         await handle_max_deliveries(ctx, advisory)
         rows = await ctx.store.dead_letters("")

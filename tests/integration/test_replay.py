@@ -52,8 +52,12 @@ def replay(stack, timeout_s: float = 300, **fields) -> spb.ReplayResponse:
 
 
 def traces(stack, result) -> dict[str, spb.ChunkTraceDetail]:
-    return {c.trace.chunk_id: stack.gateway.GetChunkTrace(
-        spb.ChunkTraceRequest(analysis_id=result.analysis_id, chunk_id=c.trace.chunk_id), timeout=30) for c in result.chunks}
+    return {
+        c.trace.chunk_id: stack.gateway.GetChunkTrace(
+            spb.ChunkTraceRequest(analysis_id=result.analysis_id, chunk_id=c.trace.chunk_id), timeout=30
+        )
+        for c in result.chunks
+    }
 
 
 def version_view(detail: spb.ChunkTraceDetail, version_id: str, bases: dict[str, str]):
@@ -64,8 +68,12 @@ def version_view(detail: spb.ChunkTraceDetail, version_id: str, bases: dict[str,
     while v and v not in by_version:
         v = bases.get(v, "")
     j = by_version[v]
-    return (j.judgment.signal, j.judgment.needs_migration, hits[j.retrieval_version],
-            sorted((n.line, n.old, n.new, n.basis_record_id) for n in j.judgment.migration_notes))
+    return (
+        j.judgment.signal,
+        j.judgment.needs_migration,
+        hits[j.retrieval_version],
+        sorted((n.line, n.old, n.new, n.basis_record_id) for n in j.judgment.migration_notes),
+    )
 
 
 def expected_changes(details, a: str, b: str, bases: dict[str, str]) -> set[str]:
@@ -80,7 +88,9 @@ def count_rows(stack, aid: str) -> tuple[int, int, int]:
     row = stack.sql(
         "select (select count(*) from godot_rag.judgment_versions where analysis_id = %(a)s) as j, "
         "(select count(*) from godot_rag.retrieval_versions where analysis_id = %(a)s) as r, "
-        "(select count(*) from godot_rag.result_versions where analysis_id = %(a)s) as v", {"a": aid})[0]
+        "(select count(*) from godot_rag.result_versions where analysis_id = %(a)s) as v",
+        {"a": aid},
+    )[0]
     return row["j"], row["r"], row["v"]
 
 
@@ -118,8 +128,7 @@ def test_replay_one_chunk_then_a_whole_stage_keeps_versions_and_the_diff_shows_w
     original = versions(stack, aid).current_judgment_version
     before = traces(stack, godot3)
     # A chunk with several hits in one table: a search keeping one hit per table changes its candidates.
-    chunk = next(cid for cid, d in before.items()
-                 if len({h.table for h in d.hits}) < len(d.hits))
+    chunk = next(cid for cid, d in before.items() if len({h.table for h in d.hits}) < len(d.hits))
 
     # One chunk, retrieval with one hit per table (and the judge after it).
     first = replay(stack, analysis_id=aid, stage="retrieve", chunk_ids=[chunk], limit_per_table=1)
@@ -157,8 +166,10 @@ def test_replay_one_chunk_then_a_whole_stage_keeps_versions_and_the_diff_shows_w
     assert doc["summary"]["chunks_changed"] == len(changed)
     stored = stack.gateway.GetVerdict(spb.VerdictVersionRequest(analysis_id=aid, version_id=stage_version), timeout=30)
     assert stored.current and doc["verdict"]["b"] == stored.verdict.label
-    assert stack.gateway.GetVerdict(spb.VerdictVersionRequest(analysis_id=aid, version_id=original),
-                                    timeout=30).verdict == godot3.verdict
+    assert (
+        stack.gateway.GetVerdict(spb.VerdictVersionRequest(analysis_id=aid, version_id=original), timeout=30).verdict
+        == godot3.verdict
+    )
 
     # The same replay again: nothing republished, no new version.
     rows = count_rows(stack, aid)
@@ -184,9 +195,12 @@ def test_replay_rebuilds_an_aged_out_message_from_the_store_and_the_same_setting
     current = versions(stack, aid).current_judgment_version
     rows = count_rows(stack, aid)
     assert cli.main(["replay", aid, "--stage", "judge", "--chunk", chunk, "--judge", "rules"]) == 0
-    replays = stack.sql("select r.replay_id, rc.source from godot_rag.replays r join godot_rag.replay_chunks rc "
-                        "on rc.replay_id = r.replay_id where r.analysis_id = %s and r.from_stage = 'judge' "
-                        "and rc.stage = 'judge'", (aid,))
+    replays = stack.sql(
+        "select r.replay_id, rc.source from godot_rag.replays r join godot_rag.replay_chunks rc "
+        "on rc.replay_id = r.replay_id where r.analysis_id = %s and r.from_stage = 'judge' "
+        "and rc.stage = 'judge'",
+        (aid,),
+    )
     assert [r["source"] for r in replays] == ["store"]
     # The stack's own judge over the current retrieval is the current version: nothing new is written.
     assert versions(stack, aid).current_judgment_version == current
@@ -212,21 +226,28 @@ def test_export_of_two_analyses_writes_the_documented_tree(stack, godot3, godot4
         details = traces(stack, r)
         verdict = json.loads((folder / "verdict.json").read_text())
         assert verdict["analysis_id"] == r.analysis_id and verdict["status"] == r.status
-        assert verdict["verdict"] == {"label": r.verdict.label, "confidence": r.verdict.confidence,
-                                      "counts": dict(sorted(r.verdict.counts.items())), "basis": list(r.verdict.basis)}
+        assert verdict["verdict"] == {
+            "label": r.verdict.label,
+            "confidence": r.verdict.confidence,
+            "counts": dict(sorted(r.verdict.counts.items())),
+            "basis": list(r.verdict.basis),
+        }
         assert verdict["files"]["excluded"] == sum(1 for f in r.files if f.status == "excluded")
 
         lines = [json.loads(line) for line in (folder / "chunks.jsonl").read_text().splitlines()]
         assert [c["trace"]["chunk_id"] for c in lines] == [c.trace.chunk_id for c in r.chunks]
         for line, chunk in zip(lines, r.chunks):
             d = details[chunk.trace.chunk_id]
-            assert [(h["table"], h["record_id"], h["score"]) for h in line["hits"]] == \
-                [(h.table, h.record_id, h.score) for h in d.hits]
+            assert [(h["table"], h["record_id"], h["score"]) for h in line["hits"]] == [
+                (h.table, h.record_id, h.score) for h in d.hits
+            ]
             assert line["query"]["query_text"] == d.query.query_text and line["trace_id"] == d.trace_id
             assert line["judgment"]["signal"] == chunk.judgment.signal
             assert line["judgment"]["model"] == chunk.judgment.model and line["judgment"]["judge"] == "rules"
-            assert line["notes"] == [{"line": n.line, "old": n.old, "new": n.new, "basis_record_id": n.basis_record_id}
-                                     for n in chunk.judgment.migration_notes]
+            assert line["notes"] == [
+                {"line": n.line, "old": n.old, "new": n.new, "basis_record_id": n.basis_record_id}
+                for n in chunk.judgment.migration_notes
+            ]
             assert len(line["judgment_versions"]) == len(d.judgments)
 
         report = (folder / "report.md").read_text()
@@ -253,14 +274,19 @@ def test_export_of_two_analyses_writes_the_documented_tree(stack, godot3, godot4
         for d in details.values():
             ok = [v for v in d.judgments if v.judgment.signal]
             chosen = next(v for v in ok if v.current)
-            expected_pairs += sum(1 for v in ok if v.version_id != chosen.version_id and
-                                  (v.judgment.signal, v.judgment.needs_migration) !=
-                                  (chosen.judgment.signal, chosen.judgment.needs_migration))
+            expected_pairs += sum(
+                1
+                for v in ok
+                if v.version_id != chosen.version_id
+                and (v.judgment.signal, v.judgment.needs_migration) != (chosen.judgment.signal, chosen.judgment.needs_migration)
+            )
         pairs = [rec for rec in mine if rec["record_type"] == "preference"]
         assert len(pairs) == expected_pairs
         for rec in pairs:
-            assert rec["chosen"]["judgment"]["signal"] != rec["rejected"]["judgment"]["signal"] or \
-                rec["chosen"]["judgment"]["needs_migration"] != rec["rejected"]["judgment"]["needs_migration"]
+            assert (
+                rec["chosen"]["judgment"]["signal"] != rec["rejected"]["judgment"]["signal"]
+                or rec["chosen"]["judgment"]["needs_migration"] != rec["rejected"]["judgment"]["needs_migration"]
+            )
 
 
 def test_the_api_example_runs(stack, repo, tmp_path):
@@ -302,11 +328,12 @@ def test_web_diff_endpoint_page_and_replay_button_use_the_same_functions(stack, 
     # of the earlier test already did this chunk, so nothing is published again.
     chunk = godot3.chunks[0].trace.chunk_id
     body = json.dumps({"stage": "retrieve", "chunk_ids": [chunk], "limit_per_table": 2}).encode()
-    request = urllib.request.Request(f"{web}api/analyses/{aid}/replay", data=body, method="POST",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"{web}api/analyses/{aid}/replay", data=body, method="POST", headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request) as r:
         started = json.loads(r.read())
-    same = stack.gateway.Replay(spb.ReplayRequest(analysis_id=aid, stage="retrieve", chunk_ids=[chunk], limit_per_table=2),
-                                timeout=60)
-    assert started["replay_id"] == same.replay_id and started["chunks"] == [
-        {"chunk_id": chunk, "source": "", "published": False}]
+    same = stack.gateway.Replay(
+        spb.ReplayRequest(analysis_id=aid, stage="retrieve", chunk_ids=[chunk], limit_per_table=2), timeout=60
+    )
+    assert started["replay_id"] == same.replay_id and started["chunks"] == [{"chunk_id": chunk, "source": "", "published": False}]

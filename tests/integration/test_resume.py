@@ -38,8 +38,12 @@ def _wait_until(predicate, timeout_s: float, what: str) -> None:
 
 
 def _check_complete(dsn: str, aid: str) -> None:
-    rows = _sql(dsn, "select c.chunk_id, (select count(*) from godot_rag.judgments j where j.analysis_id = c.analysis_id "
-                     "and j.chunk_id = c.chunk_id) as n from godot_rag.chunks c where c.analysis_id = %s", (aid,))
+    rows = _sql(
+        dsn,
+        "select c.chunk_id, (select count(*) from godot_rag.judgments j where j.analysis_id = c.analysis_id "
+        "and j.chunk_id = c.chunk_id) as n from godot_rag.chunks c where c.analysis_id = %s",
+        (aid,),
+    )
     assert rows and all(r["n"] == 1 for r in rows), rows
     stages = _sql(dsn, "select stage, status, attempts from godot_rag.chunk_stages where analysis_id = %s", (aid,))
     assert all(s["status"] == "done" for s in stages), [s for s in stages if s["status"] != "done"]
@@ -62,15 +66,28 @@ def test_killed_judge_is_restarted_and_the_analysis_completes(repo: Path):
         watcher.start()
         with grpc.insecure_channel(runtime["gateway"]) as ch:
             stub = sgrpc.AnalysisServiceStub(ch)
-            aid = stub.Submit(spb.SubmitRequest(prompt=DEFAULT_PROMPT, path=str(repo / "samples" / "godot3_project")),
-                              timeout=60).analysis_id
-            _wait_until(lambda: _sql(dsn, "select count(*) as n from godot_rag.chunk_stages where analysis_id = %s and "
-                                          "stage = 'retrieve' and status <> 'done'", (aid,))[0]["n"] == 0
-                        and _sql(dsn, "select count(*) as n from godot_rag.chunks where analysis_id = %s", (aid,))[0]["n"] > 0,
-                        120, "all chunks retrieved")
+            aid = stub.Submit(
+                spb.SubmitRequest(prompt=DEFAULT_PROMPT, path=str(repo / "samples" / "godot3_project")), timeout=60
+            ).analysis_id
+            _wait_until(
+                lambda: (
+                    _sql(
+                        dsn,
+                        "select count(*) as n from godot_rag.chunk_stages where analysis_id = %s and "
+                        "stage = 'retrieve' and status <> 'done'",
+                        (aid,),
+                    )[0]["n"]
+                    == 0
+                    and _sql(dsn, "select count(*) as n from godot_rag.chunks where analysis_id = %s", (aid,))[0]["n"] > 0
+                ),
+                120,
+                "all chunks retrieved",
+            )
             assert _sql(dsn, "select count(*) as n from godot_rag.judgments where analysis_id = %s", (aid,))[0]["n"] == 0
             os.kill(judge.pid, signal.SIGKILL)
-            _wait_until(lambda: stub.Get(spb.GetRequest(analysis_id=aid), timeout=30).status == "done", 180, "the analysis to finish")
+            _wait_until(
+                lambda: stub.Get(spb.GetRequest(analysis_id=aid), timeout=30).status == "done", 180, "the analysis to finish"
+            )
             result = stub.Get(spb.GetRequest(analysis_id=aid), timeout=30)
         assert sup.children["judge"].restarts >= 1
         assert result.verdict.label == "godot3"
@@ -93,8 +110,16 @@ def test_whole_stack_stopped_mid_run_resumes_on_restart(repo: Path):
         os.kill(sup.children["judge"].proc.pid, signal.SIGSTOP)
         with grpc.insecure_channel(runtime["gateway"]) as ch:
             aid = sgrpc.AnalysisServiceStub(ch).Submit(spb.SubmitRequest(prompt=DEFAULT_PROMPT, path=path), timeout=60).analysis_id
-        _wait_until(lambda: _sql(dsn, "select count(*) as n from godot_rag.chunk_stages where analysis_id = %s and "
-                                      "stage = 'judge'", (aid,))[0]["n"] > 3, 120, "chunks waiting for the judge")
+        _wait_until(
+            lambda: (
+                _sql(dsn, "select count(*) as n from godot_rag.chunk_stages where analysis_id = %s and stage = 'judge'", (aid,))[0][
+                    "n"
+                ]
+                > 3
+            ),
+            120,
+            "chunks waiting for the judge",
+        )
         os.kill(sup.children["judge"].proc.pid, signal.SIGKILL)
     finally:
         sup.stop()
@@ -106,7 +131,9 @@ def test_whole_stack_stopped_mid_run_resumes_on_restart(repo: Path):
             # The same submission maps to the same analysis: it resumes rather than starting over.
             again = stub.Submit(spb.SubmitRequest(prompt=DEFAULT_PROMPT, path=path), timeout=60)
             assert again.analysis_id == aid
-            _wait_until(lambda: stub.Get(spb.GetRequest(analysis_id=aid), timeout=30).status == "done", 180, "the analysis to finish")
+            _wait_until(
+                lambda: stub.Get(spb.GetRequest(analysis_id=aid), timeout=30).status == "done", 180, "the analysis to finish"
+            )
             assert stub.Get(spb.GetRequest(analysis_id=aid), timeout=30).verdict.label == "godot4"
         _check_complete(runtime["pg_dsn"], aid)
     finally:

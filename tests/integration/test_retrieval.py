@@ -51,6 +51,7 @@ def search(dsn, query, vector, limit=5, tables=kb_store.TABLES):
     async def run():
         async with await psycopg.AsyncConnection.connect(dsn, row_factory=dict_row) as conn:
             return await kb_store.search(conn, query, tables=tables, limit_per_table=limit, query_embedding=vector)
+
     return asyncio.run(run())
 
 
@@ -58,23 +59,38 @@ def test_kb_is_built_with_vectors_indexes_and_version(stack, dsn):
     row = stack.sql("select * from godot_rag.kb_versions where name = 'current'")[0]
     assert row["embedding_model"] == MINILM_MODEL and row["embedding_dim"] == 384
     assert row["data_version"] == data_version()
-    counts = {r["t"]: r["n"] for r in stack.sql(
-        "select 'docs' t, count(*) n from godot_rag.docs_chunks union all select 'map', count(*) from godot_rag.api_mapping "
-        "union all select 'proto', count(*) from godot_rag.label_prototypes")}
+    counts = {
+        r["t"]: r["n"]
+        for r in stack.sql(
+            "select 'docs' t, count(*) n from godot_rag.docs_chunks union all select 'map', count(*) from godot_rag.api_mapping "
+            "union all select 'proto', count(*) from godot_rag.label_prototypes"
+        )
+    }
     assert counts["docs"] > 38000 and counts["map"] > 1687 and counts["proto"] >= 60
-    vec = {r["id"]: r["v"] for r in stack.sql(
-        "select id, embedding is not null as v from godot_rag.docs_chunks where id in "
-        "('docs:4:CharacterBody2D', 'docs:4:CharacterBody2D.move_and_slide')")}
+    vec = {
+        r["id"]: r["v"]
+        for r in stack.sql(
+            "select id, embedding is not null as v from godot_rag.docs_chunks where id in "
+            "('docs:4:CharacterBody2D', 'docs:4:CharacterBody2D.move_and_slide')"
+        )
+    }
     assert vec == {"docs:4:CharacterBody2D": True, "docs:4:CharacterBody2D.move_and_slide": False}
     assert stack.sql("select count(*) n from godot_rag.api_mapping where embedding is null")[0]["n"] == 0
     assert stack.sql("select count(*) n from godot_rag.api_mapping where payload->>'enabled' = 'false'")[0]["n"] == 88
-    indexes = {r["indexname"]: r["indexdef"] for r in stack.sql("select indexname, indexdef from pg_indexes where schemaname = 'godot_rag'")}
+    indexes = {
+        r["indexname"]: r["indexdef"]
+        for r in stack.sql("select indexname, indexdef from pg_indexes where schemaname = 'godot_rag'")
+    }
     for table in kb_store.TABLES:
         # Both searches run in the retriever (migrations 0021 and 0023): no index but the key's.
         assert {name for name in indexes if name.startswith(f"{table}_")} <= {f"{table}_pkey", f"{table}_old"}
-    view_cols = [r["column_name"] for r in stack.sql(
-        "select column_name from information_schema.columns where table_schema = 'godot_rag' "
-        "and table_name = 'dynamic_retrieval_view' order by ordinal_position")]
+    view_cols = [
+        r["column_name"]
+        for r in stack.sql(
+            "select column_name from information_schema.columns where table_schema = 'godot_rag' "
+            "and table_name = 'dynamic_retrieval_view' order by ordinal_position"
+        )
+    ]
     assert view_cols[:8] == ["table_name", "id", "title", "content", "embedding", "search_text", "search_tsv", "metadata"]
 
 
@@ -100,8 +116,10 @@ def test_another_model_is_a_clear_error(stack):
 
 
 def test_renamed_godot3_class_finds_its_mapping_docs_and_prototype(dsn, embedder):
-    source = ("extends KinematicBody2D\n\nvar velocity = Vector2()\n\nfunc _physics_process(delta):\n"
-              "\tvelocity.y += 20\n\tvelocity = move_and_slide(velocity, Vector2.UP)\n")
+    source = (
+        "extends KinematicBody2D\n\nvar velocity = Vector2()\n\nfunc _physics_process(delta):\n"
+        "\tvelocity.y += 20\n\tvelocity = move_and_slide(velocity, Vector2.UP)\n"
+    )
     q = query_for(source, "player.gd", "_physics_process")
     hits = search(dsn, q, embedder.embed([build_embedding_text(q)])[0])
     ids = {h.table_name: [x.record_id for x in hits if x.table_name == h.table_name] for h in hits}
@@ -116,7 +134,7 @@ def test_renamed_godot3_class_finds_its_mapping_docs_and_prototype(dsn, embedder
 
 
 def test_identical_chunks_in_different_files_get_identical_hits(dsn, embedder):
-    source = "func _ready():\n\tyield(get_tree().create_timer(1.0), \"timeout\")\n\tqueue_free()\n"
+    source = 'func _ready():\n\tyield(get_tree().create_timer(1.0), "timeout")\n\tqueue_free()\n'
     qa = query_for(source, "scenes/a/enemy.gd", "_ready")
     qb = query_for("extends Node2D\n\nvar hp = 3\n\n\n" + source, "zzz/b/boss_final.gd", "_ready")
     assert qa == qb
@@ -128,8 +146,12 @@ def test_identical_chunks_in_different_files_get_identical_hits(dsn, embedder):
 
 def test_retriever_service_search_embeds_caches_and_returns_components(stack):
     stub = stack.stub("retriever", sgrpc.RetrieverStub)
-    q = query_for("func _ready():\n\tvar f = File.new()\n\tf.open(\"user://a.txt\", File.READ)\n", "io.gd", "_ready",
-                  prompt="Muss das in Godot 4 konvertiert werden?")
+    q = query_for(
+        'func _ready():\n\tvar f = File.new()\n\tf.open("user://a.txt", File.READ)\n',
+        "io.gd",
+        "_ready",
+        prompt="Muss das in Godot 4 konvertiert werden?",
+    )
     resp = stub.Search(spb.SearchRequest(query=convert.query_to_pb(q), limit_per_table=3), timeout=120)
     assert resp.kb_version.endswith("/" + MINILM_MODEL)
     tables = [h.table for h in resp.hits]
@@ -140,8 +162,12 @@ def test_retriever_service_search_embeds_caches_and_returns_components(stack):
     # api_mapping and prototypes all carry vectors; class-reference members are lexical-only.
     assert all("vector" in h.component_scores for h in resp.hits if h.table != "docs_chunks")
     sha = text_sha256(build_embedding_text(q))
-    assert stack.sql("select count(*) n from godot_rag.embedding_cache where model = %s and text_sha256 = %s",
-                     (MINILM_MODEL, sha))[0]["n"] == 1
+    assert (
+        stack.sql("select count(*) n from godot_rag.embedding_cache where model = %s and text_sha256 = %s", (MINILM_MODEL, sha))[0][
+            "n"
+        ]
+        == 1
+    )
     with pytest.raises(grpc.RpcError) as err:
         stub.Search(spb.SearchRequest(query=convert.query_to_pb(replace(q, query_terms=(), raw_chunk_text=""))), timeout=30)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -151,10 +177,15 @@ def test_a_scene_node_is_found_by_its_type_without_a_query_vector(stack):
     """A direct chunk (here a Godot 3 scene node) is searched by its candidates: no vector is made or
     cached for it, no hit carries a vector score, and its node type finds the rename and the class page."""
     stub = stack.stub("retriever", sgrpc.RetrieverStub)
-    source = ('[gd_scene load_steps=2 format=2]\n\n[ext_resource path="res://player.gd" type="Script" id=1]\n\n'
-              '[node name="Player" type="KinematicBody2D"]\nscript = ExtResource( 1 )\n')
-    chunk = next(c for c in chunk_file("player.tscn", classify_path("player.tscn")[0], source.encode()).chunks
-                 if c.chunk_id == "player.tscn:node:Player")
+    source = (
+        '[gd_scene load_steps=2 format=2]\n\n[ext_resource path="res://player.gd" type="Script" id=1]\n\n'
+        '[node name="Player" type="KinematicBody2D"]\nscript = ExtResource( 1 )\n'
+    )
+    chunk = next(
+        c
+        for c in chunk_file("player.tscn", classify_path("player.tscn")[0], source.encode()).chunks
+        if c.chunk_id == "player.tscn:node:Player"
+    )
     q = build_retriever_query(prompt=PROMPT, chunk=chunk)
     assert q.direct_chunk
     resp = stub.Search(spb.SearchRequest(query=convert.query_to_pb(q), limit_per_table=5), timeout=120)
@@ -167,7 +198,7 @@ def test_a_scene_node_is_found_by_its_type_without_a_query_vector(stack):
 
 def yield_query_and_vector(embedder):
     """A Godot 3 ``yield`` function's query and its vector (found by change:yield-await)."""
-    source = "func _ready():\n\tyield(get_tree().create_timer(1.0), \"timeout\")\n\tqueue_free()\n"
+    source = 'func _ready():\n\tyield(get_tree().create_timer(1.0), "timeout")\n\tqueue_free()\n'
     q = query_for(source, "enemy.gd", "_ready")
     return q, embedder.embed([build_embedding_text(q)])[0]
 
@@ -215,12 +246,22 @@ def test_the_vector_candidates_are_the_exact_cosine_neighbours_and_load_once_per
 
     label, index, again = asyncio.run(run())
     assert again is index and index.version == label  # held, not loaded per search
-    counts = {r["table_name"]: r["n"] for r in kb_stack_sql(dsn, "select table_name, count(*) n from godot_rag.dynamic_retrieval_view "
-                                                             "where embedding is not null group by table_name")}
+    counts = {
+        r["table_name"]: r["n"]
+        for r in kb_stack_sql(
+            dsn,
+            "select table_name, count(*) n from godot_rag.dynamic_retrieval_view where embedding is not null group by table_name",
+        )
+    }
     assert len(index) == sum(counts.values()) > 4000
     for table in kb_store.TABLES:
-        exact = [r["id"] for r in kb_stack_sql(
-            dsn, f"select id from godot_rag.{table} where embedding is not null order by embedding <=> '{literal}'::vector, id limit 20")]
+        exact = [
+            r["id"]
+            for r in kb_stack_sql(
+                dsn,
+                f"select id from godot_rag.{table} where embedding is not null order by embedding <=> '{literal}'::vector, id limit 20",
+            )
+        ]
         found = index.nearest(table, vector, 20)
         # float32 sums in another order: a pair closer than rounding may swap, nothing else moves.
         assert set(found[:15]) <= set(exact) and len(set(found) & set(exact)) >= 19, table
@@ -279,7 +320,9 @@ def test_chunks_whose_searches_are_the_same_share_one_search_and_get_what_a_fres
     first_q = import_query("a.png.import", IMPORT.format(name="a", digest="0" * 32, repeat="false", filter="true"))
     other_q = import_query("b/c.png.import", IMPORT.format(name="c", digest="f" * 32, repeat="true", filter="false"))
     assert first_q.direct_chunk and first_q != other_q
-    assert Search.of(first_q, tables=kb_store.TABLES, limit_per_table=5) == Search.of(other_q, tables=kb_store.TABLES, limit_per_table=5)
+    assert Search.of(first_q, tables=kb_store.TABLES, limit_per_table=5) == Search.of(
+        other_q, tables=kb_store.TABLES, limit_per_table=5
+    )
     q, vector = yield_query_and_vector(embedder)
 
     async def run():
@@ -345,7 +388,7 @@ def test_tei_client_speaks_the_embed_api():
     try:
         tei = TEIEmbedder(f"http://127.0.0.1:{server.server_address[1]}", batch_size=2)
         assert tei.name == MINILM_MODEL
-        texts = ["extends Node2D", "yield(get_tree(), \"idle_frame\")", "OS.window_fullscreen = true"]
+        texts = ["extends Node2D", 'yield(get_tree(), "idle_frame")', "OS.window_fullscreen = true"]
         got = tei.embed(texts)
         want = _TEIHandler.model.embed(texts)
         assert len(got) == 3 and all(abs(x - y) < 1e-6 for g, w in zip(got, want) for x, y in zip(g, w))
@@ -356,14 +399,16 @@ def test_tei_client_speaks_the_embed_api():
 
 def test_the_model_loads_only_when_used(repo):
     """Importing the retriever, the KB builder and the embedder, and checking the shipped vectors' model, load no torch."""
-    code = ("import sys\n"
-            "import services.retriever.main, services.retriever.consumer, godot_rag.pipeline.kb, godot_rag.cli\n"
-            "from godot_rag.infra.embedder import MiniLMEmbedder\n"
-            "from godot_rag.pipeline.kb import read_shipped_vectors\n"
-            "m = MiniLMEmbedder()\n"
-            "assert len(read_shipped_vectors(m)) > 4000\n"
-            "assert not m.loaded and 'torch' not in sys.modules and 'sentence_transformers' not in sys.modules\n"
-            "m.embed(['extends Node'])\n"
-            "assert m.loaded and ('onnxruntime' in sys.modules or 'torch' in sys.modules)\n")
+    code = (
+        "import sys\n"
+        "import services.retriever.main, services.retriever.consumer, godot_rag.pipeline.kb, godot_rag.cli\n"
+        "from godot_rag.infra.embedder import MiniLMEmbedder\n"
+        "from godot_rag.pipeline.kb import read_shipped_vectors\n"
+        "m = MiniLMEmbedder()\n"
+        "assert len(read_shipped_vectors(m)) > 4000\n"
+        "assert not m.loaded and 'torch' not in sys.modules and 'sentence_transformers' not in sys.modules\n"
+        "m.embed(['extends Node'])\n"
+        "assert m.loaded and ('onnxruntime' in sys.modules or 'torch' in sys.modules)\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -61,3 +61,33 @@ async def test_a_stored_retrieval_answers_the_same_query_and_without_reuse_it_se
         assert searched[0].score != 0.123456 and searched[0].record_id == reused[0].record_id
     finally:
         await store.close()
+
+
+async def test_the_warm_up_loads_the_query_model_and_the_indexes_the_first_search_reads(stack):
+    from types import SimpleNamespace
+
+    from godot_rag.pipeline.retrieval import RetrieveStage
+
+    settings = stack.supervisor.settings
+    store = await Store.open(stack.runtime["pg_dsn"])
+    try:
+        backend = embedder_from_settings(settings, query_time=True)
+        assert backend is not None and not backend.loaded
+        stage = RetrieveStage(SimpleNamespace(store=store, settings=settings), QueryEmbedder(backend, store))  # type: ignore[arg-type]
+        await stage.warm_up()
+        version = await KbVersionCache(store).get()
+        assert version is not None
+        held = store._kb_held
+        assert held is not None and held.version == f"{version.data_version}/{version.embedding_model}"
+        assert held.lexical is not None and len(held.lexical) > 40_000
+        assert held.vectors is not None and len(held.vectors) > 4_000
+        assert backend.loaded
+        # The first search reads what the warm-up loaded: the same index objects, not a second load.
+        lexical = held.lexical
+        query = convert.query_from_pb(
+            pb.RetrieverQuery(query_text="KinematicBody2D move_and_slide", query_terms=["KinematicBody2D"])
+        )
+        hits, kb_version = await stage.search(query, 5)
+        assert hits and kb_version == held.version and store._kb_held is held and held.lexical is lexical
+    finally:
+        await store.close()

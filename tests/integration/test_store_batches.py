@@ -155,8 +155,15 @@ async def test_retrieval_saves_and_chunk_reads_made_together_are_one_statement_e
         await asyncio.gather(
             *(
                 store.save_retrieval(
-                    aid, c, retrieval_key=f"k{i}", kb_version="kb/x", query={"q": i}, hits=hits, version_id="batchv",
-                    config={"limit": 5}, make_current=False,
+                    aid,
+                    c,
+                    retrieval_key=f"k{i}",
+                    kb_version="kb/x",
+                    query={"q": i},
+                    hits=hits,
+                    version_id="batchv",
+                    config={"limit": 5},
+                    make_current=False,
                 )
                 for i, c in enumerate(some)
             )
@@ -188,8 +195,9 @@ async def test_a_current_retrieval_keeps_its_hits_in_its_version_row_only(stack,
         assert inputs is not None and inputs.hits == current.hits
         # A row without a version keeps its own hits, and reads take them.
         hits = [{"record_id": "own", "score": 1.0}]
-        await store.save_retrieval(aid, chunk, retrieval_key="own", kb_version="kb/x", query={}, hits=hits, version_id="",
-                                   config={}, make_current=True)
+        await store.save_retrieval(
+            aid, chunk, retrieval_key="own", kb_version="kb/x", query={}, hits=hits, version_id="", config={}, make_current=True
+        )
         assert (await store.get_retrieval(aid, chunk)).hits == hits
     finally:
         await store.close()

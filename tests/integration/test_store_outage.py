@@ -13,8 +13,14 @@ from godot_rag.infra.store import Store
 
 async def unreachable_store(socket_dir) -> Store:
     """A store on a socket folder where no server listens: what the services see while PostgreSQL restarts."""
-    pool = AsyncConnectionPool(f"postgresql://postgres:@/postgres?host={socket_dir}", min_size=1, max_size=1, open=False,
-                               timeout=1, kwargs={"row_factory": dict_row, "connect_timeout": 1})
+    pool = AsyncConnectionPool(
+        f"postgresql://postgres:@/postgres?host={socket_dir}",
+        min_size=1,
+        max_size=1,
+        open=False,
+        timeout=1,
+        kwargs={"row_factory": dict_row, "connect_timeout": 1},
+    )
     await pool.open(wait=False)
     return Store(pool)
 

@@ -22,9 +22,7 @@ PROMPT = "Typed rows check: is this project Godot 3 or Godot 4?"
 @pytest.fixture(scope="module")
 def analysed(stack, repo) -> tuple[spb.AnalysisResult, str]:
     """An analysis of the Godot 3 sample, and a finished replay of its first chunk (one hit per table: a new version)."""
-    submitted = stack.gateway.Submit(
-        spb.SubmitRequest(prompt=PROMPT, path=str(repo / "samples" / "godot3_project")), timeout=120
-    )
+    submitted = stack.gateway.Submit(spb.SubmitRequest(prompt=PROMPT, path=str(repo / "samples" / "godot3_project")), timeout=120)
     last = None
     for progress in stack.gateway.WatchProgress(spb.GetRequest(analysis_id=submitted.analysis_id), timeout=300):
         last = progress
@@ -167,8 +165,9 @@ async def test_progress_counts_what_the_rows_say_at_every_step_of_an_analysis(st
     chunk = {"span": {"start_line": 1, "end_line": 1}, "chunk_kind": "function"}
     store = await Store.open(stack.runtime["pg_dsn"])
     try:
-        await store.create_analysis(analysis_id=aid, project_id="p", prompt="q", source_origin="test", input_ref="t",
-                                    pipeline_version="v", files=files)
+        await store.create_analysis(
+            analysis_id=aid, project_id="p", prompt="q", source_origin="test", input_ref="t", pipeline_version="v", files=files
+        )
 
         async def same() -> tuple[int, int, int, int, int]:
             p = await store.progress(aid)
@@ -178,12 +177,20 @@ async def test_progress_counts_what_the_rows_say_at_every_step_of_an_analysis(st
 
         assert await same() == (3, 0, 0, 0, 0)
         await store.save_file_chunks(aid, "a.gd", {"chunks": [{**chunk, "chunk_id": f"a{i}", "chunk_order": i} for i in range(3)]})
-        await store.save_file_chunks(aid, "b.gd", {"status": "failed", "chunks": [{**chunk, "chunk_id": "b0", "chunk_order": 0}],
-                                                   "errors": [{"message": "bad"}]})
+        await store.save_file_chunks(
+            aid,
+            "b.gd",
+            {"status": "failed", "chunks": [{**chunk, "chunk_id": "b0", "chunk_order": 0}], "errors": [{"message": "bad"}]},
+        )
         assert await same() == (3, 2, 4, 0, 0)
-        _execute(stack, "update godot_rag.chunk_stages set status = 'done' where analysis_id = %s and chunk_id in ('a0', 'a1')", aid)
-        _execute(stack, "update godot_rag.chunk_stages set status = 'failed' where analysis_id = %s and chunk_id = 'a2' "
-                        "and stage = 'retrieve'", aid)
+        _execute(
+            stack, "update godot_rag.chunk_stages set status = 'done' where analysis_id = %s and chunk_id in ('a0', 'a1')", aid
+        )
+        _execute(
+            stack,
+            "update godot_rag.chunk_stages set status = 'failed' where analysis_id = %s and chunk_id = 'a2' and stage = 'retrieve'",
+            aid,
+        )
         assert await same() == (3, 2, 4, 2, 1)  # a chunk failed at one stage: not done, counted once as failed
         _execute(stack, "update godot_rag.chunk_stages set status = 'failed' where analysis_id = %s and chunk_id = 'a2'", aid)
         _execute(stack, "update godot_rag.chunk_stages set status = 'done' where analysis_id = %s and chunk_id = 'b0'", aid)
@@ -197,13 +204,24 @@ async def test_a_file_tasks_reads_are_one_statement_that_reads_the_content_only_
     aid = f"inputs-{time.time_ns()}"
     data = b"extends Node\n"
     sha = f"sha-{aid}"
-    files = [{"source_file": p, "source_kind": "gdscript", "included": True, "excluded_reason": "", "sha256": sha,
-              "size": len(data), "data": data} for p in ("a.gd", "b.gd")]
+    files = [
+        {
+            "source_file": p,
+            "source_kind": "gdscript",
+            "included": True,
+            "excluded_reason": "",
+            "sha256": sha,
+            "size": len(data),
+            "data": data,
+        }
+        for p in ("a.gd", "b.gd")
+    ]
     output = {"source_file": "a.gd", "status": "ok", "chunks": []}
     store = await Store.open(stack.runtime["pg_dsn"])
     try:
-        await store.create_analysis(analysis_id=aid, project_id="p", prompt="q", source_origin="test", input_ref="t",
-                                    pipeline_version="v", files=files)
+        await store.create_analysis(
+            analysis_id=aid, project_id="p", prompt="q", source_origin="test", input_ref="t", pipeline_version="v", files=files
+        )
         first = await store.file_task_inputs(aid, "a.gd", sha, "gdscript", "v1")
         assert first is not None and first.file.status == "queued" and first.cached is None and first.blob == data
         await store.save_file_chunks(aid, "a.gd", output, cache_as=(sha, "gdscript", "v1"))

@@ -66,14 +66,21 @@ def _project(root: Path, tag: str) -> Path:
     (root / "project.godot").write_text(f'config_version=4\n\n[application]\n\nconfig/name="t{tag}"\n')
     (root / f"p{tag}.gd").write_text(
         f"extends KinematicBody2D\n\nsignal hit_{tag}\n\n\nfunc _physics_process(delta):\n"
-        f"\tvar v{tag} = move_and_slide(Vector2.ZERO, Vector2.UP)\n\n\nfunc f{tag}():\n\tyield(get_tree(), \"idle_frame\")\n")
+        f'\tvar v{tag} = move_and_slide(Vector2.ZERO, Vector2.UP)\n\n\nfunc f{tag}():\n\tyield(get_tree(), "idle_frame")\n'
+    )
     return root
 
 
 async def test_every_hop_of_a_chunk_shares_its_analysis_trace(stack, spans, nats_url, tmp_path):
     tag = uuid.uuid4().hex[:10]
-    settings = load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_PG_DSN": stack.runtime["pg_dsn"],
-                              "GODOT_RAG_NATS_URL": nats_url, "GODOT_RAG_EMBEDDER": "none"})
+    settings = load_settings(
+        {
+            "GODOT_RAG_DATA_DIR": str(tmp_path),
+            "GODOT_RAG_PG_DSN": stack.runtime["pg_dsn"],
+            "GODOT_RAG_NATS_URL": nats_url,
+            "GODOT_RAG_EMBEDDER": "none",
+        }
+    )
     store = await Store.open(settings.pg_dsn, max_size=8)
     bus = await Bus.connect(nats_url, name="trace-test")
     stop = asyncio.Event()
@@ -88,8 +95,12 @@ async def test_every_hop_of_a_chunk_shares_its_analysis_trace(stack, spans, nats
         tasks += await judge.start(ctx, JudgeStage(ctx, RulesBackend(index)))
         tasks += await aggregator.start(ctx)
         spans.clear()
-        _, submitted = await collect_and_submit(store, bus, settings, SubmitInput(
-            prompt=f"Godot 3 or 4? {tag}", path=str(_project(tmp_path / "p", tag)), local_caller=True))
+        _, submitted = await collect_and_submit(
+            store,
+            bus,
+            settings,
+            SubmitInput(prompt=f"Godot 3 or 4? {tag}", path=str(_project(tmp_path / "p", tag)), local_caller=True),
+        )
         aid = submitted[0].analysis_id
         assert submitted[0].created
         status = "running"

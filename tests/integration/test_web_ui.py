@@ -23,9 +23,18 @@ from godot_rag.cli import DEFAULT_PROMPT
 from godot_rag.v1 import services_pb2 as spb
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (make test installs it when run as root)")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="Debian chromium is not installed (make test installs it when run as root)"
+)
 SHOTS = Path(__file__).resolve().parents[2] / "tmp" / "out" / "web_ui"
 WIDTH = 1280
 
@@ -181,8 +190,10 @@ def test_chunk_deep_link_matches_the_api_trace(stack, repo, page):
     page.goto(f"{stack.runtime['web']}a/{aid}/f/player.gd#L12-L26")
     detail = page.wait_for_selector(".chunk-detail.current")
     assert page.get_attribute(".seg.current", "id") == "L12-L26"
+
     def field(name):
         return detail.query_selector(f"[data-field={name}]").inner_text()
+
     chunk, q, j = api["chunk"], api["retrieval"]["query"], api["judgment"]
     assert field("code_text") == chunk["code_text"]
     assert field("surrounding_context") == chunk["surrounding_context"]
@@ -216,9 +227,12 @@ def test_chunk_deep_link_matches_the_api_trace(stack, repo, page):
     cand = detail.query_selector_all("table.candidates tbody tr")
     assert [r.get_attribute("data-record") for r in cand] == [h["record_id"] for h in hits]
     assert [r.query_selector("td[data-col=fused] strong").inner_text() for r in cand] == [f"{h['score']:.3f}" for h in hits]
-    cited = {e["record_id"] for e in j["judgment"]["evidence"] if e["relevant"]} | \
-        {n["basis_record_id"] for n in j["judgment"]["migration_notes"]}
-    assert {r.get_attribute("data-record") for r in cand if "cited" in (r.get_attribute("class") or "")} == cited & {h["record_id"] for h in hits}
+    cited = {e["record_id"] for e in j["judgment"]["evidence"] if e["relevant"]} | {
+        n["basis_record_id"] for n in j["judgment"]["migration_notes"]
+    }
+    assert {r.get_attribute("data-record") for r in cand if "cited" in (r.get_attribute("class") or "")} == cited & {
+        h["record_id"] for h in hits
+    }
     assert len(detail.query_selector_all("dl.legend dt")) == 6
     _no_horizontal_overflow(page)
     page.screenshot(path=str(SHOTS / "chunk_deep_link.png"))
@@ -253,8 +267,10 @@ def test_candidate_table_sorts_and_filters(stack, repo, page):
     table.query_selector("button[data-sort=vector]").click()
     vec = [float(v) for v in column("vector") if v]
     assert vec == sorted(vec, reverse=True) and len(vec) > 3
-    assert column("vector")[len(vec):] == [""] * (len(column("vector")) - len(vec))  # records without a vector last
-    assert table.query_selector("button[data-sort=vector]").evaluate("b => b.closest('th').getAttribute('aria-sort')") == "descending"
+    assert column("vector")[len(vec) :] == [""] * (len(column("vector")) - len(vec))  # records without a vector last
+    assert (
+        table.query_selector("button[data-sort=vector]").evaluate("b => b.closest('th').getAttribute('aria-sort')") == "descending"
+    )
     table.query_selector("button[data-sort=vector]").click()
     vec_up = [float(v) for v in column("vector") if v]
     assert vec_up == sorted(vec_up)
@@ -378,10 +394,23 @@ def test_cross_site_and_rebinding_requests_are_refused(stack):
     assert _raw(stack, "GET", "/api/analyses", {"Host": f"attacker.example:{u.port}"})[0] == 403
     # CSRF: a foreign page posting JSON, a form, or a text/plain "simple request".
     assert _raw(stack, "POST", "/api/analyses", {"Host": here, "Origin": "http://attacker.example", **json_ct}, snippet)[0] == 403
-    assert _raw(stack, "POST", "/submit", {"Host": here, "Origin": "http://attacker.example",
-                                          "Content-Type": "application/x-www-form-urlencoded"}, b"prompt=x&text=extends+Node")[0] == 403
-    assert _raw(stack, "POST", "/api/analyses", {"Host": here, "Referer": "http://attacker.example/page", **json_ct}, snippet)[0] == 403
-    status, body = _raw(stack, "POST", "/api/analyses", {"Host": here, "Origin": f"http://{here}", "Content-Type": "text/plain"}, snippet)
+    assert (
+        _raw(
+            stack,
+            "POST",
+            "/submit",
+            {"Host": here, "Origin": "http://attacker.example", "Content-Type": "application/x-www-form-urlencoded"},
+            b"prompt=x&text=extends+Node",
+        )[0]
+        == 403
+    )
+    assert (
+        _raw(stack, "POST", "/api/analyses", {"Host": here, "Referer": "http://attacker.example/page", **json_ct}, snippet)[0]
+        == 403
+    )
+    status, body = _raw(
+        stack, "POST", "/api/analyses", {"Host": here, "Origin": f"http://{here}", "Content-Type": "text/plain"}, snippet
+    )
     assert status == 415 and "application/json" in body
     # Cross-origin reads of the API are refused too.
     assert _raw(stack, "GET", "/api/analyses", {"Host": here, "Origin": "http://attacker.example"})[0] == 403
@@ -429,8 +458,15 @@ def test_file_page_shows_the_proposed_patch_with_its_basis_and_todos(stack, repo
     # Every change of every hunk with its basis: rule, record, confidence, receiver.
     rows = section.query_selector_all("tr.patch-change")
     want = [(c.rule, c.record_id, f"{c.confidence:.2f}", c.receiver or "-") for h in expected.hunks for c in h.changes]
-    got = [(r.get_attribute("data-rule"), r.get_attribute("data-record"), r.query_selector("td.num").inner_text(),
-            r.query_selector("[data-field=receiver]").inner_text()) for r in rows]
+    got = [
+        (
+            r.get_attribute("data-rule"),
+            r.get_attribute("data-record"),
+            r.query_selector("td.num").inner_text(),
+            r.query_selector("[data-field=receiver]").inner_text(),
+        )
+        for r in rows
+    ]
     assert got == want
     assert any(r.startswith("self (extends KinematicBody2D)") for _, _, _, r in got)
     # The diff lines are those of the hunk, removals and additions marked.

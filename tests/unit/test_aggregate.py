@@ -51,8 +51,10 @@ def test_failed_chunks_are_counted_not_weighed():
 def test_a_whole_godot3_script_in_a_godot4_project_is_mixed():
     g4 = [ChunkOutcome("project.godot", "project_config", "config_version", "done", "godot4", 0.99)]
     g4 += [ChunkOutcome("player.gd", "gdscript", "function", "done", "godot4", 0.95)] * 3
-    enemy = [ChunkOutcome("enemy.gd", "gdscript", "class_extends", "done", "godot3", 0.9),
-             ChunkOutcome("enemy.gd", "gdscript", "function", "done", "godot3", 0.9)]
+    enemy = [
+        ChunkOutcome("enemy.gd", "gdscript", "class_extends", "done", "godot3", 0.9),
+        ChunkOutcome("enemy.gd", "gdscript", "function", "done", "godot3", 0.9),
+    ]
     v = compute_verdict(g4 + enemy)
     assert v.label == "mixed"
     assert any("enemy.gd" in b for b in v.basis)
@@ -67,10 +69,27 @@ def test_one_stray_godot3_fact_does_not_make_a_godot4_project_mixed():
 
 # ---------------------------------------------------------------- verdict rules (evidence kinds)
 
-def chunk(file: str, signal: str, kinds: tuple[str, ...] = (), conf: float = 0.9, kind: str = "", chunk_kind: str = "function",
-          chunk_id: str = ""):
-    source_kind = kind or {"gd": "gdscript", "tscn": "scene", "tres": "resource", "import": "import_meta", "uid": "uid",
-                           "godot": "project_config"}[file.rsplit(".", 1)[-1]]
+
+def chunk(
+    file: str,
+    signal: str,
+    kinds: tuple[str, ...] = (),
+    conf: float = 0.9,
+    kind: str = "",
+    chunk_kind: str = "function",
+    chunk_id: str = "",
+):
+    source_kind = (
+        kind
+        or {
+            "gd": "gdscript",
+            "tscn": "scene",
+            "tres": "resource",
+            "import": "import_meta",
+            "uid": "uid",
+            "godot": "project_config",
+        }[file.rsplit(".", 1)[-1]]
+    )
     return ChunkOutcome(file, source_kind, chunk_kind, "done", signal, conf, kinds, chunk_id)
 
 
@@ -84,9 +103,11 @@ def godot4_scripts(n: int = 3):
 
 
 def format2_scene(name: str):
-    return [chunk(name, "godot3", ("godot3:file_format",), 0.6, chunk_kind="header"),
-            chunk(name, "godot3", ("godot3:file_format",), 0.7, chunk_kind="ext_resource"),
-            chunk(name, "godot3", ("godot3:file_format",), 0.7, chunk_kind="node")]
+    return [
+        chunk(name, "godot3", ("godot3:file_format",), 0.6, chunk_kind="header"),
+        chunk(name, "godot3", ("godot3:file_format",), 0.7, chunk_kind="ext_resource"),
+        chunk(name, "godot3", ("godot3:file_format",), 0.7, chunk_kind="node"),
+    ]
 
 
 def test_format2_scenes_leave_a_godot4_project_godot4_and_are_listed():
@@ -118,15 +139,22 @@ def test_project_godot_decides_the_projects_own_version():
 
 
 def test_a_script_in_the_other_versions_syntax_makes_the_project_mixed():
-    ghost = [chunk("ghost.gd", "godot3", ("godot3:syntax",), 0.95), chunk("ghost.gd", "godot3", ("godot3:syntax", "godot3:api"), 0.9)]
+    ghost = [
+        chunk("ghost.gd", "godot3", ("godot3:syntax",), 0.95),
+        chunk("ghost.gd", "godot3", ("godot3:syntax", "godot3:api"), 0.9),
+    ]
     v = compute_verdict([config(5), *godot4_scripts(), *ghost])
     assert v.label == "mixed" and v.confidence >= 0.85
-    assert any(b.startswith("mixed: written for Godot 3, which Godot 4 cannot load or run: ghost.gd (Godot 3 syntax)") for b in v.basis)
+    assert any(
+        b.startswith("mixed: written for Godot 3, which Godot 4 cannot load or run: ghost.gd (Godot 3 syntax)") for b in v.basis
+    )
 
 
 def test_a_script_extending_a_class_the_project_version_lacks_makes_it_mixed():
-    enemy = [chunk("enemy.gd", "godot3", ("godot3:removed_type",), 0.85, chunk_kind="class_extends"),
-             chunk("enemy.gd", "godot3", ("godot3:api",), 0.85)]
+    enemy = [
+        chunk("enemy.gd", "godot3", ("godot3:removed_type",), 0.85, chunk_kind="class_extends"),
+        chunk("enemy.gd", "godot3", ("godot3:api",), 0.85),
+    ]
     v = compute_verdict([config(5), *godot4_scripts(), *enemy])
     assert v.label == "mixed"
     assert any("enemy.gd (Godot 3-only base class)" in b for b in v.basis)
@@ -194,8 +222,12 @@ def test_judgments_without_kinds_fall_back_to_weight():
 
 
 def test_every_chunk_is_accounted_for_once():
-    outcomes = [config(5), *godot4_scripts(2), chunk("a.gd", "neutral", (), 0.6),
-                ChunkOutcome("b.gd", "gdscript", "function", "failed", "", 0.0, (), "b.gd:function:f")]
+    outcomes = [
+        config(5),
+        *godot4_scripts(2),
+        chunk("a.gd", "neutral", (), 0.6),
+        ChunkOutcome("b.gd", "gdscript", "function", "failed", "", 0.0, (), "b.gd:function:f"),
+    ]
     v = compute_verdict(outcomes)
     assert v.counts == {"godot3": 0, "godot4": 3, "neutral": 1, "failed": 1, "total": 5}
     with pytest.raises(ValueError, match="twice"):

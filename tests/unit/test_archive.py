@@ -30,11 +30,12 @@ from godot_rag.settings import load_settings
 
 MB = 1 << 20
 LIMITS = ArchiveLimits(max_total_bytes=64 * MB, max_ratio=100, max_entries=1000)
-PROJECT = b"config_version=5\n\n[application]\nconfig/name=\"Boxed\"\n"
+PROJECT = b'config_version=5\n\n[application]\nconfig/name="Boxed"\n'
 SCRIPT = b"extends CharacterBody2D\n\nfunc _physics_process(delta):\n\tmove_and_slide()\n"
 
 
 # ---------------------------------------------------------------- builders
+
 
 def make_zip(path: Path, members: list[tuple]) -> Path:
     """members: (name, bytes) or (ZipInfo, bytes)."""
@@ -103,6 +104,7 @@ def assert_nothing_outside(tmp_path: Path, archive: Path) -> None:
 
 
 # ---------------------------------------------------------------- pure rules
+
 
 @pytest.mark.parametrize(
     "name,error",
@@ -193,8 +195,10 @@ ATTACKS_TAR = {
     "symlink_out": ([tar_member("game/link", type=tarfile.SYMTYPE, linkname="../../..")], "leads outside"),
     "symlink_abs": ([tar_member("game/link", type=tarfile.SYMTYPE, linkname="/etc")], "absolute target"),
     # The classic two-step: a link that escapes, then a file written "through" it.
-    "symlink_then_write": ([tar_member("game/esc", type=tarfile.SYMTYPE, linkname="../.."),
-                            tar_member("game/esc/evil.gd", b"x")], "leads outside"),
+    "symlink_then_write": (
+        [tar_member("game/esc", type=tarfile.SYMTYPE, linkname="../.."), tar_member("game/esc/evil.gd", b"x")],
+        "leads outside",
+    ),
     "hardlink_out": ([tar_member("game/pw", type=tarfile.LNKTYPE, linkname="../../etc/passwd")], "'..'"),
     "hardlink_abs": ([tar_member("game/pw", type=tarfile.LNKTYPE, linkname="/etc/passwd")], "absolute path"),
     "hardlink_missing": ([tar_member("game/pw", type=tarfile.LNKTYPE, linkname="game/nothing.gd")], "not a file of the archive"),
@@ -242,8 +246,8 @@ def test_zip_that_lies_about_its_sizes_is_refused(tmp_path: Path, work):
     raw = bytearray(archive.read_bytes())
     local = raw.find(b"PK\x03\x04")
     central = raw.find(b"PK\x01\x02")
-    raw[local + 22: local + 26] = (100).to_bytes(4, "little")
-    raw[central + 24: central + 28] = (100).to_bytes(4, "little")
+    raw[local + 22 : local + 26] = (100).to_bytes(4, "little")
+    raw[central + 24 : central + 28] = (100).to_bytes(4, "little")
     archive.write_bytes(bytes(raw))
     with pytest.raises(ArchiveError, match="damaged zip|declared size"):
         extract_archive(archive, dest, LIMITS, max_file_bytes=MB)
@@ -289,6 +293,7 @@ def test_not_an_archive_and_a_damaged_one_are_clear_errors(work):
 
 # ---------------------------------------------------------------- good archives
 
+
 def good_members() -> list[tuple]:
     return [
         tar_member("game/project.godot", PROJECT),
@@ -305,8 +310,14 @@ def test_a_good_tar_extracts_inside_and_hands_back_links_and_oversized_files(tmp
     src, dest = work
     archive = make_tar(src / "boxed.tar.gz", good_members())
     extra = {e.path: e for e in extract_archive(archive, dest, LIMITS, max_file_bytes=1000)}
-    assert everything_under(dest) == {"game", "game/project.godot", "game/player.gd", "game/copy.gd", "game/icon.png",
-                                      "game/README.md"}
+    assert everything_under(dest) == {
+        "game",
+        "game/project.godot",
+        "game/player.gd",
+        "game/copy.gd",
+        "game/icon.png",
+        "game/README.md",
+    }
     assert not any(p.is_symlink() for p in dest.rglob("*")), "links are never created on disk"
     assert (dest / "game" / "copy.gd").read_bytes() == SCRIPT
     assert extra["game/alias.gd"].link_target == "player.gd"
@@ -319,13 +330,22 @@ def test_collect_reads_an_archive_by_path_or_as_uploaded_bytes(tmp_path: Path, s
     settings = load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path / "data"), "GODOT_RAG_MAX_FILE_BYTES": "1000"})
     archive = tmp_path / f"boxed{suffix}"
     if suffix == ".zip":
-        make_zip(archive, [("game/project.godot", PROJECT), ("game/player.gd", SCRIPT),
-                           (zip_special("game/alias.gd", stat.S_IFLNK | 0o777), b"player.gd"),
-                           ("game/icon.png", b"\x89PNG\r\n\x1a\n" + bytes(64)), ("game/README.md", b"# Boxed\n")])
+        make_zip(
+            archive,
+            [
+                ("game/project.godot", PROJECT),
+                ("game/player.gd", SCRIPT),
+                (zip_special("game/alias.gd", stat.S_IFLNK | 0o777), b"player.gd"),
+                ("game/icon.png", b"\x89PNG\r\n\x1a\n" + bytes(64)),
+                ("game/README.md", b"# Boxed\n"),
+            ],
+        )
     else:
         make_tar(archive, good_members(), mode={".tar.gz": "w:gz", ".tar": "w", ".tar.xz": "w:xz"}[suffix])
-    for submission in (collect(path=str(archive), settings=settings, local_caller=True),
-                       collect(archive=archive.read_bytes(), archive_name=archive.name, settings=settings)):
+    for submission in (
+        collect(path=str(archive), settings=settings, local_caller=True),
+        collect(archive=archive.read_bytes(), archive_name=archive.name, settings=settings),
+    ):
         assert submission.source_origin == "uploaded_file"
         assert [p.root for p in submission.projects] == ["game"]
         (project,) = submission.projects

@@ -29,8 +29,12 @@ def sparse_member(name: str, real_size: int, data: bytes) -> tuple[tarfile.TarIn
     payload = sparse_map + data
     info = tarfile.TarInfo(f"GNUSparseFile.0/{name}")
     info.size = len(payload)
-    info.pax_headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.name": name,
-                        "GNU.sparse.realsize": str(real_size)}
+    info.pax_headers = {
+        "GNU.sparse.major": "1",
+        "GNU.sparse.minor": "0",
+        "GNU.sparse.name": name,
+        "GNU.sparse.realsize": str(real_size),
+    }
     return info, payload
 
 
@@ -60,16 +64,18 @@ def test_sparse_members_are_charged_the_bytes_they_write(tmp_path: Path):
     dest = tmp_path / "out"
     dest.mkdir()
     with pytest.raises(ArchiveError, match="archive bomb"):
-        extract_archive(archive, dest, ArchiveLimits(max_total_bytes=512 * MB, max_ratio=100, max_entries=1000),
-                        max_file_bytes=2 * MB)
+        extract_archive(
+            archive, dest, ArchiveLimits(max_total_bytes=512 * MB, max_ratio=100, max_entries=1000), max_file_bytes=2 * MB
+        )
     written = sum(p.stat().st_size for p in dest.rglob("*") if p.is_file())
     assert written <= 2 * MB + 2_000_000  # stopped within one member of the ratio floor
     # The same archive under a total limit alone (no ratio) stops at the total.
     dest2 = tmp_path / "out2"
     dest2.mkdir()
     with pytest.raises(ArchiveError, match="limit of 5000000 bytes"):
-        extract_archive(archive, dest2, ArchiveLimits(max_total_bytes=5_000_000, max_ratio=1e12, max_entries=1000),
-                        max_file_bytes=2 * MB)
+        extract_archive(
+            archive, dest2, ArchiveLimits(max_total_bytes=5_000_000, max_ratio=1e12, max_entries=1000), max_file_bytes=2 * MB
+        )
 
 
 def test_folder_walks_are_bounded_in_entries_and_bytes(tmp_path: Path):

@@ -65,9 +65,7 @@ def assert_invariants(source: bytes, result: ChunkingResult) -> None:
             f"{result.source_file}:{c.chunk_kind}:{c.name}#"
         )
         assert len(c.code_mask) == len(c.code_text)
-        assert [i for i, ch in enumerate(c.code_mask) if ch in "\r\n"] == [
-            i for i, ch in enumerate(c.code_text) if ch in "\r\n"
-        ]
+        assert [i for i, ch in enumerate(c.code_mask) if ch in "\r\n"] == [i for i, ch in enumerate(c.code_text) if ch in "\r\n"]
         for ln in range(s.start_line, s.end_line + 1):
             owners[ln - 1] += 1
     for idx, is_blank in enumerate(blank):
@@ -293,11 +291,26 @@ def test_malformed_scene_is_partial_with_full_coverage() -> None:
     ("kind", "text", "messages", "chunk_kinds"),
     [
         ("scene", '[gd_scene format=3]\n\n[node name="A" type="Node"\nfoo = 1\n', ["unclosed"], ["header", "fragment"]),
-        ("scene", 'a = 1\nb = 2\n\n[gd_scene format=3]\n', ["before any", "before any"], ["fragment", "header"]),
-        ("scene", '[gd_scene format=3]\n[node name="A" type="Node"]\ntext = "never closed\n\nx\n', ["unterminated"], ["header", "node"]),
-        ("resource", '[gd_resource type="Curve" format=3]\n[resource]\n_data = [1, 2,\n3\n', ["unterminated"], ["header", "resource"]),
+        ("scene", "a = 1\nb = 2\n\n[gd_scene format=3]\n", ["before any", "before any"], ["fragment", "header"]),
+        (
+            "scene",
+            '[gd_scene format=3]\n[node name="A" type="Node"]\ntext = "never closed\n\nx\n',
+            ["unterminated"],
+            ["header", "node"],
+        ),
+        (
+            "resource",
+            '[gd_resource type="Curve" format=3]\n[resource]\n_data = [1, 2,\n3\n',
+            ["unterminated"],
+            ["header", "resource"],
+        ),
         ("scene", '[gd_scene format=3]\n[node name="A" type="Node"]\njunk line\n', ["expected 'key = value'"], ["header", "node"]),
-        ("project_config", "config_version=5\n[application\nconfig/name=\"x\"\n\n[display]\na=1\n", ["unclosed"], ["config_version", "fragment", "section"]),
+        (
+            "project_config",
+            'config_version=5\n[application\nconfig/name="x"\n\n[display]\na=1\n',
+            ["unclosed"],
+            ["config_version", "fragment", "section"],
+        ),
         ("config", "[a]\nx={\n\n[b]\ny=2\n", ["unterminated"], ["section", "section"]),
     ],
 )
@@ -362,7 +375,7 @@ def test_bom_first_chunk_starts_after_bom() -> None:
 
 
 def test_invalid_utf8_fails_naming_the_offset() -> None:
-    data = b"[gd_scene format=3]\n\n[node name=\"\xff\"]\n"
+    data = b'[gd_scene format=3]\n\n[node name="\xff"]\n'
     result = chunk_direct("a.tscn", "scene", data)
     assert result.status == PARSE_FAILED and result.chunks == ()
     assert "byte offset 33" in result.errors[0].message
@@ -460,8 +473,29 @@ def test_godot4_format2_scene_in_godot4_project() -> None:
 
 # --------------------------------------------------------------------------- mutations
 
-_JUNK = [b"[", b"]", b'"', b"\\", b"\n", b"\t", b"(", b")", b"{", b"}", b"=", b"#", b"\x00", b"\xe2\x82", b"[node ",
-         b'&"', b'^"', b"@", b":", b"    ", "\u2028".encode()]
+_JUNK = [
+    b"[",
+    b"]",
+    b'"',
+    b"\\",
+    b"\n",
+    b"\t",
+    b"(",
+    b")",
+    b"{",
+    b"}",
+    b"=",
+    b"#",
+    b"\x00",
+    b"\xe2\x82",
+    b"[node ",
+    b'&"',
+    b'^"',
+    b"@",
+    b":",
+    b"    ",
+    "\u2028".encode(),
+]
 
 
 def _mutated(rng, data: bytes) -> bytes:
@@ -513,9 +547,11 @@ def test_mutated_files_keep_the_contract_and_build_queries():
 def test_a_connection_names_its_signal_as_a_candidate() -> None:
     """The connected signal may be an engine signal Godot 4 renamed: it is the chunk's candidate (the
     node names and the method are the project's own, and stay out)."""
-    src = (b'[gd_scene format=2]\n\n[node name="Main" type="Node"]\n\n[node name="Tween" type="Tween" parent="."]\n\n'
-           b'[connection signal="tween_completed" from="Tween" to="." method="_on_Tween_tween_completed"]\n'
-           b'[connection signal="not an identifier" from="Tween" to="." method="_x"]\n')
+    src = (
+        b'[gd_scene format=2]\n\n[node name="Main" type="Node"]\n\n[node name="Tween" type="Tween" parent="."]\n\n'
+        b'[connection signal="tween_completed" from="Tween" to="." method="_on_Tween_tween_completed"]\n'
+        b'[connection signal="not an identifier" from="Tween" to="." method="_x"]\n'
+    )
     result = chunk_direct("main.tscn", "scene", src)
     assert_invariants(src, result)
     conn = _chunk(result, "main.tscn:connection:Main/Tween.tween_completed->Main._on_Tween_tween_completed")
@@ -528,9 +564,11 @@ def test_an_import_files_own_sections_have_no_key_candidates() -> None:
     """[remap] and [deps] say where the imported copy is: their keys (importer, type, path...) are the format's,
     not engine names (`path` is not the Path node); the type in them is the chunk's symbol. [params] keys are the
     importer's options and stay candidates."""
-    src = (b'[remap]\n\nimporter="texture"\ntype="StreamTexture"\npath="res://.import/icon.png-4872.stex"\n\n'
-           b'[deps]\n\nsource_file="res://icon.png"\ndest_files=[ "res://.import/icon.png-4872.stex" ]\n\n'
-           b'[params]\n\ncompress/mode=0\nflags/filter=true\n')
+    src = (
+        b'[remap]\n\nimporter="texture"\ntype="StreamTexture"\npath="res://.import/icon.png-4872.stex"\n\n'
+        b'[deps]\n\nsource_file="res://icon.png"\ndest_files=[ "res://.import/icon.png-4872.stex" ]\n\n'
+        b"[params]\n\ncompress/mode=0\nflags/filter=true\n"
+    )
     result = chunk_direct("icon.png.import", "import_meta", src)
     assert_invariants(src, result)
     remap = _chunk(result, "icon.png.import:section:remap")

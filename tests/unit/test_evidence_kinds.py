@@ -72,11 +72,14 @@ def test_godot4_file_format_is_file_format_evidence(repo, index):
     assert "Godot 3 cannot read it" in header.explanation
 
 
-@pytest.mark.parametrize("rel, key, type_name", [
-    (f"{CORPUS}/direct/godot3_dodge/hud_font.tres", "header:gd_resource", "DynamicFont"),
-    (f"{CORPUS}/direct/godot3_dodge/default_env.tres", "sub_resource:1", "ProceduralSky"),
-    (f"{CORPUS}/projects/g3_plain/level.tscn", "node:Level/Player", "KinematicBody2D"),
-])
+@pytest.mark.parametrize(
+    "rel, key, type_name",
+    [
+        (f"{CORPUS}/direct/godot3_dodge/hud_font.tres", "header:gd_resource", "DynamicFont"),
+        (f"{CORPUS}/direct/godot3_dodge/default_env.tres", "sub_resource:1", "ProceduralSky"),
+        (f"{CORPUS}/projects/g3_plain/level.tscn", "node:Level/Player", "KinematicBody2D"),
+    ],
+)
 def test_types_godot4_lacks_are_removed_types(repo, index, rel, key, type_name):
     j = judged_file(repo, index, rel, "resource" if rel.endswith(".tres") else "scene")[key]
     assert j.signal == "godot3" and "godot3:removed_type" in j.evidence_kinds, j.explanation
@@ -96,8 +99,12 @@ def test_types_godot3_lacks_are_removed_types_of_godot4(repo, index):
 
 def test_types_of_both_versions_are_no_evidence(index):
     # Node2D and Timer are in both class references: no evidence, whatever the file format around them.
-    j = judged_text(index, '[gd_scene format=2]\n\n[node name="A" type="Node2D"]\n\n[node name="B" type="Timer" parent="."]\n'
-                    'wait_time = 2.0\n', "scene", "a.tscn")
+    j = judged_text(
+        index,
+        '[gd_scene format=2]\n\n[node name="A" type="Node2D"]\n\n[node name="B" type="Timer" parent="."]\nwait_time = 2.0\n',
+        "scene",
+        "a.tscn",
+    )
     assert j["node:A/B"].signal == "neutral" and j["node:A/B"].evidence_kinds == ()
 
 
@@ -146,8 +153,9 @@ def test_script_evidence_kinds(repo, index):
 
 def test_name_like_calls_are_api_not_syntax(index):
     # instance() / emit() are names a project may define itself: never grammar.
-    judged = judged_text(index, "extends Node\n\nfunc a(scene):\n\tadd_child(scene.instance())\n\nfunc b():\n\tdone.emit()\n",
-                         "gdscript", "a.gd")
+    judged = judged_text(
+        index, "extends Node\n\nfunc a(scene):\n\tadd_child(scene.instance())\n\nfunc b():\n\tdone.emit()\n", "gdscript", "a.gd"
+    )
     assert judged["function:a"].evidence_kinds == ("godot3:api",)
     assert judged["function:b"].evidence_kinds == ("godot4:api",)
 
@@ -163,6 +171,8 @@ def test_contradictory_facts_of_one_rank_leave_a_weak_judgment(repo, index):
 def test_grammar_outranks_a_name_in_one_chunk(index):
     # `await` is grammar only Godot 4 parses; `.instance()` on an untyped parameter is only a name:
     # the chunk is Godot 4, and the name costs it a quarter of its strength, not half.
-    j = judged_text(index, "extends Node\n\nfunc f(s):\n\tvar r = s.instance()\n\tawait r.ready\n", "gdscript", "a.gd")["function:f"]
+    j = judged_text(index, "extends Node\n\nfunc f(s):\n\tvar r = s.instance()\n\tawait r.ready\n", "gdscript", "a.gd")[
+        "function:f"
+    ]
     assert j.signal == "godot4" and set(j.evidence_kinds) == {"godot3:api", "godot4:syntax"}
     assert j.confidence > 0.7

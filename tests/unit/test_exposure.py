@@ -26,8 +26,13 @@ needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="the git prog
 
 
 def settings_for(tmp_path: Path, **env: str):
-    return load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path / "data"), "GODOT_RAG_GIT_TIMEOUT_S": "30",
-                          **{f"GODOT_RAG_{k.upper()}": v for k, v in env.items()}})
+    return load_settings(
+        {
+            "GODOT_RAG_DATA_DIR": str(tmp_path / "data"),
+            "GODOT_RAG_GIT_TIMEOUT_S": "30",
+            **{f"GODOT_RAG_{k.upper()}": v for k, v in env.items()},
+        }
+    )
 
 
 def test_loopback_names():
@@ -43,6 +48,7 @@ def test_a_service_beyond_loopback_needs_a_token(tmp_path: Path):
 
 
 # ---------------------------------------------------------------- server-side paths
+
 
 def test_a_remote_caller_cannot_name_a_path_of_the_gateway(tmp_path: Path):
     settings = settings_for(tmp_path)
@@ -72,6 +78,7 @@ def test_allowed_roots_bound_every_caller_and_links_cannot_leave_them(tmp_path: 
 
 
 # ---------------------------------------------------------------- git
+
 
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch) -> Path:
@@ -103,8 +110,10 @@ def test_git_ignores_the_gateway_users_config_and_agent(tmp_path: Path, repo: Pa
     # The gateway user's config rewrites a remote URL to a local repository: honoured, a remote
     # caller's "https://" URL would read a local path (and a credential helper would hand out tokens).
     cfg = Path(os.environ["GIT_CONFIG_GLOBAL"])
-    cfg.write_text(cfg.read_text() + f'[url "{repo.as_uri()}"]\n\tinsteadOf = https://example.invalid/demo.git\n'
-                   "[credential]\n\thelper = store\n")
+    cfg.write_text(
+        cfg.read_text() + f'[url "{repo.as_uri()}"]\n\tinsteadOf = https://example.invalid/demo.git\n'
+        "[credential]\n\thelper = store\n"
+    )
     monkeypatch.setenv("SSH_AUTH_SOCK", "/tmp/agent.sock")
     settings = settings_for(tmp_path)
     with pytest.raises(FetchError):
@@ -127,8 +136,10 @@ def test_a_clone_over_the_size_cap_is_stopped(tmp_path: Path, repo: Path):
 
 
 def test_git_errors_never_carry_url_credentials():
-    assert redact_credentials("fatal: unable to access 'https://bob:s3cret@example.invalid/x.git/'") == \
-        "fatal: unable to access 'https://***@example.invalid/x.git/'"
+    assert (
+        redact_credentials("fatal: unable to access 'https://bob:s3cret@example.invalid/x.git/'")
+        == "fatal: unable to access 'https://***@example.invalid/x.git/'"
+    )
     assert "pw" not in redact_credentials("connect postgresql://godot:pw@127.0.0.1:5432/godot failed")
     assert redact_credentials("host=h password=pw dbname=d") == "host=h password=*** dbname=d"
     assert redact_credentials("no secret: https://example.invalid/a@b") == "no secret: https://example.invalid/a@b"
@@ -153,18 +164,29 @@ def test_stored_and_logged_errors_are_redacted():
 
 # ---------------------------------------------------------------- the CLI sends content
 
+
 def test_the_cli_sends_a_folder_as_an_archive_that_lists_the_same_files(tmp_path: Path):
     settings = settings_for(tmp_path)
     request = submit_request(str(COLLECTION), "p", settings=settings)
     assert request.WhichOneof("input") == "archive" and request.project_id == "local:collection"
     assert str(COLLECTION) not in request.SerializeToString().decode("latin-1")
-    remote = collect(archive=request.archive, archive_name=request.archive_name, project_id=request.project_id,
-                     settings=settings, local_caller=False)
+    remote = collect(
+        archive=request.archive,
+        archive_name=request.archive_name,
+        project_id=request.project_id,
+        settings=settings,
+        local_caller=False,
+    )
     local = collect(path=str(COLLECTION), settings=settings, local_caller=True)
 
     def listing(sub):
-        return [(p.project_id, [(f.source_file, f.source_kind, f.included, f.sha256, f.excluded_reason.split(" (")[0])
-                                for f in p.files]) for p in sub.projects]
+        return [
+            (
+                p.project_id,
+                [(f.source_file, f.source_kind, f.included, f.sha256, f.excluded_reason.split(" (")[0]) for f in p.files],
+            )
+            for p in sub.projects
+        ]
 
     assert listing(remote) == listing(local)
 
@@ -198,6 +220,7 @@ def test_the_cli_leaves_out_links_that_leave_the_folder(tmp_path: Path):
 
 
 # ---------------------------------------------------------------- secrets at rest
+
 
 def test_runtime_json_is_readable_by_its_owner_only(tmp_path: Path):
     path = tmp_path / "runtime.json"

@@ -235,9 +235,9 @@ def test_comments_and_strings_never_become_candidates() -> None:
         b"extends Node\n\n"
         b"func f():\n"
         b"\t# yield(get_tree(), 'idle_frame') and KinematicBody2D\n"
-        b"\tvar s = \"KinematicBody2D.new() yield( move_and_slide(\"\n"
-        b"\tvar n = &\"Sprite\"\n"
-        b"\tvar p = preload(\"res://enemy.tscn\")  # res://not_a_reference.tscn\n"
+        b'\tvar s = "KinematicBody2D.new() yield( move_and_slide("\n'
+        b'\tvar n = &"Sprite"\n'
+        b'\tvar p = preload("res://enemy.tscn")  # res://not_a_reference.tscn\n'
         b"\tvar q = load('relative/level.tres')\n"
     )
     result = parse_gdscript("f.gd", source)
@@ -248,8 +248,8 @@ def test_comments_and_strings_never_become_candidates() -> None:
     assert f.reference_candidates == ("res://enemy.tscn", "relative/level.tres")
     assert "KinematicBody2D" not in f.code_mask
     assert "yield" not in f.code_mask
-    assert "preload(\"                \")" in f.code_mask
-    assert "&\"      \"" in f.code_mask
+    assert 'preload("                ")' in f.code_mask
+    assert '&"      "' in f.code_mask
 
 
 def test_code_mask_keeps_length_with_non_ascii() -> None:
@@ -266,10 +266,10 @@ def test_node_paths_and_node_path_literals_are_references() -> None:
         b"extends Node\n\n"
         b"func f():\n"
         b"\t$Sprite2D.show()\n"
-        b"\t$\"UI/Health Bar\".value = 1\n"
+        b'\t$"UI/Health Bar".value = 1\n'
         b"\t%Unique.hide()\n"
-        b"\tget_node(\"Path/To/Timer\").start()\n"
-        b"\tvar p = ^\"A/B\"\n"
+        b'\tget_node("Path/To/Timer").start()\n'
+        b'\tvar p = ^"A/B"\n'
     )
     result = parse_gdscript("n.gd", source)
     check_invariants(result, source)
@@ -286,14 +286,14 @@ def test_api_rules() -> None:
         b"func f(body):\n"
         b"\tvar v = Vector2(1, 2)\n"
         b"\tv = v.length() + v.x\n"
-        b"\tbody.connect(\"hit\", self, \"_on_hit\")\n"
-        b"\tself.set_deferred(\"monitoring\", false)\n"
-        b"\tget_tree().change_scene(\"res://menu.tscn\")\n"
-        b"\tpreload(\"res://b.tscn\").instance()\n"
+        b'\tbody.connect("hit", self, "_on_hit")\n'
+        b'\tself.set_deferred("monitoring", false)\n'
+        b'\tget_tree().change_scene("res://menu.tscn")\n'
+        b'\tpreload("res://b.tscn").instance()\n'
         b"\tOS.get_ticks_msec()\n"
         b"\tEngine.editor_hint\n"
         b"\thide()\n"
-        b"\tyield(get_tree(), \"idle_frame\")\n"
+        b'\tyield(get_tree(), "idle_frame")\n'
     )
     result = parse_gdscript("a.gd", source)
     check_invariants(result, source)
@@ -331,10 +331,7 @@ def test_bom_is_not_part_of_the_first_chunk() -> None:
 
 
 def test_mixed_tabs_and_spaces_never_crash() -> None:
-    source = (
-        b"extends Node\n\nfunc f():\n\tvar a = 1\n        var b = 2\n \tvar c = 3\n\n"
-        b"func g():\n    pass\n"
-    )
+    source = b"extends Node\n\nfunc f():\n\tvar a = 1\n        var b = 2\n \tvar c = 3\n\nfunc g():\n    pass\n"
     result = parse_gdscript("mixed.gd", source)
     assert result.status in (PARSE_OK, PARSE_PARTIAL)
     check_invariants(result, source)
@@ -345,7 +342,7 @@ def test_mixed_tabs_and_spaces_never_crash() -> None:
 
 
 def test_invalid_utf8_names_the_offset() -> None:
-    source = b"extends Node\nvar s = \"caf\xe9\"\n"
+    source = b'extends Node\nvar s = "caf\xe9"\n'
     result = parse_gdscript("bad.gd", source)
     check_invariants(result, source)
     assert result.status == PARSE_FAILED
@@ -390,7 +387,7 @@ def test_empty_and_whitespace_files(source: bytes) -> None:
 
 
 def test_fifty_thousand_character_line() -> None:
-    source = b"extends Node\n\nconst DATA = \"" + b"x" * 50_000 + b"\"\n\nfunc f():\n\treturn DATA.length()\n"
+    source = b'extends Node\n\nconst DATA = "' + b"x" * 50_000 + b'"\n\nfunc f():\n\treturn DATA.length()\n'
     result = parse_gdscript("long.gd", source)
     check_invariants(result, source)
     assert result.status == PARSE_OK
@@ -482,10 +479,7 @@ def test_lazy_import_and_same_output_across_processes() -> None:
 
 
 def test_grouping_rules() -> None:
-    source = (
-        b"class_name Foo\nextends Node\nsignal a\nsignal b(x: int)\nconst C = 1\n"
-        b"var x\n@export var y := 2\n\nvar z\n"
-    )
+    source = b"class_name Foo\nextends Node\nsignal a\nsignal b(x: int)\nconst C = 1\nvar x\n@export var y := 2\n\nvar z\n"
     result = parse_gdscript("g.gd", source)
     check_invariants(result, source)
     assert [(c.chunk_id, c.span.start_line, c.span.end_line, c.node_kind) for c in result.chunks] == [

@@ -118,8 +118,7 @@ def test_crafted_input_finishes(name: str):
     code = textwrap.dedent(PRELUDE) + textwrap.dedent(CASES[name])
     env = {"PYTHONPATH": f"{REPO / 'src'}:{REPO}", "PATH": "/usr/bin:/bin"}
     try:
-        done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
-                              timeout=DEADLINE_S)
+        done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=DEADLINE_S)
     except subprocess.TimeoutExpired:
         pytest.fail(f"{name}: still running after {DEADLINE_S} s: a scan is super-linear again")
     assert done.returncode == 0, done.stderr[-2000:]

@@ -52,7 +52,10 @@ def test_mini_dodge_sample_splits_into_the_seed_files(repo: Path):
     assert by_name["player.gd"].header_line == 8
     assert by_name["player.gd"].text.splitlines()[0] == "extends Area2D"
     assert len(by_name["player.gd"].text.splitlines()) == 31  # E009-E039
-    assert by_name["project.godot"].text == 'config_version=5\n\n[application]\nconfig/name="Mini Dodge"\nrun/main_scene="res://player.tscn"\n'
+    assert (
+        by_name["project.godot"].text
+        == 'config_version=5\n\n[application]\nconfig/name="Mini Dodge"\nrun/main_scene="res://player.tscn"\n'
+    )
     assert by_name["enemy.gd"].text.splitlines()[-1] == "\tvelocity = move_and_slide(velocity)"
 
 
@@ -136,7 +139,7 @@ def test_duplicate_file_in_expanded_text_is_an_error():
         ("extends KinematicBody2D\n", "gdscript"),
         ("[gd_scene load_steps=2 format=2]\n", "scene"),
         ('[gd_resource type="Theme" format=3]\n', "resource"),
-        ('config_version=4\n\n[application]\n', "project_config"),
+        ("config_version=4\n\n[application]\n", "project_config"),
     ],
 )
 def test_guess_snippet_kind(text, kind):

@@ -61,7 +61,10 @@ def test_a_file_url_repository_with_nested_projects(tmp_path: Path, git_env, set
     assert submission.source_origin == "git"
     assert submission.input_ref == f"file://{repo}@{commit}"
     assert [p.project_id for p in submission.projects] == [
-        "git:demos", "git:demos/2d/platformer_g3", "git:demos/2d/platformer_g3/tests/fixture_project", "git:demos/3d/shooter_g4",
+        "git:demos",
+        "git:demos/2d/platformer_g3",
+        "git:demos/2d/platformer_g3/tests/fixture_project",
+        "git:demos/3d/shooter_g4",
     ]
     top = {f.source_file: f for f in submission.projects[0].files}
     assert "untracked.gd" not in top and ".git/" not in top
@@ -129,7 +132,9 @@ def test_no_hook_runs_even_when_the_user_configuration_names_some(tmp_path: Path
 
 def test_an_unreachable_repository_fails_fast_with_a_clear_message(tmp_path: Path, git_env, settings):
     started = time.monotonic()
-    with pytest.raises(FetchError, match=r"git clone of file://.*/nowhere\.git failed: .*(does not appear to be a git repository|not found)"):
+    with pytest.raises(
+        FetchError, match=r"git clone of file://.*/nowhere\.git failed: .*(does not appear to be a git repository|not found)"
+    ):
         collect(git_url=(tmp_path / "nowhere.git").as_uri(), settings=settings, local_caller=True)
     assert time.monotonic() - started < 10
     assert list((tmp_path / "data" / "work").iterdir()) == []
@@ -181,12 +186,24 @@ def test_refused_sources_never_reach_git(url, error, settings):
 @pytest.mark.parametrize(
     "url,base,origin,display",
     [
-        ("https://github.com/godotengine/godot-demo-projects.git", "github:godotengine/godot-demo-projects", "github",
-         "https://github.com/godotengine/godot-demo-projects.git"),
-        ("git@github.com:godotengine/godot-demo-projects.git", "github:godotengine/godot-demo-projects", "github",
-         "github.com:godotengine/godot-demo-projects.git"),
-        ("https://user:s3cret@gitlab.example.com:8443/team/game.git", "git:gitlab.example.com:8443/team/game", "git",
-         "https://gitlab.example.com:8443/team/game.git"),
+        (
+            "https://github.com/godotengine/godot-demo-projects.git",
+            "github:godotengine/godot-demo-projects",
+            "github",
+            "https://github.com/godotengine/godot-demo-projects.git",
+        ),
+        (
+            "git@github.com:godotengine/godot-demo-projects.git",
+            "github:godotengine/godot-demo-projects",
+            "github",
+            "github.com:godotengine/godot-demo-projects.git",
+        ),
+        (
+            "https://user:s3cret@gitlab.example.com:8443/team/game.git",
+            "git:gitlab.example.com:8443/team/game",
+            "git",
+            "https://gitlab.example.com:8443/team/game.git",
+        ),
         ("ssh://git@codeberg.org/a/b", "git:codeberg.org/a/b", "git", "ssh://codeberg.org/a/b"),
     ],
 )
@@ -207,7 +224,6 @@ def test_cli_sends_urls_as_git_and_local_repositories_as_their_commit_tree(tmp_p
         # The content of the commit, not the path: the gateway may be another machine.
         assert local.WhichOneof("input") == "archive" and local.project_id == "git:demos"
         assert str(repo) not in local.SerializeToString().decode("latin-1")
-        submission = collect(archive=local.archive, archive_name=local.archive_name, project_id=local.project_id,
-                             settings=settings)
+        submission = collect(archive=local.archive, archive_name=local.archive_name, project_id=local.project_id, settings=settings)
         names = {f.source_file for p in submission.projects for f in p.files}
         assert "untracked.gd" not in names and "project.godot" in names

@@ -58,12 +58,18 @@ def by_root(projects) -> dict[str, dict]:
 
 # ---------------------------------------------------------------- project roots
 
+
 def test_every_project_godot_folder_is_its_own_project():
     projects = by_root(scan_projects(COLLECTION, max_bytes=MB))
     assert list(projects) == ["", "2d/platformer_g3", "2d/platformer_g3/tests/fixture_project", "3d/shooter_g4"]
     # Paths are relative to each project's root, in sorted order.
     assert list(projects["3d/shooter_g4"]) == [
-        "Shooter.cs", "player.gd", "player.gd.uid", "project.godot", "scenes/broken.tscn", "scenes/main.tscn",
+        "Shooter.cs",
+        "player.gd",
+        "player.gd.uid",
+        "project.godot",
+        "scenes/broken.tscn",
+        "scenes/main.tscn",
     ]
     assert list(projects["2d/platformer_g3/tests/fixture_project"]) == ["check.gd", "project.godot"]
     # A file belongs to the deepest root above it only.
@@ -88,8 +94,12 @@ def test_collect_names_each_project_and_the_nested_folder_entries(settings):
     submission = collect(path=str(COLLECTION), settings=settings, local_caller=True)
     assert submission.source_origin == "local_directory"
     ids = [p.project_id for p in submission.projects]
-    assert ids == ["local:collection", "local:collection/2d/platformer_g3",
-                   "local:collection/2d/platformer_g3/tests/fixture_project", "local:collection/3d/shooter_g4"]
+    assert ids == [
+        "local:collection",
+        "local:collection/2d/platformer_g3",
+        "local:collection/2d/platformer_g3/tests/fixture_project",
+        "local:collection/3d/shooter_g4",
+    ]
     top = {f.source_file: f for f in submission.projects[0].files}
     assert top["3d/shooter_g4/"].excluded_reason.endswith("(local:collection/3d/shooter_g4)")
     override = collect(path=str(COLLECTION), project_id="demos", settings=settings, local_caller=True)
@@ -122,6 +132,7 @@ def test_project_godot_inside_an_editor_cache_is_not_a_root(tmp_path: Path):
 
 
 # ---------------------------------------------------------------- the policy
+
 
 def test_godot3_and_godot4_scenes_resources_and_configs_are_included_with_their_kind():
     projects = by_root(scan_projects(COLLECTION, max_bytes=MB))
@@ -173,9 +184,9 @@ def test_oversized_files_are_listed_with_their_size_and_never_read(tmp_path: Pat
     def must_not_read() -> bytes:
         raise AssertionError("an oversized file was read")
 
-    projects = decide_tree(
-        [TreeEntry("huge.tscn", ENTRY_FILE, size=10_000, read=must_not_read)], max_bytes=1000
-    ) + scan_projects(tmp_path, max_bytes=1000)
+    projects = decide_tree([TreeEntry("huge.tscn", ENTRY_FILE, size=10_000, read=must_not_read)], max_bytes=1000) + scan_projects(
+        tmp_path, max_bytes=1000
+    )
     files = {f.source_file: f for p in projects for f in p.files}
     assert files["huge.tscn"].excluded_reason == "oversized: 10000 bytes, over the limit of 1000"
     assert files["huge.tscn"].source_kind == "scene"
@@ -269,8 +280,13 @@ def test_dodge_expanded_text_follows_the_seed_policy_table(settings):
 
 def _binary_bytes(name: str) -> bytes:
     # Real magic numbers followed by NUL-laden bodies: binary by extension and by content.
-    magic = {".png": b"\x89PNG\r\n\x1a\n", ".ogg": b"OggS\0\x02", ".wav": b"RIFF\x24\0\0\0WAVEfmt ",
-             ".ttf": b"\0\x01\0\0\0\x10", ".webp": b"RIFF\x24\0\0\0WEBPVP8 "}
+    magic = {
+        ".png": b"\x89PNG\r\n\x1a\n",
+        ".ogg": b"OggS\0\x02",
+        ".wav": b"RIFF\x24\0\0\0WAVEfmt ",
+        ".ttf": b"\0\x01\0\0\0\x10",
+        ".webp": b"RIFF\x24\0\0\0WEBPVP8 ",
+    }
     return magic["." + name.rsplit(".", 1)[-1]] + bytes(200)
 
 
@@ -333,12 +349,17 @@ def test_cli_expand_writes_the_text_and_lists_what_has_none(tmp_path: Path, caps
 
 # ---------------------------------------------------------------- input forms
 
+
 def test_expanded_text_with_several_project_roots(settings):
-    text = ("# README.md\nA collection.\n\n# a/project.godot\nconfig_version=4\n\n# a/player.gd\nextends KinematicBody2D\n\n"
-            "# b/project.godot\nconfig_version=5\n")
+    text = (
+        "# README.md\nA collection.\n\n# a/project.godot\nconfig_version=4\n\n# a/player.gd\nextends KinematicBody2D\n\n"
+        "# b/project.godot\nconfig_version=5\n"
+    )
     submission = collect(expanded_text=text, settings=settings)
     assert [(p.root, [f.source_file for f in p.files]) for p in submission.projects] == [
-        ("", ["README.md", "a/", "b/"]), ("a", ["player.gd", "project.godot"]), ("b", ["project.godot"]),
+        ("", ["README.md", "a/", "b/"]),
+        ("a", ["player.gd", "project.godot"]),
+        ("b", ["project.godot"]),
     ]
     assert all(p.project_id.startswith("expanded:") for p in submission.projects)
 
@@ -348,7 +369,7 @@ def test_expanded_text_with_several_project_roots(settings):
     [
         ("extends KinematicBody2D\n\nfunc _physics_process(delta):\n    move_and_slide()\n", "", "gdscript", True),
         ("[gd_scene load_steps=2 format=2]\n", "", "scene", True),
-        ("config_version=5\n\n[application]\nconfig/name=\"x\"\n", "", "project_config", True),
+        ('config_version=5\n\n[application]\nconfig/name="x"\n', "", "project_config", True),
         ("uid://b7x1v3lq2m4kd\n", "uid", "uid", True),
         ("# Title\n", "markdown", "markdown", False),
     ],

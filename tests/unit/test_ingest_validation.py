@@ -58,7 +58,9 @@ def test_a_block_that_differs_from_the_trace_fails_the_sha256_rule():
 def test_chunk_order_that_does_not_increase_fails():
     f, result = chunked("player.tscn")
     first, second, *rest = result.chunks
-    swapped = replace(result, chunks=(replace(first, chunk_order=second.chunk_order), replace(second, chunk_order=first.chunk_order), *rest))
+    swapped = replace(
+        result, chunks=(replace(first, chunk_order=second.chunk_order), replace(second, chunk_order=first.chunk_order), *rest)
+    )
     problems = validate_chunking(f.data, swapped, payload(swapped))
     assert "order" in rules(problems)
 

@@ -52,27 +52,30 @@ METRICS_PORT = 9090
 # The oldest Kubernetes the manifests are written for, and the tool's newest.
 KUBERNETES_VERSIONS = ("1.29.0", "1.37.0")
 # Custom resources: kind -> (apiVersion, the schema they are checked against).
-CUSTOM = {"ScaledObject": ("keda.sh/v1alpha1", "scaledobject.keda.sh-v1alpha1.json"),
-          "Cluster": ("postgresql.cnpg.io/v1", "cluster.postgresql.cnpg.io-v1.json")}
+CUSTOM = {
+    "ScaledObject": ("keda.sh/v1alpha1", "scaledobject.keda.sh-v1alpha1.json"),
+    "Cluster": ("postgresql.cnpg.io/v1", "cluster.postgresql.cnpg.io-v1.json"),
+}
 # The standard OpenTelemetry variables the code reads (src/godot_rag/infra/telemetry.py and the SDK).
-OTEL_KEYS = {"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SERVICE_NAME",
-             "OTEL_RESOURCE_ATTRIBUTES"}
+OTEL_KEYS = {"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"}
 
 
 # ---------------------------------------------------------------- rendering
 
+
 def kubectl() -> str:
     found = shutil.which("kubectl")
     if found is None:
-        pytest.skip("kubectl is not installed: the overlays (kubectl kustomize deploy/k8s/overlays/<name>) "
-                    "cannot be rendered here, so they are not checked")
+        pytest.skip(
+            "kubectl is not installed: the overlays (kubectl kustomize deploy/k8s/overlays/<name>) "
+            "cannot be rendered here, so they are not checked"
+        )
     return found
 
 
 @functools.cache
 def _render(overlay: str, exe: str) -> str:
-    built = subprocess.run([exe, "kustomize", str(K8S / "overlays" / overlay)], capture_output=True, text=True,
-                           timeout=120)
+    built = subprocess.run([exe, "kustomize", str(K8S / "overlays" / overlay)], capture_output=True, text=True, timeout=120)
     assert built.returncode == 0, built.stderr
     return built.stdout
 
@@ -93,8 +96,7 @@ class Rendered:
 
     def workloads(self) -> dict[str, dict]:
         """Every pod template, by '<Kind>/<name>'."""
-        return {f"{d['kind']}/{d['metadata']['name']}": d for d in self.docs
-                if d["kind"] in ("Deployment", "StatefulSet", "Job")}
+        return {f"{d['kind']}/{d['metadata']['name']}": d for d in self.docs if d["kind"] in ("Deployment", "StatefulSet", "Job")}
 
     def app_workloads(self) -> dict[str, dict]:
         """The godot-rag pods: the six services and the migration Job."""
@@ -154,6 +156,7 @@ def load_settings_from(env: dict[str, str]):
 
 # ---------------------------------------------------------------- what the code defines
 
+
 def code_stage_specs() -> dict[str, object]:
     """Each stage's durable consumer as the code declares it (durable, stream, filter subjects)."""
     from godot_rag.stages import CONSUMERS
@@ -168,6 +171,7 @@ def setting_keys() -> set[str]:
 
 
 # ---------------------------------------------------------------- layout and schema validation
+
 
 def yaml_files(folder: Path) -> set[str]:
     return {p.name for p in folder.glob("*.yaml") if p.name != "kustomization.yaml"}
@@ -188,10 +192,10 @@ def test_every_manifest_file_is_used_by_its_kustomization(folder):
 def run_validate(paths: list[Path], version: str) -> subprocess.CompletedProcess:
     exe = Path(sys.executable).with_name("kubernetes-validate")
     if not exe.exists():
-        pytest.skip(f"kubernetes-validate is not installed next to {sys.executable} "
-                    "(it is in the dev extra: pip install -e '.[dev]')")
-    return subprocess.run([str(exe), "--strict", "-k", version, *map(str, paths)], capture_output=True, text=True,
-                          timeout=300)
+        pytest.skip(
+            f"kubernetes-validate is not installed next to {sys.executable} (it is in the dev extra: pip install -e '.[dev]')"
+        )
+    return subprocess.run([str(exe), "--strict", "-k", version, *map(str, paths)], capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
@@ -224,18 +228,22 @@ def test_custom_resource_schemas_reject_mistakes(prod):
     # The schema checks above can fail: a misspelt field, a number where KEDA
     # wants a string, a missing consumer, CloudNativePG parameters given as numbers.
     scaled = prod.one("ScaledObject", "judge")
-    for mutate in (lambda s: s["spec"].update(maxReplicas=2),
-                   lambda s: s["spec"]["triggers"][0]["metadata"].update(lagThreshold=10),
-                   lambda s: s["spec"]["triggers"][0]["metadata"].pop("consumer"),
-                   lambda s: s["spec"]["triggers"][0]["metadata"].update(streamName="GRAG_CHUNKS")):
+    for mutate in (
+        lambda s: s["spec"].update(maxReplicas=2),
+        lambda s: s["spec"]["triggers"][0]["metadata"].update(lagThreshold=10),
+        lambda s: s["spec"]["triggers"][0]["metadata"].pop("consumer"),
+        lambda s: s["spec"]["triggers"][0]["metadata"].update(streamName="GRAG_CHUNKS"),
+    ):
         bad = json.loads(json.dumps(scaled))
         mutate(bad)
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, custom_schema("ScaledObject"))
     cluster = prod.cnpg()
-    for mutate in (lambda c: c["spec"].update(instance=3),
-                   lambda c: c["spec"]["postgresql"]["parameters"].update(max_connections=300),
-                   lambda c: c["spec"]["bootstrap"]["initdb"].update(postInitApplicationSql=[])):
+    for mutate in (
+        lambda c: c["spec"].update(instance=3),
+        lambda c: c["spec"]["postgresql"]["parameters"].update(max_connections=300),
+        lambda c: c["spec"]["bootstrap"]["initdb"].update(postInitApplicationSql=[]),
+    ):
         bad = json.loads(json.dumps(cluster))
         mutate(bad)
         with pytest.raises(jsonschema.ValidationError):
@@ -263,6 +271,7 @@ def test_overlay_is_namespaced_and_uses_the_built_image(r):
 
 
 # ---------------------------------------------------------------- the six services
+
 
 def test_all_six_services_have_a_deployment_a_service_and_a_pdb(r):
     deployments, services, pdbs = r.objects("Deployment"), r.objects("Service"), r.objects("PodDisruptionBudget")
@@ -393,7 +402,9 @@ def service_target(r: Rendered, host: str, port: int) -> tuple[dict, int]:
     backends = [w for w in r.workloads().values() if all(pod_labels(w).get(k) == v for k, v in selector.items())]
     assert len(backends) == 1, f"Service {host} selects {len(backends)} workloads"
     pod_ports = [p["containerPort"] for c in containers(backends[0], init=False) for p in c.get("ports") or []]
-    assert target in pod_ports, f"Service {host}:{port} -> {target}, which no container of {backends[0]['metadata']['name']} listens on"
+    assert target in pod_ports, (
+        f"Service {host}:{port} -> {target}, which no container of {backends[0]['metadata']['name']} listens on"
+    )
     return backends[0], target
 
 
@@ -469,6 +480,7 @@ def test_cnpg_cluster_has_the_extensions_and_replicas(prod):
 
 # ---------------------------------------------------------------- pods
 
+
 def test_every_pod_is_locked_down_and_sized(r):
     for key, workload in r.workloads().items():
         spec = pod_spec(workload)
@@ -529,6 +541,7 @@ def test_services_wait_for_the_knowledge_base(r):
 
 
 # ---------------------------------------------------------------- scaling
+
 
 def nats_monitor(r: Rendered) -> tuple[str, int]:
     """The NATS headless Service (peer names) and the monitoring port of nats.conf."""
@@ -610,8 +623,12 @@ def test_agreement_check_catches_drift(prod):
     # The check above can fail: more judge pods than GPUs, a stage's share of
     # MaxAckPending that is not whole, more vLLM replicas without the judge's bounds.
     def problems(scaled=None, scaling=None, vllm=None):
-        return scaling_disagreements(scaled or prod.objects("ScaledObject"), scaling or prod.scaling(), prod.configmap(),
-                                     vllm or prod.one("StatefulSet", "vllm"))
+        return scaling_disagreements(
+            scaled or prod.objects("ScaledObject"),
+            scaling or prod.scaling(),
+            prod.configmap(),
+            vllm or prod.one("StatefulSet", "vllm"),
+        )
 
     scaled = json.loads(json.dumps(prod.objects("ScaledObject")))
     scaled["judge"]["spec"]["maxReplicaCount"] += 1
@@ -624,6 +641,7 @@ def test_agreement_check_catches_drift(prod):
 
 
 # ---------------------------------------------------------------- NATS, vLLM, TEI
+
 
 def test_prod_nats_is_a_three_node_jetstream_cluster_with_r3_streams(prod):
     sts = prod.one("StatefulSet", "nats")
@@ -688,14 +706,19 @@ def test_tei_serves_the_model_of_the_shipped_vectors(prod):
 
 # ---------------------------------------------------------------- NetworkPolicies
 
+
 def selects(selector: dict, labels: dict[str, str]) -> bool:
     for key, value in (selector.get("matchLabels") or {}).items():
         if labels.get(key) != value:
             return False
     for expr in selector.get("matchExpressions") or []:
         key, op, values = expr["key"], expr["operator"], expr.get("values") or []
-        if (op == "In" and labels.get(key) not in values) or (op == "NotIn" and labels.get(key) in values) \
-                or (op == "Exists" and key not in labels) or (op == "DoesNotExist" and key in labels):
+        if (
+            (op == "In" and labels.get(key) not in values)
+            or (op == "NotIn" and labels.get(key) in values)
+            or (op == "Exists" and key not in labels)
+            or (op == "DoesNotExist" and key in labels)
+        ):
             return False
     return True
 
@@ -727,13 +750,18 @@ def port_matches(rule: dict, port: int) -> bool:
 
 def side_allows(r: Rendered, direction: str, subject: dict, other: dict, port: int, other_ns: dict) -> bool:
     peers_key = "to" if direction == "Egress" else "from"
-    policies = [p for p in r.objects("NetworkPolicy").values()
-                if direction in p["spec"]["policyTypes"] and selects(p["spec"]["podSelector"], subject)]
+    policies = [
+        p
+        for p in r.objects("NetworkPolicy").values()
+        if direction in p["spec"]["policyTypes"] and selects(p["spec"]["podSelector"], subject)
+    ]
     if not policies:
         return True  # not isolated in this direction
     rules = [rule for p in policies for rule in p["spec"].get(direction.lower()) or []]
-    return any(port_matches(rule, port) and (peers_key not in rule or any(peer_matches(x, other, other_ns) for x in rule[peers_key]))
-               for rule in rules)
+    return any(
+        port_matches(rule, port) and (peers_key not in rule or any(peer_matches(x, other, other_ns) for x in rule[peers_key]))
+        for rule in rules
+    )
 
 
 def allowed(r: Rendered, src: dict, dst: dict, port: int) -> bool:
@@ -760,8 +788,11 @@ def test_network_policies_allow_the_needed_flows(r):
     needed = [(f"Deployment/{n}", targets[k]) for n in SERVICES for k in always]
     needed += [("Job/godot-rag-migrate", targets["GODOT_RAG_PG_DSN"])]
     if r.overlay == "prod":
-        needed += [("Deployment/judge", targets["GODOT_RAG_LLM_URL"]), ("Deployment/retriever", targets["GODOT_RAG_TEI_URL"]),
-                   ("Job/godot-rag-migrate", targets["GODOT_RAG_TEI_URL"])]
+        needed += [
+            ("Deployment/judge", targets["GODOT_RAG_LLM_URL"]),
+            ("Deployment/retriever", targets["GODOT_RAG_TEI_URL"]),
+            ("Job/godot-rag-migrate", targets["GODOT_RAG_TEI_URL"]),
+        ]
     for src, (dst, port, name) in needed:
         assert allowed(r, labels_of(r, src), dst, port), f"{r.overlay}: {src} -> {name}:{port} is blocked"
     assert allowed(r, labels_of(r, "StatefulSet/nats"), labels_of(r, "StatefulSet/nats"), 6222), "NATS routes are blocked"
@@ -778,10 +809,16 @@ def test_network_policies_allow_the_needed_flows(r):
     # Every pod must be able to resolve Service names.
     dns = {"k8s-app": "kube-dns"}
     for key in r.workloads():
-        egress = [rule for p in r.objects("NetworkPolicy").values() if "Egress" in p["spec"]["policyTypes"]
-                  and selects(p["spec"]["podSelector"], labels_of(r, key)) for rule in p["spec"].get("egress") or []]
-        assert any(port_matches(rule, 53) and any(selects(x.get("podSelector") or {}, dns) for x in rule.get("to") or [])
-                   for rule in egress), f"{key} cannot reach DNS"
+        egress = [
+            rule
+            for p in r.objects("NetworkPolicy").values()
+            if "Egress" in p["spec"]["policyTypes"] and selects(p["spec"]["podSelector"], labels_of(r, key))
+            for rule in p["spec"].get("egress") or []
+        ]
+        assert any(
+            port_matches(rule, 53) and any(selects(x.get("podSelector") or {}, dns) for x in rule.get("to") or [])
+            for rule in egress
+        ), f"{key} cannot reach DNS"
 
 
 def test_network_policies_block_everything_else(r):
@@ -801,8 +838,9 @@ def test_network_policies_block_everything_else(r):
         # The services talk over NATS only: no in-cluster gRPC between them, nor metrics scraping.
         for name in SERVICES:
             for port in (int(cm[f"GODOT_RAG_{name.upper()}_PORT"]), METRICS_PORT):
-                assert blocked_on_both_sides(r, labels_of(r, src), labels_of(r, f"Deployment/{name}"), port), \
+                assert blocked_on_both_sides(r, labels_of(r, src), labels_of(r, f"Deployment/{name}"), port), (
                     f"{src} -> {name}:{port}"
+                )
     infra = [k for k in r.workloads() if k.split("/")[1] in ("vllm", "tei", "jaeger", "nats")]
     for key in infra:
         assert blocked_on_both_sides(r, labels_of(r, key), pg, pg_port), f"{key} may reach PostgreSQL"
@@ -810,5 +848,6 @@ def test_network_policies_block_everything_else(r):
         for rule in policy["spec"].get("egress") or []:
             for peer in rule.get("to") or []:
                 if "ipBlock" in peer:
-                    assert {"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"} <= set(peer["ipBlock"].get("except") or []), \
-                        policy["metadata"]["name"]
+                    assert {"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"} <= set(peer["ipBlock"].get("except") or []), policy[
+                        "metadata"
+                    ]["name"]

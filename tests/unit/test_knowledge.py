@@ -62,7 +62,13 @@ def test_member_record_fields(by_id):
 def test_migration_guide_sections_are_docs_records(records):
     guide = [r for r in records if r.id.startswith("guide:")]
     pages = {r.payload["page"] for r in guide}
-    assert {"upgrading_to_godot_4", "upgrading_to_godot_4.1", "upgrading_to_godot_4.4", "gdscript_basics", "gdscript_exports"} <= pages
+    assert {
+        "upgrading_to_godot_4",
+        "upgrading_to_godot_4.1",
+        "upgrading_to_godot_4.4",
+        "gdscript_basics",
+        "gdscript_exports",
+    } <= pages
     assert {r.payload["engine_version"] for r in guide} == {"4.x", "3.x"}
     manual = [r for r in guide if "Manually renaming" in r.payload["title"]]
     assert manual and any("change_scene" in r.lexemes for r in manual)
@@ -85,9 +91,27 @@ def test_rename_pairs_keep_disabled_traps(records):
 
 
 REQUIRED_CHANGES = {
-    "yield-await", "connect-callable", "disconnect-callable", "setget", "export-keyword", "export-range", "onready", "tool",
-    "move-and-slide", "tween-node", "file-class", "directory-class", "string-right", "array-slice", "camera2d-zoom",
-    "extents-size", "rotation-degrees", "instance-instantiate", "os-window-fullscreen", "json-parse", "rpc-keywords",
+    "yield-await",
+    "connect-callable",
+    "disconnect-callable",
+    "setget",
+    "export-keyword",
+    "export-range",
+    "onready",
+    "tool",
+    "move-and-slide",
+    "tween-node",
+    "file-class",
+    "directory-class",
+    "string-right",
+    "array-slice",
+    "camera2d-zoom",
+    "extents-size",
+    "rotation-degrees",
+    "instance-instantiate",
+    "os-window-fullscreen",
+    "json-parse",
+    "rpc-keywords",
 }
 
 
@@ -138,26 +162,37 @@ def test_shipped_vectors_cover_every_embed_text(records):
         body = fh.read()
     assert header["model"] == "sentence-transformers/all-MiniLM-L6-v2" and header["dim"] == 384
     size = 32 + 2 * header["dim"]
-    shipped = {body[i:i + 32].hex() for i in range(0, len(body), size)}
+    shipped = {body[i : i + 32].hex() for i in range(0, len(body), size)}
     assert len(shipped) == header["count"]
     needed = {text_sha256(r.embed_text) for r in records if r.embed_text}
     assert needed <= shipped, f"{len(needed - shipped)} embed texts have no shipped vector: run godot-rag kb export-vectors"
 
 
 def test_markup_and_sections():
-    assert clean_markup("Calls [method Node._ready] on [Node] with [param delta], see [code]x[/code].") == \
-        "Calls Node._ready on Node with delta, see x."
-    assert clean_markup("Use :ref:`move_and_slide<class_KinematicBody2D_method_move_and_slide>` and ``velocity``.") == \
-        "Use move_and_slide and velocity."
+    assert (
+        clean_markup("Calls [method Node._ready] on [Node] with [param delta], see [code]x[/code].")
+        == "Calls Node._ready on Node with delta, see x."
+    )
+    assert (
+        clean_markup("Use :ref:`move_and_slide<class_KinematicBody2D_method_move_and_slide>` and ``velocity``.")
+        == "Use move_and_slide and velocity."
+    )
     sections = rst_sections("Title\n=====\n\nintro\n\nPart\n----\n\nbody ``yield``\n")
     assert sections == [(["Title"], "intro"), (["Title", "Part"], "body ``yield``")]
     assert identifier_lexemes("$Sprite.texture.get_size()") == [
-        "sprite.texture.get_size", "sprite", "texture", "get_size", "texture.get_size"]
+        "sprite.texture.get_size",
+        "sprite",
+        "texture",
+        "get_size",
+        "texture.get_size",
+    ]
 
 
 def test_tsvector_and_tsquery_literals_are_exact_and_quoted():
-    assert kb_store.tsvector_literal([("move_and_slide", "A"), ("it's", "B"), ("move_and_slide", "C")]) == \
-        "'move_and_slide':1A 'it''s':2B"
+    assert (
+        kb_store.tsvector_literal([("move_and_slide", "A"), ("it's", "B"), ("move_and_slide", "C")])
+        == "'move_and_slide':1A 'it''s':2B"
+    )
     assert kb_store.tsquery_literal(["input.is_action_pressed", "a\\b"]) == "'input.is_action_pressed' | 'a\\\\b'"
 
 

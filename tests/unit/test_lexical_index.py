@@ -134,14 +134,35 @@ def test_a_titles_best_term_similarity_is_the_best_of_every_terms():
     """LexicalQuery.best_similarity counts from the title's trigrams; it must equal the plain maximum of
     pg_trgm's similarity over the terms, on identifiers like the knowledge base's and on random words."""
     rng = random.Random(7)
-    words = ["KinematicBody2D", "move_and_slide", "CharacterBody2D", "velocity", "get_node", "Node2D", "yield",
-             "connect", "Vector2", "is_on_floor", "set_process", "queue_free", "Area2D", "body_entered", "ab", "x"]
+    words = [
+        "KinematicBody2D",
+        "move_and_slide",
+        "CharacterBody2D",
+        "velocity",
+        "get_node",
+        "Node2D",
+        "yield",
+        "connect",
+        "Vector2",
+        "is_on_floor",
+        "set_process",
+        "queue_free",
+        "Area2D",
+        "body_entered",
+        "ab",
+        "x",
+    ]
     alphabet = "abcdexyz_29"
     for _ in range(400):
-        terms = [rng.choice(words) if rng.random() < 0.6 else "".join(rng.choices(alphabet, k=rng.randint(1, 9)))
-                 for _ in range(rng.randint(0, 12))]
-        title = " ".join(rng.choice(words) for _ in range(rng.randint(0, 3))) if rng.random() < 0.7 else \
-            "".join(rng.choices(alphabet, k=rng.randint(0, 12)))
+        terms = [
+            rng.choice(words) if rng.random() < 0.6 else "".join(rng.choices(alphabet, k=rng.randint(1, 9)))
+            for _ in range(rng.randint(0, 12))
+        ]
+        title = (
+            " ".join(rng.choice(words) for _ in range(rng.randint(0, 3)))
+            if rng.random() < 0.7
+            else "".join(rng.choices(alphabet, k=rng.randint(0, 12)))
+        )
         query = LexicalQuery.of([], terms)
         grams = trigrams(title)
         assert query.best_similarity(grams) == max((similarity(t, grams) for t in query.term_trigrams), default=0.0)

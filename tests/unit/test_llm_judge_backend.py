@@ -27,34 +27,58 @@ from godot_rag.pipeline.results import judge_stats, outcome_rows_to_verdict
 from godot_rag.v1 import messages_pb2 as pb
 from godot_rag.v1 import services_pb2 as spb
 
-HIT = pb.RetrievalHit(table="api_mapping", record_id="rename:gdscript_function_renames:rand_range", title="rand_range -> randf_range",
-                      content="renamed", metadata_json=json.dumps({"old_symbol": "rand_range", "new_symbol": "randf_range",
-                                                                   "change_type": "method", "enabled": True}))
+HIT = pb.RetrievalHit(
+    table="api_mapping",
+    record_id="rename:gdscript_function_renames:rand_range",
+    title="rand_range -> randf_range",
+    content="renamed",
+    metadata_json=json.dumps({"old_symbol": "rand_range", "new_symbol": "randf_range", "change_type": "method", "enabled": True}),
+)
 
 
 def request_for(source: str, chunk_index: int = 1, prompt: str = "Is this Godot 3 or Godot 4?") -> JudgmentRequest:
     chunk = parse_gdscript("a.gd", source.encode()).chunks[chunk_index]
-    return convert.request_from_pb(pb.JudgmentRequest(prompt=prompt, source_file="a.gd", chunk_id=chunk.chunk_id, chunk_kind=chunk.chunk_kind,
-                              chunk_text=chunk.code_text, surrounding_context=chunk.surrounding_context,
-                              retrieved_evidence=[HIT], chunk=convert.chunk_to_pb(chunk), source_kind="gdscript",
-                              intent="version_check"))
+    return convert.request_from_pb(
+        pb.JudgmentRequest(
+            prompt=prompt,
+            source_file="a.gd",
+            chunk_id=chunk.chunk_id,
+            chunk_kind=chunk.chunk_kind,
+            chunk_text=chunk.code_text,
+            surrounding_context=chunk.surrounding_context,
+            retrieved_evidence=[HIT],
+            chunk=convert.chunk_to_pb(chunk),
+            source_kind="gdscript",
+            intent="version_check",
+        )
+    )
 
 
 G3_SOURCE = "extends Node\n\nfunc f():\n\treturn rand_range(0, 1)\n"  # chunk 1 spans lines 3-4
 
 
 def reply(content: str, prompt_tokens: int = 100, completion_tokens: int = 40, finish: str = "stop") -> httpx.Response:
-    return httpx.Response(200, json={"choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": finish}],
-                                     "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}})
+    return httpx.Response(
+        200,
+        json={
+            "choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": finish}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens},
+        },
+    )
 
 
 def valid(signal: str = "godot3", line: int = 4, record: str = HIT.record_id) -> str:
-    return json.dumps({
-        "evidence": [{"table": "api_mapping", "record_id": record, "relevant": True, "why": "rand_range is called"}],
-        "explanation": "rand_range is a Godot 3 global.", "signal": signal, "needs_migration": signal == "godot3",
-        "confidence": 0.9, "migration_notes": [{"line": line, "old": "rand_range", "new": "randf_range", "basis_record_id": record}],
-        "answer": "",
-    })
+    return json.dumps(
+        {
+            "evidence": [{"table": "api_mapping", "record_id": record, "relevant": True, "why": "rand_range is called"}],
+            "explanation": "rand_range is a Godot 3 global.",
+            "signal": signal,
+            "needs_migration": signal == "godot3",
+            "confidence": 0.9,
+            "migration_notes": [{"line": line, "old": "rand_range", "new": "randf_range", "basis_record_id": record}],
+            "answer": "",
+        }
+    )
 
 
 class Script:
@@ -73,13 +97,18 @@ class Script:
 
 
 def client(script: Script, flavor: str = "llamacpp", retries: int = 2) -> LLMClient:
-    return LLMClient("http://llm.test:8000", "test-model", flavor=flavor, retries=retries, backoff_s=0.0,
-                     transport=httpx.MockTransport(script))
+    return LLMClient(
+        "http://llm.test:8000", "test-model", flavor=flavor, retries=retries, backoff_s=0.0, transport=httpx.MockTransport(script)
+    )
 
 
 def test_chat_url_accepts_the_usual_spellings():
-    assert chat_url("http://h:8000") == chat_url("http://h:8000/v1/") == chat_url("http://h:8000/v1/chat/completions") \
+    assert (
+        chat_url("http://h:8000")
+        == chat_url("http://h:8000/v1/")
+        == chat_url("http://h:8000/v1/chat/completions")
         == "http://h:8000/v1/chat/completions"
+    )
 
 
 def test_the_schema_goes_where_each_server_reads_it():
@@ -158,7 +187,7 @@ def rules():
 async def test_ambiguous_cascade_lets_confident_rules_stand(rules):
     script = Script(reply(valid(signal="neutral", line=4)))
     cascade = CascadeBackend(rules, LLMBackend(client(script)), "ambiguous", 0.85)
-    confident = await cascade.judge(request_for("extends Node\n\nfunc f():\n\tyield(get_tree(), \"idle_frame\")\n"))
+    confident = await cascade.judge(request_for('extends Node\n\nfunc f():\n\tyield(get_tree(), "idle_frame")\n'))
     assert (confident.route, confident.judge_kind, confident.signal) == ("rules_confident", "rules", "godot3")
     assert script.requests == []
     # Engine calls the rules find nothing wrong with: only probably neutral, so the model decides.
@@ -172,8 +201,9 @@ async def test_ambiguous_cascade_lets_confident_rules_stand(rules):
 async def test_explain_prompts_always_reach_the_model(rules):
     script = Script(reply(json.dumps({**json.loads(valid()), "answer": "Waits one frame."})))
     cascade = CascadeBackend(rules, LLMBackend(client(script)), "ambiguous", 0.85)
-    out = await cascade.judge(request_for("extends Node\n\nfunc f():\n\tyield(get_tree(), \"idle_frame\")\n",
-                                          prompt="Explain what this does"))
+    out = await cascade.judge(
+        request_for('extends Node\n\nfunc f():\n\tyield(get_tree(), "idle_frame")\n', prompt="Explain what this does")
+    )
     assert out.route == "llm_ambiguous" and out.answer == "Waits one frame."
 
 
@@ -183,8 +213,12 @@ async def test_server_trouble_fails_the_chunk_only_on_the_last_delivery():
         await judge_once(backend, request_for(G3_SOURCE), last_attempt=False, deliveries=1)
     out = await judge_once(backend, request_for(G3_SOURCE), last_attempt=True, deliveries=6)
     assert out.status == "failed" and "gave up after 6 deliveries" in out.error
-    rejected = await judge_once(LLMBackend(client(Script(httpx.Response(404, text="no such model")))), request_for(G3_SOURCE),
-                                last_attempt=False, deliveries=1)
+    rejected = await judge_once(
+        LLMBackend(client(Script(httpx.Response(404, text="no such model")))),
+        request_for(G3_SOURCE),
+        last_attempt=False,
+        deliveries=1,
+    )
     assert rejected.status == "failed" and "no such model" in rejected.error
 
 
@@ -210,8 +244,18 @@ def test_judgment_key_covers_prompt_chunk_evidence_model_and_prompt_version(rule
     other_prompt = request_for(G3_SOURCE, prompt="Does this need converting?")
     no_evidence = replace(request_for(G3_SOURCE), evidence=())
     other_model = LLMBackend(LLMClient("http://llm.test", "other-model", transport=httpx.MockTransport(Script())))
-    assert len({key, judgment_key(other_prompt, llm), judgment_key(no_evidence, llm), judgment_key(base, other_model),
-                judgment_key(base, rules)}) == 5
+    assert (
+        len(
+            {
+                key,
+                judgment_key(other_prompt, llm),
+                judgment_key(no_evidence, llm),
+                judgment_key(base, other_model),
+                judgment_key(base, rules),
+            }
+        )
+        == 5
+    )
     moved = replace(request_for(G3_SOURCE), source_file="elsewhere/b.gd", project_id="other")
     assert judgment_key(moved, llm) == key  # the path is tracking, not content
 
@@ -225,12 +269,24 @@ def test_failed_judgments_count_as_failed_and_stats_add_up():
     assert verdict["counts"]["failed"] == 1 and verdict["counts"]["godot3"] == 1
     chunks = [
         spb.ChunkResult(judgment=pb.Judgment(status="ok", route="rules_confident", judge_kind="rules")),
-        spb.ChunkResult(judgment=pb.Judgment(status="ok", route="llm_ambiguous", llm_calls=2, prompt_tokens=300, completion_tokens=90)),
-        spb.ChunkResult(judgment=pb.Judgment(status="failed", route="llm_ambiguous", llm_calls=2, prompt_tokens=310, completion_tokens=95)),
+        spb.ChunkResult(
+            judgment=pb.Judgment(status="ok", route="llm_ambiguous", llm_calls=2, prompt_tokens=300, completion_tokens=90)
+        ),
+        spb.ChunkResult(
+            judgment=pb.Judgment(status="failed", route="llm_ambiguous", llm_calls=2, prompt_tokens=310, completion_tokens=95)
+        ),
         spb.ChunkResult(judgment=pb.Judgment(status="ok", route="llm_ambiguous", llm_calls=1, prompt_tokens=150, cached=True)),
         spb.ChunkResult(),
     ]
     s = judge_stats(chunks)
-    assert (s.judged, s.failed, s.llm_calls, s.llm_calls_saved, s.cached, s.prompt_tokens, s.completion_tokens, s.cascade) == \
-        (4, 1, 4, 1, 1, 610, 185, "ambiguous")
+    assert (s.judged, s.failed, s.llm_calls, s.llm_calls_saved, s.cached, s.prompt_tokens, s.completion_tokens, s.cascade) == (
+        4,
+        1,
+        4,
+        1,
+        1,
+        610,
+        185,
+        "ambiguous",
+    )
     assert dict(s.by_route) == {"rules_confident": 1, "llm_ambiguous": 3}

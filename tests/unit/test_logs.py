@@ -21,6 +21,7 @@ def capture():
         logger.propagate = False
         logger.setLevel(logging.DEBUG)
         return logger, stream
+
     return make
 
 

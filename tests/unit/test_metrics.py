@@ -107,10 +107,14 @@ class FakeJs:
 
 async def test_read_consumers_sets_gauges_and_keeps_the_last_value_on_errors():
     metrics = m.Metrics()
-    js = FakeJs({("GRAG_CHUNKS", "judge"): Info(40, 16, 2), ("GRAG_FILES", "parser"): NotFoundError(),
-                 ("GRAG_CHUNKS", "retriever"): nats.errors.TimeoutError()})
-    read = await m.read_consumers(js, [("GRAG_CHUNKS", "judge"), ("GRAG_FILES", "parser"), ("GRAG_CHUNKS", "retriever")],
-                                  metrics)
+    js = FakeJs(
+        {
+            ("GRAG_CHUNKS", "judge"): Info(40, 16, 2),
+            ("GRAG_FILES", "parser"): NotFoundError(),
+            ("GRAG_CHUNKS", "retriever"): nats.errors.TimeoutError(),
+        }
+    )
+    read = await m.read_consumers(js, [("GRAG_CHUNKS", "judge"), ("GRAG_FILES", "parser"), ("GRAG_CHUNKS", "retriever")], metrics)
     assert read == 1
     assert value(metrics, "godot_rag_consumer_pending_messages", stream="GRAG_CHUNKS", durable="judge") == 40
     assert value(metrics, "godot_rag_consumer_ack_pending_messages", stream="GRAG_CHUNKS", durable="judge") == 16

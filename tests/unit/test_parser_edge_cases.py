@@ -20,7 +20,7 @@ def test_unicode_space_only_lines_stay_covered(data: bytes):
     assert result.status in ("ok", "partial")
     covered = set()
     for c in result.chunks:
-        assert data[c.span.start_byte:c.span.end_byte].decode() == c.code_text
+        assert data[c.span.start_byte : c.span.end_byte].decode() == c.code_text
         covered.update(range(c.span.start_line, c.span.end_line + 1))
     non_blank = {i + 1 for i, line in enumerate(data.split(b"\n")) if line.strip()}
     assert non_blank <= covered

@@ -69,7 +69,7 @@ def test_sample_patch_contains_the_expected_godot4_forms(patched):
     assert "await get_tree().create_timer(1.0).timeout" in by["main.gd"]
     assert "@export_range(0.0, 1.0) var flip_chance: float = 0.5" in by["main.gd"]
     assert "var health = 100: get = get_health, set = set_health" in by["main.gd"]
-    assert "preload(\"res://enemy.tscn\").instantiate()" in by["main.gd"]
+    assert 'preload("res://enemy.tscn").instantiate()' in by["main.gd"]
     assert "start_time = Time.get_ticks_msec()" in by["main.gd"]
     assert "health_bar.custom_minimum_size = Vector2(200, 20)" in by["hud.gd"]
     assert "func _get_configuration_warnings():" in by["platform.gd"]
@@ -165,7 +165,7 @@ def test_diff_applies_with_git_apply(tmp_path, repo, patched):
 
 # ---------------------------------------------------------------- traps: comments, strings, user members
 
-TRAPS = '''extends Node2D
+TRAPS = """extends Node2D
 
 # KinematicBody2D, yield(get_tree(), "idle_frame") and Color.white in a comment stay.
 signal text_entered(value)
@@ -191,15 +191,15 @@ func _process(delta):
 
 func _on_text(value):
 	pass
-'''
+"""
 
 
 def test_comments_strings_and_user_members_stay_untouched():
     fp, _ = patch_one(TRAPS)
     out = fp.patched
-    assert "# KinematicBody2D, yield(get_tree(), \"idle_frame\") and Color.white in a comment stay." in out
+    assert '# KinematicBody2D, yield(get_tree(), "idle_frame") and Color.white in a comment stay.' in out
     assert '"rand_range(0, 1) and OS.get_ticks_msec() inside a string"' in out
-    assert 'print("Color.white", \'KinematicBody2D\')' in out
+    assert "print(\"Color.white\", 'KinematicBody2D')" in out
     assert "\tupdate()  # the script's own update()" in out
     assert "func update():" in out and "queue_redraw" not in out
     assert "\tif empty():" in out and "is_empty" not in out
@@ -211,8 +211,10 @@ def test_comments_strings_and_user_members_stay_untouched():
 
 def test_an_engine_name_on_an_engine_receiver_is_renamed_but_not_on_a_project_class():
     other = "class_name Inventory\nextends Node\n\nfunc add_force(a, b):\n\tpass\n"
-    text = ("extends RigidBody2D\n\nvar inv: Inventory\n\n\nfunc _physics_process(delta):\n"
-            "\tadd_force(Vector2.ZERO, Vector2.UP)\n\tinv.add_force(1, 2)\n")
+    text = (
+        "extends RigidBody2D\n\nvar inv: Inventory\n\n\nfunc _physics_process(delta):\n"
+        "\tadd_force(Vector2.ZERO, Vector2.UP)\n\tinv.add_force(1, 2)\n"
+    )
     fp, _ = patch_one(text, extra={"inventory.gd": other})
     assert "\tapply_force(Vector2.UP, Vector2.ZERO)\n" in fp.patched  # RigidBody2D: add_force(offset, force)
     assert "\tinv.add_force(1, 2)\n" in fp.patched
@@ -243,34 +245,59 @@ def test_untyped_receiver_where_old_name_lives_on_in_godot4_is_a_todo_not_a_gues
     assert "button.button_pressed = true" in fp2.patched
 
 
-@pytest.mark.parametrize("source, expected", [
-    ("func _ready():\n\t._ready()\n", "func _ready():\n\tsuper._ready()\n"),
-    ("extends Node\nfunc _init(a).(a, 2):\n\tpass\n", "extends Node\nfunc _init(a):\n\tsuper(a, 2)\n\tpass\n"),
-    ("extends Node\nfunc f():\n\tvar x = yield(get_tree(), \"idle_frame\")\n",
-     "extends Node\nfunc f():\n\tvar x = await get_tree().process_frame\n"),
-    ("extends Node\nfunc f():\n\tyield(g(), \"completed\")\nfunc g():\n\tpass\n",
-     "extends Node\nfunc f():\n\tawait g()\nfunc g():\n\tpass\n"),
-    ("extends Node\nfunc f(b):\n\tb.connect(\"pressed\", self, \"_on\", [1, 2], CONNECT_ONESHOT)\nfunc _on(x, y):\n\tpass\n",
-     "extends Node\nfunc f(b):\n\tb.pressed.connect(_on.bind(1, 2), CONNECT_ONE_SHOT)\nfunc _on(x, y):\n\tpass\n"),
-    ("extends Node\nexport(String, FILE, \"*.json\") var path\nexport(int, \"A\", \"B\") var mode\n",
-     "extends Node\n@export_file(\"*.json\") var path\n@export_enum(\"A\", \"B\") var mode: int\n"),
-    ("extends Node\nexport(Texture) var icon\nexport onready var n = 1\n",
-     "extends Node\n@export var icon: Texture2D\n@export @onready var n = 1\n"),
-    ("extends Node\nfunc f(a: PoolStringArray, s, parts):\n\tprint(a.join(\", \"), s.join(parts))\n",
-     "extends Node\nfunc f(a: PackedStringArray, s, parts):\n\tprint(\", \".join(a), s.join(parts))\n"),
-    ("extends Node\nremotesync func hit():\n\tpass\n", "extends Node\n@rpc(\"any_peer\", \"call_local\") func hit():\n\tpass\n"),
-    ("extends Spatial\nfunc f():\n\tvar t = Transform()\n\tvar a = [1]\n\ta.invert()\n",
-     "extends Node3D\nfunc f():\n\tvar t = Transform3D()\n\tvar a = [1]\n\ta.reverse()\n"),
-    ("extends KinematicBody2D\r\nfunc f(v):\r\n\treturn move_and_slide(v, Vector2.UP)\r\n",
-     "extends CharacterBody2D\r\nfunc f(v):\r\n\tvelocity = v\r\n\tup_direction = Vector2.UP\r\n\tmove_and_slide()\r\n"
-     "\treturn velocity\r\n"),
-    ("extends KinematicBody2D\nvar velocity := Vector2(100, 0)\n",
-     "extends CharacterBody2D\nvar velocity := Vector2(100, 0)\n"),  # not the default: a TODO, not removed
-    ("extends Node\nfunc f(r: KinematicBody2D):\n\tr.velocity = r.move_and_slide(r.velocity, Vector2.UP)\n",
-     "extends Node\nfunc f(r: CharacterBody2D):\n\tr.up_direction = Vector2.UP\n\tr.move_and_slide()\n"),
-    ("extends KinematicBody\nfunc _physics_process(d):\n\tvar c = move_and_collide(v * d, false)\n",
-     "extends CharacterBody3D\nfunc _physics_process(d):\n\tvar c = move_and_collide(v * d)\n"),
-])
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("func _ready():\n\t._ready()\n", "func _ready():\n\tsuper._ready()\n"),
+        ("extends Node\nfunc _init(a).(a, 2):\n\tpass\n", "extends Node\nfunc _init(a):\n\tsuper(a, 2)\n\tpass\n"),
+        (
+            'extends Node\nfunc f():\n\tvar x = yield(get_tree(), "idle_frame")\n',
+            "extends Node\nfunc f():\n\tvar x = await get_tree().process_frame\n",
+        ),
+        (
+            'extends Node\nfunc f():\n\tyield(g(), "completed")\nfunc g():\n\tpass\n',
+            "extends Node\nfunc f():\n\tawait g()\nfunc g():\n\tpass\n",
+        ),
+        (
+            'extends Node\nfunc f(b):\n\tb.connect("pressed", self, "_on", [1, 2], CONNECT_ONESHOT)\nfunc _on(x, y):\n\tpass\n',
+            "extends Node\nfunc f(b):\n\tb.pressed.connect(_on.bind(1, 2), CONNECT_ONE_SHOT)\nfunc _on(x, y):\n\tpass\n",
+        ),
+        (
+            'extends Node\nexport(String, FILE, "*.json") var path\nexport(int, "A", "B") var mode\n',
+            'extends Node\n@export_file("*.json") var path\n@export_enum("A", "B") var mode: int\n',
+        ),
+        (
+            "extends Node\nexport(Texture) var icon\nexport onready var n = 1\n",
+            "extends Node\n@export var icon: Texture2D\n@export @onready var n = 1\n",
+        ),
+        (
+            'extends Node\nfunc f(a: PoolStringArray, s, parts):\n\tprint(a.join(", "), s.join(parts))\n',
+            'extends Node\nfunc f(a: PackedStringArray, s, parts):\n\tprint(", ".join(a), s.join(parts))\n',
+        ),
+        ("extends Node\nremotesync func hit():\n\tpass\n", 'extends Node\n@rpc("any_peer", "call_local") func hit():\n\tpass\n'),
+        (
+            "extends Spatial\nfunc f():\n\tvar t = Transform()\n\tvar a = [1]\n\ta.invert()\n",
+            "extends Node3D\nfunc f():\n\tvar t = Transform3D()\n\tvar a = [1]\n\ta.reverse()\n",
+        ),
+        (
+            "extends KinematicBody2D\r\nfunc f(v):\r\n\treturn move_and_slide(v, Vector2.UP)\r\n",
+            "extends CharacterBody2D\r\nfunc f(v):\r\n\tvelocity = v\r\n\tup_direction = Vector2.UP\r\n\tmove_and_slide()\r\n"
+            "\treturn velocity\r\n",
+        ),
+        (
+            "extends KinematicBody2D\nvar velocity := Vector2(100, 0)\n",
+            "extends CharacterBody2D\nvar velocity := Vector2(100, 0)\n",
+        ),  # not the default: a TODO, not removed
+        (
+            "extends Node\nfunc f(r: KinematicBody2D):\n\tr.velocity = r.move_and_slide(r.velocity, Vector2.UP)\n",
+            "extends Node\nfunc f(r: CharacterBody2D):\n\tr.up_direction = Vector2.UP\n\tr.move_and_slide()\n",
+        ),
+        (
+            "extends KinematicBody\nfunc _physics_process(d):\n\tvar c = move_and_collide(v * d, false)\n",
+            "extends CharacterBody3D\nfunc _physics_process(d):\n\tvar c = move_and_collide(v * d)\n",
+        ),
+    ],
+)
 def test_structural_rewrites(source, expected):
     fp, _ = patch_one(source)
     assert fp.patched == expected
@@ -278,8 +305,7 @@ def test_structural_rewrites(source, expected):
 
 
 def test_an_edit_that_would_lose_a_comment_is_refused_with_a_todo():
-    text = ("extends KinematicBody2D\nfunc f(v):\n\tvelocity = move_and_slide(v, # the walk speed\n"
-            "\t\tVector2.UP)\n")
+    text = "extends KinematicBody2D\nfunc f(v):\n\tvelocity = move_and_slide(v, # the walk speed\n\t\tVector2.UP)\n"
     fp, _ = patch_one(text)
     assert "# the walk speed" in fp.patched
     assert "move_and_slide(v," in fp.patched  # not rewritten: the comment would be lost
@@ -292,7 +318,7 @@ def test_overlapping_edits_are_refused():
 
 
 def test_a_file_that_does_not_parse_is_left_alone():
-    text = "extends Node\nfunc f(:\n\tyield(x, \"y\")\n"
+    text = 'extends Node\nfunc f(:\n\tyield(x, "y")\n'
     fp, _ = patch_one(text)
     assert fp.patched == text and any(t.rule == "parse" for t in fp.todos)
 
@@ -327,8 +353,7 @@ def test_converter_examples_agreement_and_every_difference_has_a_reason(eval_pat
 
 
 def _git(path: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
     subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True, env=env)
 
 
@@ -467,16 +492,22 @@ def test_judge_corpus_godot4_and_neutral_code_is_left_alone(eval_patch):
 
 
 def test_node_paths_are_typed_by_the_scenes_that_attach_the_script():
-    scene = ('[gd_scene load_steps=2 format=2]\n\n[ext_resource path="res://ui.gd" type="Script" id=1]\n'
-             '[ext_resource path="res://item.tscn" type="PackedScene" id=2]\n\n'
-             '[node name="UI" type="Control"]\nscript = ExtResource( 1 )\n\n'
-             '[node name="Panel" type="Panel" parent="."]\n\n'
-             '[node name="Item" parent="." instance=ExtResource( 2 )]\n')
-    item_scene = ('[gd_scene load_steps=2 format=2]\n\n[ext_resource path="res://item.gd" type="Script" id=1]\n\n'
-                  '[node name="Item" type="Control"]\nscript = ExtResource( 1 )\n')
+    scene = (
+        '[gd_scene load_steps=2 format=2]\n\n[ext_resource path="res://ui.gd" type="Script" id=1]\n'
+        '[ext_resource path="res://item.tscn" type="PackedScene" id=2]\n\n'
+        '[node name="UI" type="Control"]\nscript = ExtResource( 1 )\n\n'
+        '[node name="Panel" type="Panel" parent="."]\n\n'
+        '[node name="Item" parent="." instance=ExtResource( 2 )]\n'
+    )
+    item_scene = (
+        '[gd_scene load_steps=2 format=2]\n\n[ext_resource path="res://item.gd" type="Script" id=1]\n\n'
+        '[node name="Item" type="Control"]\nscript = ExtResource( 1 )\n'
+    )
     item = "extends Control\n\nvar margin_right = 0\n"
-    ui = ("extends Control\n\nonready var p = $Panel\n\n\nfunc _ready():\n\t$Panel.margin_right = 3\n"
-          "\tp.margin_left = 1\n\t$Item.margin_right = 2\n\t$Other.margin_top = 4\n")
+    ui = (
+        "extends Control\n\nonready var p = $Panel\n\n\nfunc _ready():\n\t$Panel.margin_right = 3\n"
+        "\tp.margin_left = 1\n\t$Item.margin_right = 2\n\t$Other.margin_top = 4\n"
+    )
     fp, result = patch_one(ui, "ui.gd", {"ui.tscn": scene, "item.tscn": item_scene, "item.gd": item})
     out = fp.patched
     # margin_* also exists in Godot 4 (StyleBox, NinePatchRect): renamed only where the scene types the node.
@@ -488,11 +519,13 @@ def test_node_paths_are_typed_by_the_scenes_that_attach_the_script():
 
 
 def test_scene_properties_are_renamed_by_the_node_type_only():
-    scene = ('[gd_scene load_steps=2 format=2]\n\n[ext_resource path="res://b.tscn" type="PackedScene" id=1]\n\n'
-             '[node name="A" type="Control"]\nrect_min_size = Vector2( 1, 1 )\ncustom_colors/font_color = Color( 1, 1, 1, 1 )\n\n'
-             '[node name="B" parent="." instance=ExtResource( 1 )]\nrect_min_size = Vector2( 2, 2 )\n\n'
-             '[node name="C" type="Sprite" parent="."]\nrect_min_size = 3\n'
-             '[connection signal="text_entered" from="A" to="." method="_on_a"]\n')
+    scene = (
+        '[gd_scene load_steps=2 format=2]\n\n[ext_resource path="res://b.tscn" type="PackedScene" id=1]\n\n'
+        '[node name="A" type="Control"]\nrect_min_size = Vector2( 1, 1 )\ncustom_colors/font_color = Color( 1, 1, 1, 1 )\n\n'
+        '[node name="B" parent="." instance=ExtResource( 1 )]\nrect_min_size = Vector2( 2, 2 )\n\n'
+        '[node name="C" type="Sprite" parent="."]\nrect_min_size = 3\n'
+        '[connection signal="text_entered" from="A" to="." method="_on_a"]\n'
+    )
     fp, _ = patch_one(scene, "a.tscn")
     lines = fp.patched.splitlines()
     assert "custom_minimum_size = Vector2( 1, 1 )" in lines and "theme_override_colors/font_color = Color( 1, 1, 1, 1 )" in lines
@@ -515,11 +548,15 @@ def test_the_patch_asks_the_shared_project_index_and_accepts_the_stored_one():
         "project.godot": 'config_version=4\n\n[autoload]\n\nBus="*res://bus.gd"\n',
         "bus.gd": "extends Node\n\nfunc update():\n\tpass\n",
         "base.gd": "class_name Mover\nextends KinematicBody2D\n\nvar speed = 1\n",
-        "player.gd": ("extends Mover\n\nclass Inner:\n\tfunc empty():\n\t\tpass\n\n\n"
-                      "func _physics_process(delta):\n\tBus.update()\n\tupdate()\n"),
-        "main.tscn": ('[gd_scene load_steps=2 format=2]\n\n[ext_resource path="res://player.gd" type="Script" id=1]\n\n'
-                      '[node name="P" type="KinematicBody2D"]\nscript = ExtResource( 1 )\n\n'
-                      '[node name="Bar" type="TextureProgress" parent="."]\n'),
+        "player.gd": (
+            "extends Mover\n\nclass Inner:\n\tfunc empty():\n\t\tpass\n\n\n"
+            "func _physics_process(delta):\n\tBus.update()\n\tupdate()\n"
+        ),
+        "main.tscn": (
+            '[gd_scene load_steps=2 format=2]\n\n[ext_resource path="res://player.gd" type="Script" id=1]\n\n'
+            '[node name="P" type="KinematicBody2D"]\nscript = ExtResource( 1 )\n\n'
+            '[node name="Bar" type="TextureProgress" parent="."]\n'
+        ),
     }
     k = shipped_knowledge()
     sym = SharedProjectSymbols.from_sources(files, k.vocabulary.classes3 | k.vocabulary.singletons3)

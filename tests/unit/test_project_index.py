@@ -17,7 +17,7 @@ from godot_rag.domain.judging.project_index import (
     scope_from_json,
 )
 
-BASE = '''extends Control
+BASE = """extends Control
 class_name BasePanel
 
 signal opened(which)
@@ -48,27 +48,27 @@ class Inner extends Reference:
 
 	func inner_method():
 		pass
-'''
+"""
 
-PAINTER = '''extends Node
+PAINTER = """extends Node
 
 func set_image(image, texture):
 	pass
 
 func build(size):
 	pass
-'''
+"""
 
-CHILD = '''extends "res://ui/base_panel.gd"
+CHILD = """extends "res://ui/base_panel.gd"
 
 var ref: Inner
 
 
 func grow():
 	rect_size *= 2
-'''
+"""
 
-SCENE = '''[gd_scene load_steps=3 format=2]
+SCENE = """[gd_scene load_steps=3 format=2]
 
 [ext_resource path="res://ui/child_panel.gd" type="Script" id=1]
 [ext_resource path="res://ui/item.tscn" type="PackedScene" id=2]
@@ -84,17 +84,17 @@ script = ExtResource( 1 )
 unique_name_in_owner = true
 
 [node name="Item" parent="Panel" instance=ExtResource( 2 )]
-'''
+"""
 
-ITEM = '''[gd_scene format=3 uid="uid://abc"]
+ITEM = """[gd_scene format=3 uid="uid://abc"]
 
 [ext_resource type="Script" path="res://ui/item.gd" id="1_x"]
 
 [node name="Item" type="Button"]
 script = ExtResource("1_x")
-'''
+"""
 
-PROJECT = '''config_version=4
+PROJECT = """config_version=4
 
 [autoload]
 
@@ -105,15 +105,20 @@ bad name="*res://x.gd"
 [display]
 
 window/size/width=10
-'''
+"""
 
 
 @pytest.fixture(scope="module")
 def project():
     files = [
-        ("ui/base_panel.gd", BASE), ("tools/painter.gd", PAINTER), ("ui/child_panel.gd", CHILD),
-        ("ui/main.tscn", SCENE), ("ui/item.tscn", ITEM), ("ui/item.gd", "extends Button\n\nfunc press():\n\tpass\n"),
-        ("tools/log.gd", "extends Node\n\nfunc error(msg):\n\tprint(msg)\n"), ("project.godot", PROJECT),
+        ("ui/base_panel.gd", BASE),
+        ("tools/painter.gd", PAINTER),
+        ("ui/child_panel.gd", CHILD),
+        ("ui/main.tscn", SCENE),
+        ("ui/item.tscn", ITEM),
+        ("ui/item.gd", "extends Button\n\nfunc press():\n\tpass\n"),
+        ("tools/log.gd", "extends Node\n\nfunc error(msg):\n\tprint(msg)\n"),
+        ("project.godot", PROJECT),
     ]
     return build_scopes(files)
 
@@ -121,10 +126,22 @@ def project():
 def test_a_script_lists_its_own_declarations_only():
     s = scan_script("ui/base_panel.gd", BASE)
     assert s.class_name == "BasePanel" and s.extends == "T:Control"
-    assert s.members == {"opened": "signal", "Painter": "const", "Scene": "const", "Mode": "enum", "A": "const", "B": "const",
-                         "size": "var",
-                         "title": "var", "_painter": "var", "_other": "var", "_items": "var", "open": "func",
-                         "make": "func", "Inner": "class"}
+    assert s.members == {
+        "opened": "signal",
+        "Painter": "const",
+        "Scene": "const",
+        "Mode": "enum",
+        "A": "const",
+        "B": "const",
+        "size": "var",
+        "title": "var",
+        "_painter": "var",
+        "_other": "var",
+        "_items": "var",
+        "open": "func",
+        "make": "func",
+        "Inner": "class",
+    }
     assert s.member_types["Painter"] == "P:tools/painter.gd" and s.member_types["Scene"] == "S:ui/item.tscn"
     assert s.member_types["title"] == "T:Label" and s.member_types["_painter"] == "T:Painter"
     assert "local_only" not in s.members and "not_a_member" not in s.members and "also_not_one" not in s.members
@@ -132,10 +149,15 @@ def test_a_script_lists_its_own_declarations_only():
 
 
 def test_signals_and_declared_value_types_reach_the_scope():
-    files = [("bus.gd", "class_name Bus\nextends Node\n\nsignal report(x)\nvar level: Level\n\n"
-                        "static func instance() -> Bus:\n\treturn null\n\n\nfunc nothing() -> void:\n\tpass\n"),
-             ("level.gd", "class_name Level\nextends Node2D\n"),
-             ("user.gd", "extends Node\n\nfunc f():\n\tBus.instance().report.emit(1)\n")]
+    files = [
+        (
+            "bus.gd",
+            "class_name Bus\nextends Node\n\nsignal report(x)\nvar level: Level\n\n"
+            "static func instance() -> Bus:\n\treturn null\n\n\nfunc nothing() -> void:\n\tpass\n",
+        ),
+        ("level.gd", "class_name Level\nextends Node2D\n"),
+        ("user.gd", "extends Node\n\nfunc f():\n\tBus.instance().report.emit(1)\n"),
+    ]
     index, scopes = build_scopes(files)
     whole = index.scope_for("user.gd")
     bus = whole.types["script:bus.gd"]
@@ -149,28 +171,34 @@ def test_signals_and_declared_value_types_reach_the_scope():
 
 
 def test_godot4_one_line_class_name_and_annotations():
-    s = scan_script("a.gd", 'class_name Foo extends Node2D\n\n@export var speed := 1.0\n@onready var s := $S as Sprite2D\n'
-                             'static var count: int\n\nfunc _ready() -> void:\n\tpass\n')
+    s = scan_script(
+        "a.gd",
+        "class_name Foo extends Node2D\n\n@export var speed := 1.0\n@onready var s := $S as Sprite2D\n"
+        "static var count: int\n\nfunc _ready() -> void:\n\tpass\n",
+    )
     assert s.class_name == "Foo" and s.extends == "T:Node2D"
     assert s.members == {"speed": "var", "s": "var", "count": "var", "_ready": "func"}
     assert s.member_types["s"] == "T:Sprite2D" and s.member_types["count"] == "T:int"
 
 
-@pytest.mark.parametrize("line,ref", [
-    ("var x = $Sprite", "N:Sprite"),
-    ("var x = $Sprite.texture", ""),  # a member of the node: not known here
-    ('var x = $"A/B"', "N:A/B"),
-    ('var x := get_node("A")', "N:A"),
-    ('var x = get_node("A").b', ""),
-    ('var x := preload("b.gd").new()', "P:ui/b.gd"),  # relative to the script's folder
-    ('var x = preload("res://s.tscn")', "S:s.tscn"),
-    ('var x = preload("res://s.tscn").instance()', ""),
-    ("var x = Foo.new()", "T:Foo"),
-    ("var x = Foo.new().bar()", ""),
-    ("var x = f(a as B)", ""),  # a cast inside the call is not the variable's type
-    ("var x = g() as Sprite", "T:Sprite"),
-    ("var x: Array[Foo] = []", "T:Array"),
-])
+@pytest.mark.parametrize(
+    "line,ref",
+    [
+        ("var x = $Sprite", "N:Sprite"),
+        ("var x = $Sprite.texture", ""),  # a member of the node: not known here
+        ('var x = $"A/B"', "N:A/B"),
+        ('var x := get_node("A")', "N:A"),
+        ('var x = get_node("A").b', ""),
+        ('var x := preload("b.gd").new()', "P:ui/b.gd"),  # relative to the script's folder
+        ('var x = preload("res://s.tscn")', "S:s.tscn"),
+        ('var x = preload("res://s.tscn").instance()', ""),
+        ("var x = Foo.new()", "T:Foo"),
+        ("var x = Foo.new().bar()", ""),
+        ("var x = f(a as B)", ""),  # a cast inside the call is not the variable's type
+        ("var x = g() as Sprite", "T:Sprite"),
+        ("var x: Array[Foo] = []", "T:Array"),
+    ],
+)
 def test_declared_and_inferred_types(line, ref):
     assert scan_script("ui/a.gd", line + "\n").member_types.get("x", "") == ref
 
@@ -210,14 +238,21 @@ def test_a_scope_resolves_the_chain_the_scenes_and_the_autoloads(project):
     mentioned = scopes["ui/child_panel.gd"]
     assert "Log" not in mentioned.names and "set_image" not in mentioned.project_names
     assert mentioned.types[mentioned.self_key].members == {"Inner", "grow", "ref"}
-    log_user = ProjectIndex.build([("a.gd", "extends Node\n\nfunc f():\n\tLog.error(1)\n"), ("tools/log.gd", "func error(m):\n\tpass\n"),
-                                   ("project.godot", PROJECT)]).scope_for("a.gd", "extends Node\n\nfunc f():\n\tLog.error(1)\n")
+    log_user = ProjectIndex.build(
+        [
+            ("a.gd", "extends Node\n\nfunc f():\n\tLog.error(1)\n"),
+            ("tools/log.gd", "func error(m):\n\tpass\n"),
+            ("project.godot", PROJECT),
+        ]
+    ).scope_for("a.gd", "extends Node\n\nfunc f():\n\tLog.error(1)\n")
     assert log_user.names["Log"] == "script:tools/log.gd" and "error" in log_user.project_names
 
 
 def test_two_scenes_that_type_a_path_differently_leave_it_unresolved():
-    s1 = '[gd_scene format=2]\n[ext_resource path="res://a.gd" type="Script" id=1]\n[node name="R" type="Node"]\nscript = ExtResource( 1 )\n' \
-         '[node name="X" type="Sprite" parent="."]\n'
+    s1 = (
+        '[gd_scene format=2]\n[ext_resource path="res://a.gd" type="Script" id=1]\n[node name="R" type="Node"]\nscript = ExtResource( 1 )\n'
+        '[node name="X" type="Sprite" parent="."]\n'
+    )
     s2 = s1.replace('type="Sprite"', 'type="Label"')
     scope = ProjectIndex.build([("a.gd", "extends Node\n"), ("one.tscn", s1), ("two.tscn", s2)]).scope_for("a.gd")
     assert "X" not in scope.nodes
@@ -260,7 +295,7 @@ def test_hostile_input_never_raises(seed):
     texts = ["".join(rng.choice(alphabet) for _ in range(3000)) for _ in range(3)]
     texts.append("(" * 5000 + "var x = 1\n")
     texts.append('var s = "unterminated\nfunc f(:\n\t' + "a." * 2000 + "\n")
-    texts.append("[node name=\"A\" parent=\"" + "x/" * 2000 + "\"]\nscript = ExtResource(\n")
+    texts.append('[node name="A" parent="' + "x/" * 2000 + '"]\nscript = ExtResource(\n')
     files = []
     for i, t in enumerate(texts):
         files += [(f"s{i}.gd", t), (f"s{i}.tscn", t)]

@@ -66,8 +66,10 @@ def chunk_of(source: str, path: str = "player.gd", name: str = "_process"):
 
 def test_seed_worked_example_query_text_is_reproduced():
     query = build_retriever_query(prompt=SEED_PROMPT, chunk=chunk_of(SEED_PROCESS))
-    assert query.query_text == ("Input.is_action_pressed Vector2.ZERO velocity.normalized position.clamp Vector2 "
-                                "AnimatedSprite2D _process Godot 3 Godot 4 migration")
+    assert query.query_text == (
+        "Input.is_action_pressed Vector2.ZERO velocity.normalized position.clamp Vector2 "
+        "AnimatedSprite2D _process Godot 3 Godot 4 migration"
+    )
     assert query.api_call_candidates == ("Input.is_action_pressed", "Vector2.ZERO", "velocity.normalized", "position.clamp")
     assert query.symbol_candidates == ("Vector2", "AnimatedSprite2D")
     assert query.prompt_terms == ("Godot 3", "Godot 4", "migration")
@@ -79,8 +81,12 @@ def test_embedding_text_is_chunk_then_candidates_then_prompt_terms():
     query = build_retriever_query(prompt=SEED_PROMPT, chunk=chunk_of(SEED_PROCESS))
     lines = build_embedding_text(query).split("\n")
     assert "\n".join(lines[:-4]) == query.raw_chunk_text
-    assert lines[-4:] == ["Input.is_action_pressed Vector2.ZERO velocity.normalized position.clamp", "Vector2 AnimatedSprite2D",
-                          "", "Godot 3 Godot 4 migration"]
+    assert lines[-4:] == [
+        "Input.is_action_pressed Vector2.ZERO velocity.normalized position.clamp",
+        "Vector2 AnimatedSprite2D",
+        "",
+        "Godot 3 Godot 4 migration",
+    ]
 
 
 def test_the_query_depends_on_content_not_on_path_or_order():
@@ -99,34 +105,50 @@ def test_no_trace_field_can_reach_the_search():
     # vector_index, lexical_index and record_details hold what the knowledge base's loads and earlier
     # searches read: nothing of a chunk.
     assert params == {
-        "conn", "query", "tables", "limit_per_table", "query_embedding", "vector_index", "lexical_index", "record_details",
+        "conn",
+        "query",
+        "tables",
+        "limit_per_table",
+        "query_embedding",
+        "vector_index",
+        "lexical_index",
+        "record_details",
         "config",
     }
     assert set(inspect.signature(search.rank).parameters) == {
-        "query", "tables", "limit_per_table", "lexical", "vectors", "query_embedding", "config",
+        "query",
+        "tables",
+        "limit_per_table",
+        "lexical",
+        "vectors",
+        "query_embedding",
+        "config",
     }
     assert not trace_names & {f.name for f in fields(fusion.SearchConfig)}
 
 
-@pytest.mark.parametrize("prompt,intent", [
-    ("What does this code do?", INTENT_EXPLAIN),
-    ("Explain this function", INTENT_EXPLAIN),
-    ("이 코드는 무엇을 하나요? 설명해 주세요", INTENT_EXPLAIN),
-    ("O que este código faz? Explique.", INTENT_EXPLAIN),
-    ("Was bedeutet dieser Code?", INTENT_EXPLAIN),
-    ("Is this code for Godot 3 or 4?", INTENT_VERSION),
-    ("이 코드는 Godot 3용인가요 4용인가요?", INTENT_VERSION),
-    ("Este código é para Godot 3 ou 4?", INTENT_VERSION),
-    ("Ist dieser Code für Godot 3 oder 4?", INTENT_VERSION),
-    ("Which engine version is this?", INTENT_VERSION),
-    ("Does this need to be converted to Godot 4?", INTENT_MIGRATION),
-    ("Godot 4로 변환해야 하나요?", INTENT_MIGRATION),
-    ("이 프로젝트를 마이그레이션 해야 하나요?", INTENT_MIGRATION),
-    ("Precisa converter isto para o Godot 4?", INTENT_MIGRATION),
-    ("Preciso migrar este projeto?", INTENT_MIGRATION),
-    ("Muss das in Godot 4 konvertiert werden?", INTENT_MIGRATION),
-    ("Wie portiere ich das auf Godot 4?", INTENT_MIGRATION),
-])
+@pytest.mark.parametrize(
+    "prompt,intent",
+    [
+        ("What does this code do?", INTENT_EXPLAIN),
+        ("Explain this function", INTENT_EXPLAIN),
+        ("이 코드는 무엇을 하나요? 설명해 주세요", INTENT_EXPLAIN),
+        ("O que este código faz? Explique.", INTENT_EXPLAIN),
+        ("Was bedeutet dieser Code?", INTENT_EXPLAIN),
+        ("Is this code for Godot 3 or 4?", INTENT_VERSION),
+        ("이 코드는 Godot 3용인가요 4용인가요?", INTENT_VERSION),
+        ("Este código é para Godot 3 ou 4?", INTENT_VERSION),
+        ("Ist dieser Code für Godot 3 oder 4?", INTENT_VERSION),
+        ("Which engine version is this?", INTENT_VERSION),
+        ("Does this need to be converted to Godot 4?", INTENT_MIGRATION),
+        ("Godot 4로 변환해야 하나요?", INTENT_MIGRATION),
+        ("이 프로젝트를 마이그레이션 해야 하나요?", INTENT_MIGRATION),
+        ("Precisa converter isto para o Godot 4?", INTENT_MIGRATION),
+        ("Preciso migrar este projeto?", INTENT_MIGRATION),
+        ("Muss das in Godot 4 konvertiert werden?", INTENT_MIGRATION),
+        ("Wie portiere ich das auf Godot 4?", INTENT_MIGRATION),
+    ],
+)
 def test_prompt_intents_in_four_languages(prompt, intent):
     assert primary_intent(prompt) == intent
 
@@ -156,7 +178,7 @@ def test_query_lexemes_keep_api_names_whole_and_leave_prompt_terms_out():
 
 
 def test_comment_words_stay_out_of_the_keys():
-    source = "func _ready():\n\tmodulate = Color(\"#ff0000\") # flash red, see KinematicBody2D docs\n\tshow()\n"
+    source = 'func _ready():\n\tmodulate = Color("#ff0000") # flash red, see KinematicBody2D docs\n\tshow()\n'
     query = build_retriever_query(prompt=SEED_PROMPT, chunk=chunk_of(source, name="_ready"))
     lexemes = fusion.query_lexemes(query)
     assert "kinematicbody2d" not in lexemes and "flash" not in lexemes
@@ -169,16 +191,31 @@ def direct_chunk_of(path: str, source: str, chunk_id: str):
     return next(c for c in result.chunks if c.chunk_id == chunk_id)
 
 
-@pytest.mark.parametrize("path,source,chunk_id,format_words", [
-    ("player.tscn", '[gd_scene load_steps=2 format=2]\n\n[ext_resource path="res://player.gd" type="Script" id=1]\n\n'
-     '[node name="Player" type="KinematicBody2D"]\nscript = ExtResource( 1 )\ncollision_mask = 3\n', "player.tscn:node:Player",
-     {"node", "name", "type", "extresource", "player"}),
-    ("icon.png.import", '[remap]\n\nimporter="texture"\ntype="StreamTexture"\npath="res://.import/icon.png-1.stex"\n',
-     "icon.png.import:section:remap", {"remap", "res", "stex", "icon"}),
-    ("project.godot", 'config_version=4\n\n[display]\n\nwindow/size/width=480\n', "project.godot:section:display", {"display"}),
-    ("theme.tres", '[gd_resource type="DynamicFont" format=2]\n\n[resource]\nsize = 32\n', "theme.tres:resource:resource",
-     {"resource", "gd_resource", "format"}),
-])
+@pytest.mark.parametrize(
+    "path,source,chunk_id,format_words",
+    [
+        (
+            "player.tscn",
+            '[gd_scene load_steps=2 format=2]\n\n[ext_resource path="res://player.gd" type="Script" id=1]\n\n'
+            '[node name="Player" type="KinematicBody2D"]\nscript = ExtResource( 1 )\ncollision_mask = 3\n',
+            "player.tscn:node:Player",
+            {"node", "name", "type", "extresource", "player"},
+        ),
+        (
+            "icon.png.import",
+            '[remap]\n\nimporter="texture"\ntype="StreamTexture"\npath="res://.import/icon.png-1.stex"\n',
+            "icon.png.import:section:remap",
+            {"remap", "res", "stex", "icon"},
+        ),
+        ("project.godot", "config_version=4\n\n[display]\n\nwindow/size/width=480\n", "project.godot:section:display", {"display"}),
+        (
+            "theme.tres",
+            '[gd_resource type="DynamicFont" format=2]\n\n[resource]\nsize = 32\n',
+            "theme.tres:resource:resource",
+            {"resource", "gd_resource", "format"},
+        ),
+    ],
+)
 def test_a_direct_chunk_is_searched_by_its_candidates_alone(path, source, chunk_id, format_words):
     chunk = direct_chunk_of(path, source, chunk_id)
     query = build_retriever_query(prompt=SEED_PROMPT, chunk=chunk)
@@ -192,17 +229,23 @@ def test_a_direct_chunk_is_searched_by_its_candidates_alone(path, source, chunk_
 
 
 def test_a_scene_node_keeps_its_type_and_property_keys():
-    chunk = direct_chunk_of("player.tscn", '[gd_scene format=2]\n\n[node name="Player" type="KinematicBody2D"]\ncollision_mask = 3\n',
-                            "player.tscn:node:Player")
+    chunk = direct_chunk_of(
+        "player.tscn",
+        '[gd_scene format=2]\n\n[node name="Player" type="KinematicBody2D"]\ncollision_mask = 3\n',
+        "player.tscn:node:Player",
+    )
     lexemes = fusion.query_lexemes(build_retriever_query(prompt=SEED_PROMPT, chunk=chunk))
     assert {"kinematicbody2d", "collision_mask"} <= set(lexemes)
 
 
-@pytest.mark.parametrize("path,source", [
-    ("player.gd", "extends KinematicBody2D\n\nfunc _ready():\n\tpass\n"),
-    ("water.gdshader", "shader_type canvas_item;\n\nvoid fragment() {\n\tCOLOR = texture(TEXTURE, UV);\n}\n"),
-    ("notes.txt", "A plain text file\n"),
-])
+@pytest.mark.parametrize(
+    "path,source",
+    [
+        ("player.gd", "extends KinematicBody2D\n\nfunc _ready():\n\tpass\n"),
+        ("water.gdshader", "shader_type canvas_item;\n\nvoid fragment() {\n\tCOLOR = texture(TEXTURE, UV);\n}\n"),
+        ("notes.txt", "A plain text file\n"),
+    ],
+)
 def test_script_shader_and_text_chunks_keep_the_hybrid_search(path, source):
     kind = classify_path(path)[0]
     for chunk in chunk_file(path, kind, source.encode()).chunks:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from godot_rag.errors import StoreError
 from godot_rag.pipeline.retrieval import QueryEmbedder
@@ -104,3 +105,68 @@ def test_a_cache_write_that_fails_loses_only_the_cache():
 
     first, later = asyncio.run(run())
     assert first == [[2.0, 1.0]] * 3 and later == [12.0, 1.0]
+
+
+class WarmUpStore(FakeStore):
+    """A store whose knowledge base is ``kb`` (None: not built) and which records the indexes asked for."""
+
+    def __init__(self, kb, fail_lexical: bool = False):
+        super().__init__()
+        self.kb = kb
+        self.fail_lexical = fail_lexical
+        self.loaded: list[tuple[str, str]] = []
+
+    async def kb_version(self):
+        return self.kb
+
+    async def lexical_index(self, kb_version: str):
+        if self.fail_lexical:
+            raise StoreError("database unavailable")
+        self.loaded.append(("lexical", kb_version))
+
+    async def vector_index(self, kb_version: str):
+        self.loaded.append(("vectors", kb_version))
+
+
+def _stage(store, embedder):
+    from types import SimpleNamespace
+
+    from godot_rag.pipeline.retrieval import RetrieveStage
+
+    return RetrieveStage(SimpleNamespace(store=store), embedder)  # type: ignore[arg-type]
+
+
+def test_the_warm_up_loads_the_indexes_of_the_searched_version_and_runs_the_model_once(caplog):
+    from godot_rag.infra.rows import KbVersionRow
+
+    kb = KbVersionRow("current", "d1", "fake-model", 2, {}, datetime.now(UTC))
+    backend = FakeEmbedder(texts_per_call=1)
+
+    async def run():
+        store = WarmUpStore(kb)
+        await _stage(store, QueryEmbedder(backend, store)).warm_up()  # type: ignore[arg-type]
+        return store
+
+    with caplog.at_level("INFO"):
+        store = asyncio.run(run())
+    assert store.loaded == [("lexical", "d1/fake-model"), ("vectors", "d1/fake-model")]
+    assert len(backend.calls) == 1 and store.saved == []  # the warm-up text is not cached
+    assert "ready to search" in caplog.text
+
+
+def test_without_a_knowledge_base_or_with_a_failing_store_the_warm_up_only_logs(caplog):
+    from godot_rag.infra.rows import KbVersionRow
+
+    backend = FakeEmbedder(texts_per_call=1)
+    kb = KbVersionRow("current", "d1", "fake-model", 2, {}, datetime.now(UTC))
+
+    async def run(store):
+        await _stage(store, QueryEmbedder(backend, store)).warm_up()  # type: ignore[arg-type]
+        return store
+
+    with caplog.at_level("INFO"):
+        assert asyncio.run(run(WarmUpStore(None))).loaded == []
+        assert asyncio.run(run(WarmUpStore(kb, fail_lexical=True))).loaded == []
+    assert "no knowledge base to load yet" in caplog.text
+    assert "warm-up incomplete: StoreError: database unavailable" in caplog.text
+    assert backend.calls == []  # nothing was searched, so the model was left for the first query

@@ -39,8 +39,9 @@ def judge_project(files: dict[str, str], knowledge, with_index: bool = True) -> 
         result = parse_gdscript(path, text.encode())
         declared = declared_names(result.chunks)
         scope = scopes.get(path) if with_index else None
-        out[path] = {c.chunk_id.split(":", 1)[1]: judge_chunk(c, "gdscript", [], knowledge.index, declared, scope)
-                     for c in result.chunks}
+        out[path] = {
+            c.chunk_id.split(":", 1)[1]: judge_chunk(c, "gdscript", [], knowledge.index, declared, scope) for c in result.chunks
+        }
     return out
 
 
@@ -60,12 +61,16 @@ def test_every_judgment_on_the_receivers_corpus_satisfies_the_contract(ev, knowl
     for case in ev.load_cases(ev.CORPUS / "receivers"):
         hits = ev.offline_hits(case.chunk, knowledge)
         j = judge_chunk(case.chunk, "gdscript", hits, knowledge.index, case.declared, case.scope)
-        scope = ContractScope(tuple((h.table_name, h.record_id) for h in hits), case.chunk.span.start_line,
-                              case.chunk.span.end_line, extra_basis_ids=knowledge.index.record_ids)
+        scope = ContractScope(
+            tuple((h.table_name, h.record_id) for h in hits),
+            case.chunk.span.start_line,
+            case.chunk.span.end_line,
+            extra_basis_ids=knowledge.index.record_ids,
+        )
         assert validate(from_judgment(j), scope) == [], case.chunk.chunk_id
 
 
-LIB = '''extends Reference
+LIB = """extends Reference
 class_name Lib
 
 static func instance():
@@ -82,9 +87,9 @@ func set_image(a, b):
 
 func return_type():
 	return ""
-'''
+"""
 
-USER = '''extends Node
+USER = """extends Node
 
 const Painter = preload("res://painter.gd")
 
@@ -117,21 +122,28 @@ func engine_scene(s: PackedScene):
 func engine_texture(img: Image):
 	var t := ImageTexture.new()
 	t.set_image(img)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
 def traps(knowledge):
-    files = {"lib.gd": LIB, "painter.gd": "extends Node\n\nfunc set_image(a, b):\n\tpass\n\nfunc build(n):\n\tpass\n", "user.gd": USER}
+    files = {
+        "lib.gd": LIB,
+        "painter.gd": "extends Node\n\nfunc set_image(a, b):\n\tpass\n\nfunc build(n):\n\tpass\n",
+        "user.gd": USER,
+    }
     return judge_project(files, knowledge), judge_project(files, knowledge, with_index=False)
 
 
-@pytest.mark.parametrize("key,misleads_alone", [
-    ("function:typed_var", False),  # `p: Painter` names no engine class: a project class even without the index
-    ("function:constructor", False),
-    ("function:static_accessor", True),  # Lib.instance(): only the index knows Lib
-    ("function:member_var", True),  # `lib` is typed in another chunk
-])
+@pytest.mark.parametrize(
+    "key,misleads_alone",
+    [
+        ("function:typed_var", False),  # `p: Painter` names no engine class: a project class even without the index
+        ("function:constructor", False),
+        ("function:static_accessor", True),  # Lib.instance(): only the index knows Lib
+        ("function:member_var", True),  # `lib` is typed in another chunk
+    ],
+)
 def test_project_members_named_like_engine_members_give_no_signal(traps, key, misleads_alone):
     with_index, without = traps
     j = with_index["user.gd"][key]
@@ -154,7 +166,7 @@ def test_a_declaration_of_an_engine_named_member_is_no_evidence(traps):
         assert with_index["lib.gd"][key].signal == "neutral", key
 
 
-G3_SCENE = '''[gd_scene load_steps=3 format=2]
+G3_SCENE = """[gd_scene load_steps=3 format=2]
 
 [ext_resource path="res://player.gd" type="Script" id=1]
 [ext_resource path="res://feet.gd" type="Script" id=2]
@@ -168,9 +180,9 @@ script = ExtResource( 1 )
 
 [node name="Feet" type="Node2D" parent="."]
 script = ExtResource( 2 )
-'''
+"""
 
-G3_PLAYER = '''extends KinematicBody2D
+G3_PLAYER = """extends KinematicBody2D
 
 
 func animate():
@@ -188,16 +200,16 @@ func redraw():
 
 func title():
 	OS.set_window_title("x")
-'''
+"""
 
-G3_FEET = '''extends Node2D
+G3_FEET = """extends Node2D
 
 
 func push(v):
 	owner.move_and_slide(v)
-'''
+"""
 
-G3_PANEL = '''extends Control
+G3_PANEL = """extends Control
 
 
 func _ready():
@@ -207,14 +219,14 @@ func _ready():
 
 func grow():
 	self.rect_size *= 2
-'''
+"""
 
-G3_SPATIAL = '''extends Spatial
+G3_SPATIAL = """extends Spatial
 
 
 func to_world(v):
 	return global_transform.xform(v)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -243,15 +255,18 @@ def test_a_removed_member_cites_its_class_reference_record_without_a_replacement
     assert note.new == REMOVED_IN_GODOT4 and note.basis_record_id == "docs:3:Sprite.normal_map"
 
 
-@pytest.mark.parametrize("path,key,old,new,basis", [
-    ("player.gd", "function:redraw", "update", "CanvasItem.queue_redraw()", "change:update-queue-redraw"),
-    ("player.gd", "function:title", "OS.set_window_title", "DisplayServer.window_set_title", "docs:3:OS.set_window_title"),
-    ("feet.gd", "function:push", "move_and_slide(velocity)", "velocity = ...; move_and_slide()", "change:move-and-slide"),
-    ("panel.gd", "function:_ready", "._ready(", "super._ready(", "change:super-call"),
-    ("panel.gd", "function:_ready", "rect_min_size", "custom_minimum_size", "change:rect-properties"),
-    ("mover.gd", "function:to_world", "xform", "transform * v", "change:xform"),
-    ("panel.gd", "function:grow", "rect_size", "size", "rename:gdscript_properties_renames:rect_size"),
-])
+@pytest.mark.parametrize(
+    "path,key,old,new,basis",
+    [
+        ("player.gd", "function:redraw", "update", "CanvasItem.queue_redraw()", "change:update-queue-redraw"),
+        ("player.gd", "function:title", "OS.set_window_title", "DisplayServer.window_set_title", "docs:3:OS.set_window_title"),
+        ("feet.gd", "function:push", "move_and_slide(velocity)", "velocity = ...; move_and_slide()", "change:move-and-slide"),
+        ("panel.gd", "function:_ready", "._ready(", "super._ready(", "change:super-call"),
+        ("panel.gd", "function:_ready", "rect_min_size", "custom_minimum_size", "change:rect-properties"),
+        ("mover.gd", "function:to_world", "xform", "transform * v", "change:xform"),
+        ("panel.gd", "function:grow", "rect_size", "size", "rename:gdscript_properties_renames:rect_size"),
+    ],
+)
 def test_migration_notes_for_each_class_of_change(godot3, path, key, old, new, basis):
     j = godot3[path][key]
     assert j.signal == "godot3" and j.needs_migration, j.explanation
@@ -264,16 +279,19 @@ def test_owner_resolves_to_the_root_of_the_scene(godot3):
 
 
 def test_a_godot4_method_chain_is_not_a_parent_call(knowledge):
-    src = 'extends Node\n\n\nfunc f():\n\tvar t = (create_tween()\n\t\t.set_loops())\n\treturn t\n'
+    src = "extends Node\n\n\nfunc f():\n\tvar t = (create_tween()\n\t\t.set_loops())\n\treturn t\n"
     assert judge_project({"a.gd": src}, knowledge)["a.gd"]["function:f"].signal == "neutral"
 
 
-@pytest.mark.parametrize("body,signal,at_most", [
-    # instance() and emit() are both member names on receivers nothing resolves: neither wins.
-    ("var n = thing.instance(); finished.emit(n)", "neutral", 0.5),
-    # yield( is syntax only Godot 3 parses; emit() is a member name: syntax wins, and the name costs it a quarter.
-    ("yield(get_tree(), \"idle_frame\"); finished.emit(1)", "godot3", 0.8),
-])
+@pytest.mark.parametrize(
+    "body,signal,at_most",
+    [
+        # instance() and emit() are both member names on receivers nothing resolves: neither wins.
+        ("var n = thing.instance(); finished.emit(n)", "neutral", 0.5),
+        # yield( is syntax only Godot 3 parses; emit() is a member name: syntax wins, and the name costs it a quarter.
+        ('yield(get_tree(), "idle_frame"); finished.emit(1)', "godot3", 0.8),
+    ],
+)
 def test_conflicting_evidence_is_no_confident_minority_label(knowledge, body, signal, at_most):
     src = f"extends Node\n\nsignal finished(x)\n\n\nfunc f(thing):\n\t{body}\n"
     j = judge_project({"a.gd": src}, knowledge)["a.gd"]["function:f"]
@@ -281,8 +299,10 @@ def test_conflicting_evidence_is_no_confident_minority_label(knowledge, body, si
 
 
 def test_a_project_defined_instance_leaves_emit_alone(knowledge):
-    files = {"pool.gd": "class_name Pool\nextends Node\n\nstatic func instance():\n\treturn null\n",
-             "a.gd": "extends Node\n\nsignal done\n\n\nfunc f():\n\tPool.instance(); done.emit()\n"}
+    files = {
+        "pool.gd": "class_name Pool\nextends Node\n\nstatic func instance():\n\treturn null\n",
+        "a.gd": "extends Node\n\nsignal done\n\n\nfunc f():\n\tPool.instance(); done.emit()\n",
+    }
     j = judge_project(files, knowledge)["a.gd"]["function:f"]
     assert j.signal == "godot4" and j.confidence >= 0.8, j.explanation
 
@@ -307,8 +327,9 @@ def test_the_rules_backend_reads_the_scope_and_keys_judgments_by_it(knowledge):
     backend = RulesBackend(knowledge.index)
     _, scopes = build_scopes({"lib.gd": LIB, "user.gd": USER}.items())
     chunk = next(c for c in parse_gdscript("user.gd", USER.encode()).chunks if c.name == "static_accessor")
-    request = JudgmentRequest(prompt="Godot 3 or 4?", chunk=chunk, evidence=(), source_kind="gdscript",
-                              project_symbols=scopes["user.gd"].to_json())
+    request = JudgmentRequest(
+        prompt="Godot 3 or 4?", chunk=chunk, evidence=(), source_kind="gdscript", project_symbols=scopes["user.gd"].to_json()
+    )
     bare = replace(request, project_symbols="")
     assert backend.judge_now(request).signal == "neutral"
     assert backend.judge_now(bare).signal == "godot3"  # without the index, Lib.instance() reads as PackedScene's
@@ -320,9 +341,9 @@ def test_the_rules_backend_reads_the_scope_and_keys_judgments_by_it(knowledge):
 def test_a_signal_reached_through_a_typed_accessor_is_a_signal_even_when_the_project_defines_emit(knowledge):
     files = {
         "bus.gd": "class_name Bus\nextends Node\n\nsignal report(x)\n\n\nstatic func instance() -> Bus:\n\treturn null\n\n\n"
-                  "func emit(x):\n\tpass\n",
+        "func emit(x):\n\tpass\n",
         "user.gd": "extends Node\n\nsignal done\n\n\nfunc send(r):\n\tBus.instance().report.emit(r)\n\n\n"
-                   "func forward(r):\n\tBus.instance().emit(r)\n\n\nfunc finish():\n\tdone.emit()\n",
+        "func forward(r):\n\tBus.instance().emit(r)\n\n\nfunc finish():\n\tdone.emit()\n",
     }
     judged = judge_project(files, knowledge)["user.gd"]
     send = judged["function:send"]
@@ -332,10 +353,13 @@ def test_a_signal_reached_through_a_typed_accessor_is_a_signal_even_when_the_pro
     assert finish.signal == "godot4" and "a signal the script declares" in finish.explanation, finish.explanation
 
 
-@pytest.mark.parametrize("code,old,new,basis", [
-    ("var f = FuncRef.new()", "FuncRef", "Callable", "docs:3:FuncRef"),  # a known replacement, on the class's record
-    ("var n = Navigation2D.new()", "Navigation2D", REMOVED_IN_GODOT4, "docs:3:Navigation2D"),  # none recorded
-])
+@pytest.mark.parametrize(
+    "code,old,new,basis",
+    [
+        ("var f = FuncRef.new()", "FuncRef", "Callable", "docs:3:FuncRef"),  # a known replacement, on the class's record
+        ("var n = Navigation2D.new()", "Navigation2D", REMOVED_IN_GODOT4, "docs:3:Navigation2D"),  # none recorded
+    ],
+)
 def test_a_godot3_class_without_a_rename_gets_a_note(knowledge, code, old, new, basis):
     j = judge_project({"a.gd": f"extends Node\n\n\nfunc f():\n\t{code}\n"}, knowledge)["a.gd"]["function:f"]
     assert j.signal == "godot3"
@@ -344,8 +368,10 @@ def test_a_godot3_class_without_a_rename_gets_a_note(knowledge, code, old, new, 
 
 
 def test_names_only_editor_classes_declare_and_declared_parameters_are_no_evidence(knowledge):
-    files = {"worker.gd": "extends Control\n\nsignal resized(size)\n\nvar queue\n\n\nfunc run_once():\n\tvar job = queue.pop_job()\n"
-                          "\treturn job.build()\n"}
+    files = {
+        "worker.gd": "extends Control\n\nsignal resized(size)\n\nvar queue\n\n\nfunc run_once():\n\tvar job = queue.pop_job()\n"
+        "\treturn job.build()\n"
+    }
     judged = judge_project(files, knowledge)["worker.gd"]
     assert judged["function:run_once"].signal == "neutral", judged["function:run_once"].explanation  # EditorPlugin.build only
     assert judged["signal:resized"].signal == "neutral"  # a parameter named like Control.size

@@ -43,8 +43,14 @@ def test_each_chunk_stage_can_have_its_own_number_of_processes(tmp_path: Path):
 def test_throughput_settings_have_defaults_and_refuse_nonsense(tmp_path: Path):
     s = load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path)})
     assert (s.stage_batch_size, s.embedder_threads, s.event_loop) == (32, 1, "uvloop")
-    s = load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_STAGE_BATCH_SIZE": "1", "GODOT_RAG_EVENT_LOOP": "asyncio",
-                       "GODOT_RAG_EMBEDDER_THREADS": "0"})
+    s = load_settings(
+        {
+            "GODOT_RAG_DATA_DIR": str(tmp_path),
+            "GODOT_RAG_STAGE_BATCH_SIZE": "1",
+            "GODOT_RAG_EVENT_LOOP": "asyncio",
+            "GODOT_RAG_EMBEDDER_THREADS": "0",
+        }
+    )
     assert (s.stage_batch_size, s.embedder_threads, s.event_loop) == (1, 0, "asyncio")
     for name, value in (("STAGE_BATCH_SIZE", "0"), ("EMBEDDER_THREADS", "-1"), ("EVENT_LOOP", "trio")):
         with pytest.raises(SettingsError, match=f"GODOT_RAG_{name}"):

@@ -10,15 +10,21 @@ from godot_rag.infra import telemetry
 from godot_rag.settings import SettingsError, load_settings
 
 
-@pytest.mark.parametrize("env, alias, expected", [
-    ({}, "", ""),
-    ({}, "http://collector:4317", "http://collector:4317"),
-    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel:4317"}, "http://alias:4317", "http://otel:4317"),
-    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel:4317", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://traces:4317"},
-     "", "https://traces:4317"),
-    ({"OTEL_TRACES_EXPORTER": "none"}, "http://alias:4317", ""),
-    ({"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel:4317"}, "", ""),
-])
+@pytest.mark.parametrize(
+    "env, alias, expected",
+    [
+        ({}, "", ""),
+        ({}, "http://collector:4317", "http://collector:4317"),
+        ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel:4317"}, "http://alias:4317", "http://otel:4317"),
+        (
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel:4317", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://traces:4317"},
+            "",
+            "https://traces:4317",
+        ),
+        ({"OTEL_TRACES_EXPORTER": "none"}, "http://alias:4317", ""),
+        ({"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://otel:4317"}, "", ""),
+    ],
+)
 def test_endpoint_resolution(env, alias, expected):
     assert telemetry.otlp_traces_endpoint(alias, env) == expected
 
@@ -61,8 +67,15 @@ def test_an_http_protocol_is_refused_rather_than_dropping_spans():
 
 
 def test_new_operations_settings_load_and_validate():
-    s = load_settings({"GODOT_RAG_DATA_DIR": "/tmp/x", "GODOT_RAG_LOG_FORMAT": "json", "GODOT_RAG_METRICS_PORT": "9090",
-                       "GODOT_RAG_JUDGE_MAX_ACK_PENDING": "64", "GODOT_RAG_AUTH_TOKEN": "t0k"})
+    s = load_settings(
+        {
+            "GODOT_RAG_DATA_DIR": "/tmp/x",
+            "GODOT_RAG_LOG_FORMAT": "json",
+            "GODOT_RAG_METRICS_PORT": "9090",
+            "GODOT_RAG_JUDGE_MAX_ACK_PENDING": "64",
+            "GODOT_RAG_AUTH_TOKEN": "t0k",
+        }
+    )
     assert (s.log_format, s.metrics_port, s.judge_max_ack_pending, s.auth_token) == ("json", 9090, 64, "t0k")
     assert s.parser_max_ack_pending == 0
     with pytest.raises(SettingsError):

@@ -79,8 +79,11 @@ def test_every_candidate_gets_its_cosine_from_the_index_and_none_without_a_vecto
     assert index.similarities("docs_chunks", ["d2", "member-without-vector", "d1"], [3.0, 3.0]) == pytest.approx(
         {"d1": 0.7071068, "d2": 0.7071068}
     )
-    rows = [{"table_name": "docs_chunks", "id": "d1"}, {"table_name": "docs_chunks", "id": "member"},
-            {"table_name": "api_mapping", "id": "d1"}]
+    rows = [
+        {"table_name": "docs_chunks", "id": "d1"},
+        {"table_name": "docs_chunks", "id": "member"},
+        {"table_name": "api_mapping", "id": "d1"},
+    ]
     scored = search.with_vector_scores(rows, index, [1.0, 0.0])
     assert [r["vector_score"] for r in scored] == [pytest.approx(1.0), None, None]  # the same id in another table has none
     assert [r["vector_score"] for r in search.with_vector_scores(rows, index, None)] == [None, None, None]

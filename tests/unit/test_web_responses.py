@@ -58,7 +58,9 @@ def _batch(**over):
 
 def test_live_events_send_changes_then_progress_and_nothing_when_idle():
     chunk = {"chunk_id": "c1", "order_key": "a.gd:1", "status": "done"}
-    events = live_events(_batch(chunks=[chunk], files=[{"source_file": "a.gd"}]), lambda v: f"<tr>{v['chunk_id']}", lambda e: "<li>")
+    events = live_events(
+        _batch(chunks=[chunk], files=[{"source_file": "a.gd"}]), lambda v: f"<tr>{v['chunk_id']}", lambda e: "<li>"
+    )
     assert [name for name, _ in events] == ["chunks", "files", "progress"]
     assert events[0][1] == [{"id": "c1", "order": "a.gd:1", "status": "done", "html": "<tr>c1"}]
     assert events[2][1] == {"counts": {"done": 1}, "status": "running", "chunks_done": 1}
@@ -108,8 +110,15 @@ def test_the_live_stream_sends_changes_keeps_alive_when_idle_and_ends_with_the_a
     from godot_rag.pipeline.web_data import live_stream
 
     def batch(running: bool, chunks: list) -> dict:
-        return {"chunks": chunks, "files": [], "running": running, "status": "running" if running else "done",
-                "counts": {}, "progress": {}, "cursor": None}
+        return {
+            "chunks": chunks,
+            "files": [],
+            "running": running,
+            "status": "running" if running else "done",
+            "counts": {},
+            "progress": {},
+            "cursor": None,
+        }
 
     class Feed:
         def __init__(self):

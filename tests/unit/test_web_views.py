@@ -25,35 +25,69 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _row(chunk_id="player.gd:function:_process", start=12, end=26, stages=None, **kw) -> WebChunkRow:
-    fields = {"chunk_id": chunk_id, "source_file": "player.gd", "chunk_order": 5, "chunk_kind": "function",
-              "start_line": start, "end_line": end, "name": "_process", "source_kind": "gdscript", "file_order": 1,
-              "stages": stages or {}, "changed_at": None, "signal": None, "needs_migration": None, "confidence": None,
-              "judgment_status": None, "migration_notes": []}
+    fields = {
+        "chunk_id": chunk_id,
+        "source_file": "player.gd",
+        "chunk_order": 5,
+        "chunk_kind": "function",
+        "start_line": start,
+        "end_line": end,
+        "name": "_process",
+        "source_kind": "gdscript",
+        "file_order": 1,
+        "stages": stages or {},
+        "changed_at": None,
+        "signal": None,
+        "needs_migration": None,
+        "confidence": None,
+        "judgment_status": None,
+        "migration_notes": [],
+    }
     return WebChunkRow.from_row(fields | kw)
 
 
 def _timing(**kw) -> WebTiming:
-    return WebTiming.from_row({"done": 0, "recent": 0, "first_done": None, "last_done": None, "now": T0, "created_at": None,
-                               "cursor": None} | kw)
+    return WebTiming.from_row(
+        {"done": 0, "recent": 0, "first_done": None, "last_done": None, "now": T0, "created_at": None, "cursor": None} | kw
+    )
 
 
 def _file(source_file: str, source_kind: str, status: str, included: bool, **kw) -> FileRow:
-    return FileRow.from_row({"analysis_id": "a1", "source_file": source_file, "file_order": 1, "source_kind": source_kind,
-                             "included": included, "excluded_reason": "", "sha256": "", "size": 0, "status": status,
-                             "parse_status": "", "chunk_count": 0, "errors": [], "error": "", "chunks_reused": False,
-                             "updated_at": T0} | kw)
+    return FileRow.from_row(
+        {
+            "analysis_id": "a1",
+            "source_file": source_file,
+            "file_order": 1,
+            "source_kind": source_kind,
+            "included": included,
+            "excluded_reason": "",
+            "sha256": "",
+            "size": 0,
+            "status": status,
+            "parse_status": "",
+            "chunk_count": 0,
+            "errors": [],
+            "error": "",
+            "chunks_reused": False,
+            "updated_at": T0,
+        }
+        | kw
+    )
 
 
 DONE = {"retrieve": {"status": "done"}, "judge": {"status": "done"}, "aggregate": {"status": "done"}}
 
 
-@pytest.mark.parametrize("stages,running,line", [
-    (DONE, True, "player.gd L12-L26 done"),
-    ({"retrieve": {"status": "done"}, "judge": {"status": "in_progress"}}, False, "player.gd L12-L26 in progress, interrupted"),
-    ({"retrieve": {"status": "done"}, "judge": {"status": "in_progress"}}, True, "player.gd L12-L26 in progress"),
-    ({"retrieve": {"status": "waiting"}}, True, "player.gd L12-L26 waiting"),
-    ({"retrieve": {"status": "failed", "last_error": "boom"}}, True, "player.gd L12-L26 failed"),
-])
+@pytest.mark.parametrize(
+    "stages,running,line",
+    [
+        (DONE, True, "player.gd L12-L26 done"),
+        ({"retrieve": {"status": "done"}, "judge": {"status": "in_progress"}}, False, "player.gd L12-L26 in progress, interrupted"),
+        ({"retrieve": {"status": "done"}, "judge": {"status": "in_progress"}}, True, "player.gd L12-L26 in progress"),
+        ({"retrieve": {"status": "waiting"}}, True, "player.gd L12-L26 waiting"),
+        ({"retrieve": {"status": "failed", "last_error": "boom"}}, True, "player.gd L12-L26 failed"),
+    ],
+)
 def test_chunk_line_in_the_design_form(stages, running, line):
     v = wv.chunk_view(_row(stages=stages), running)
     assert v["line"] == line
@@ -65,10 +99,18 @@ def test_failed_judgment_carries_no_signal_and_no_migration():
     assert v["signal"] == "" and v["needs_migration"] is False
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("#L12-L26", (12, 26)), ("L12-26", (12, 26)), ("#L7", (7, 7)), ("L9-L3", None), ("#12-26", None), ("", None),
-    ("#L1-L2<script>", None),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("#L12-L26", (12, 26)),
+        ("L12-26", (12, 26)),
+        ("#L7", (7, 7)),
+        ("L9-L3", None),
+        ("#12-26", None),
+        ("", None),
+        ("#L1-L2<script>", None),
+    ],
+)
 def test_parse_range(text, expected):
     assert wv.parse_range(text) == expected
 
@@ -79,11 +121,15 @@ def test_file_href_quotes_everything_but_slashes():
 
 
 def test_filters_combine():
-    views = [wv.chunk_view(_row("a:1", source_file="a.gd", stages=DONE, signal="godot3", needs_migration=True), False),
-             wv.chunk_view(_row("b:1", source_file="b.gd", stages=DONE, signal="neutral"), False),
-             wv.chunk_view(_row("b:2", source_file="b.gd", stages={"retrieve": {"status": "waiting"}}), True)]
+    views = [
+        wv.chunk_view(_row("a:1", source_file="a.gd", stages=DONE, signal="godot3", needs_migration=True), False),
+        wv.chunk_view(_row("b:1", source_file="b.gd", stages=DONE, signal="neutral"), False),
+        wv.chunk_view(_row("b:2", source_file="b.gd", stages={"retrieve": {"status": "waiting"}}), True),
+    ]
+
     def pick(**q):
         return [v["chunk_id"] for v in wv.filter_chunks(views, wv.ChunkFilter.from_query(q))]
+
     assert pick() == ["a:1", "b:1", "b:2"]
     assert pick(status="done") == ["a:1", "b:1"]
     assert pick(signal="none") == ["b:2"]
@@ -97,20 +143,27 @@ def test_filters_combine():
 
 def test_progress_pace_and_time_left():
     counts = {"total": 100, "done": 40, "failed": 0}
-    p = wv.progress_view(counts, _timing(recent=15, done=40, created_at=T0, last_done=T0 + timedelta(seconds=20),
-                                         now=T0 + timedelta(seconds=21)), running=True, window_s=30)
+    p = wv.progress_view(
+        counts,
+        _timing(recent=15, done=40, created_at=T0, last_done=T0 + timedelta(seconds=20), now=T0 + timedelta(seconds=21)),
+        running=True,
+        window_s=30,
+    )
     assert p["throughput"] == "0.5 chunks/s" and p["eta"] == "2 min 00 s" and p["percent"] == 40
     p = wv.progress_view(counts, _timing(created_at=T0), running=True)
     assert p["eta"] == "not known yet" and p["throughput"] == "-"
-    p = wv.progress_view({"total": 10, "done": 10, "failed": 0},
-                         _timing(done=10, created_at=T0, last_done=T0 + timedelta(seconds=5)), running=False)
+    p = wv.progress_view(
+        {"total": 10, "done": 10, "failed": 0}, _timing(done=10, created_at=T0, last_done=T0 + timedelta(seconds=5)), running=False
+    )
     assert p["eta"] == "finished" and p["throughput"] == "2.0 chunks/s" and p["elapsed"] == "5 s"
 
 
 def test_file_tree_nests_folders_and_keeps_excluded_apart():
-    files = [_file("scripts/player.gd", "gdscript", "chunked", True, chunk_count=1),
-             _file("scripts/ai/enemy.gd", "gdscript", "queued", True),
-             _file("README.md", "markdown", "excluded", False, excluded_reason="documentation files are excluded by default")]
+    files = [
+        _file("scripts/player.gd", "gdscript", "chunked", True, chunk_count=1),
+        _file("scripts/ai/enemy.gd", "gdscript", "queued", True),
+        _file("README.md", "markdown", "excluded", False, excluded_reason="documentation files are excluded by default"),
+    ]
     views = [wv.chunk_view(_row("p:1", source_file="scripts/player.gd", stages=DONE, signal="godot3", needs_migration=True), False)]
     tree = wv.file_tree(files, views)
     scripts = tree["root"]["folders"][0]
@@ -122,10 +175,16 @@ def test_file_tree_nests_folders_and_keeps_excluded_apart():
 
 
 def test_signal_chart_weights_and_deciding_files():
-    views = [wv.chunk_view(_row(f"f{i}:1", source_file=f"f{i}.gd", stages=DONE, signal="godot3", confidence=1.0), False)
-             for i in range(7)]
-    views.append(wv.chunk_view(_row("cfg", source_file="project.godot", chunk_kind="config_version", stages=DONE,
-                                    signal="godot4", confidence=0.9), False))
+    views = [
+        wv.chunk_view(_row(f"f{i}:1", source_file=f"f{i}.gd", stages=DONE, signal="godot3", confidence=1.0), False)
+        for i in range(7)
+    ]
+    views.append(
+        wv.chunk_view(
+            _row("cfg", source_file="project.godot", chunk_kind="config_version", stages=DONE, signal="godot4", confidence=0.9),
+            False,
+        )
+    )
     kinds = {v["source_file"]: "gdscript" for v in views} | {"project.godot": "project_config"}
     chart = wv.signal_chart(views, kinds, deciding=5)
     by_file = {b["file"]: b for b in chart["bars"]}
@@ -152,8 +211,7 @@ def test_pick_chunk_exact_or_covering():
 
 
 def test_outdated_only_for_a_later_different_copy():
-    versions = [FileVersionRow("new", T0 + timedelta(hours=1), "done", "bbb", True),
-                FileVersionRow("old", T0, "done", "aaa", True)]
+    versions = [FileVersionRow("new", T0 + timedelta(hours=1), "done", "bbb", True), FileVersionRow("old", T0, "done", "aaa", True)]
     assert wv.outdated_view("old", T0, "aaa", versions)["analysis_id"] == "new"
     assert wv.outdated_view("new", T0 + timedelta(hours=1), "bbb", versions) is None
     same = [FileVersionRow("new", T0 + timedelta(hours=1), "done", "aaa", True)] + versions[1:]
@@ -161,17 +219,35 @@ def test_outdated_only_for_a_later_different_copy():
 
 
 HITS = [
-    {"table": "api_mapping", "record_id": "r1", "title": "A", "score": 0.5,
-     "component_scores": {"vector": 0.2, "keys": 1.0, "text": 0.5, "trigram": 0.1}},
-    {"table": "api_mapping", "record_id": "r2", "title": "B", "score": 0.7,
-     "component_scores": {"vector": 0.9, "keys": 0.5, "text": 1.0, "trigram": 0.3}},
-    {"table": "docs_chunks", "record_id": "d1", "title": "C", "score": 0.4, "component_scores": {"keys": 1.0, "text": 1.0, "trigram": 0.0}},
+    {
+        "table": "api_mapping",
+        "record_id": "r1",
+        "title": "A",
+        "score": 0.5,
+        "component_scores": {"vector": 0.2, "keys": 1.0, "text": 0.5, "trigram": 0.1},
+    },
+    {
+        "table": "api_mapping",
+        "record_id": "r2",
+        "title": "B",
+        "score": 0.7,
+        "component_scores": {"vector": 0.9, "keys": 0.5, "text": 1.0, "trigram": 0.3},
+    },
+    {
+        "table": "docs_chunks",
+        "record_id": "d1",
+        "title": "C",
+        "score": 0.4,
+        "component_scores": {"keys": 1.0, "text": 1.0, "trigram": 0.0},
+    },
 ]
 
 
 def test_candidate_ranks_are_per_table_and_citations_marked():
-    judgment = {"evidence": [{"record_id": "r2", "relevant": True}, {"record_id": "r1", "relevant": False}],
-                "migration_notes": [{"line": 1, "old": "x", "new": "y", "basis_record_id": "d1"}]}
+    judgment = {
+        "evidence": [{"record_id": "r2", "relevant": True}, {"record_id": "r1", "relevant": False}],
+        "migration_notes": [{"line": 1, "old": "x", "new": "y", "basis_record_id": "d1"}],
+    }
     rows = wv.candidate_rows(HITS, judgment)
     r1, r2, d1 = rows
     assert (r1["ranks"]["keys"], r2["ranks"]["keys"], d1["ranks"]["keys"]) == (1, 2, 1)
@@ -194,8 +270,10 @@ def test_legend_names_every_score_column():
 
 
 def test_csv_export_quotes_and_defuses_formulas():
-    text = wv.to_csv([{"source_file": "=cmd|' /C calc'!A0", "status": "done, really", "chunk_count": 3, "error": None}],
-                     ["source_file", "status", "chunk_count", "error"])
+    text = wv.to_csv(
+        [{"source_file": "=cmd|' /C calc'!A0", "status": "done, really", "chunk_count": 3, "error": None}],
+        ["source_file", "status", "chunk_count", "error"],
+    )
     rows = list(csv.reader(io.StringIO(text)))
     assert rows[0] == ["source_file", "status", "chunk_count", "error"]
     assert rows[1] == ["'=cmd|' /C calc'!A0", "done, really", "3", ""]
@@ -206,22 +284,25 @@ def test_csv_export_quotes_and_defuses_formulas():
 ALLOWED = allowed_host_names("127.0.0.1")
 
 
-@pytest.mark.parametrize("method,headers,refused", [
-    ("GET", {"Host": "127.0.0.1:8080"}, ""),
-    ("GET", {"Host": "localhost:8080"}, ""),
-    ("GET", {"Host": "[::1]:8080"}, ""),
-    ("GET", {"Host": "evil.example:8080"}, "unexpected Host header"),  # DNS rebinding
-    ("GET", {"Host": "127.0.0.1.evil.example"}, "unexpected Host header"),
-    ("GET", {}, "unexpected Host header"),
-    ("GET", {"Host": "127.0.0.1:8080", "Origin": "http://evil.example"}, "cross-origin request"),
-    ("POST", {"Host": "127.0.0.1:8080", "Origin": "http://127.0.0.1:8080"}, ""),
-    ("POST", {"Host": "127.0.0.1:8080", "Origin": "http://localhost:8080"}, "cross-origin request"),
-    ("POST", {"Host": "127.0.0.1:8080", "Origin": "http://127.0.0.1:9999"}, "cross-origin request"),  # another local server
-    ("POST", {"Host": "127.0.0.1:8080", "Origin": "null"}, "cross-origin request"),
-    ("POST", {"Host": "127.0.0.1:8080", "Referer": "http://evil.example/x"}, "cross-origin request"),
-    ("POST", {"Host": "127.0.0.1:8080", "Sec-Fetch-Site": "cross-site"}, "cross-origin request"),
-    ("POST", {"Host": "127.0.0.1:8080"}, ""),  # a non-browser client (CLI, curl)
-])
+@pytest.mark.parametrize(
+    "method,headers,refused",
+    [
+        ("GET", {"Host": "127.0.0.1:8080"}, ""),
+        ("GET", {"Host": "localhost:8080"}, ""),
+        ("GET", {"Host": "[::1]:8080"}, ""),
+        ("GET", {"Host": "evil.example:8080"}, "unexpected Host header"),  # DNS rebinding
+        ("GET", {"Host": "127.0.0.1.evil.example"}, "unexpected Host header"),
+        ("GET", {}, "unexpected Host header"),
+        ("GET", {"Host": "127.0.0.1:8080", "Origin": "http://evil.example"}, "cross-origin request"),
+        ("POST", {"Host": "127.0.0.1:8080", "Origin": "http://127.0.0.1:8080"}, ""),
+        ("POST", {"Host": "127.0.0.1:8080", "Origin": "http://localhost:8080"}, "cross-origin request"),
+        ("POST", {"Host": "127.0.0.1:8080", "Origin": "http://127.0.0.1:9999"}, "cross-origin request"),  # another local server
+        ("POST", {"Host": "127.0.0.1:8080", "Origin": "null"}, "cross-origin request"),
+        ("POST", {"Host": "127.0.0.1:8080", "Referer": "http://evil.example/x"}, "cross-origin request"),
+        ("POST", {"Host": "127.0.0.1:8080", "Sec-Fetch-Site": "cross-site"}, "cross-origin request"),
+        ("POST", {"Host": "127.0.0.1:8080"}, ""),  # a non-browser client (CLI, curl)
+    ],
+)
 def test_host_and_origin_checks(method, headers, refused):
     assert check_request(method, headers, ALLOWED) == refused
 
@@ -236,18 +317,26 @@ def test_configured_host_is_allowed_and_wildcards_are_not():
 def test_patch_view_links_each_record_to_its_candidate_or_to_why_not_and_todos_to_their_chunk():
     from godot_rag.pipeline.patch import patch_project, patch_result_json
 
-    text = "extends KinematicBody2D\n\nvar v = Vector2()\n\n\nfunc _process(delta):\n\tv = move_and_slide(v, Vector2.UP)\n\tupdate()\n"
+    text = (
+        "extends KinematicBody2D\n\nvar v = Vector2()\n\n\nfunc _process(delta):\n\tv = move_and_slide(v, Vector2.UP)\n\tupdate()\n"
+    )
     doc = patch_result_json(patch_project({"p.gd": text}))
     entry = next(e for e in doc["files"] if e["file"] == "p.gd")
-    chunks = [{"chunk_id": "p.gd:class_extends:1", "start_line": 1, "end_line": 3, "range": "L1-L3", "candidate_ids": {}},
-              {"chunk_id": "p.gd:function:_process", "start_line": 6, "end_line": 8, "range": "L6-L8",
-               "candidate_ids": {"change:move-and-slide": 2}}]
+    chunks = [
+        {"chunk_id": "p.gd:class_extends:1", "start_line": 1, "end_line": 3, "range": "L1-L3", "candidate_ids": {}},
+        {
+            "chunk_id": "p.gd:function:_process",
+            "start_line": 6,
+            "end_line": 8,
+            "range": "L6-L8",
+            "candidate_ids": {"change:move-and-slide": 2},
+        },
+    ]
     view = wv.patch_view(entry, chunks, "a1", "p.gd")
     changes = {c["rule"]: c for h in view["hunks"] for c in h["changes"]}
     assert changes["move-and-slide"]["record_href"] == "#cand-L6-L8-2"  # the retriever found it for that chunk
     cls = next(c for c in changes.values() if c["record_id"].startswith("rename:class_renames:KinematicBody2D"))
-    assert cls["record_href"] == ("/a/a1/f/p.gd?chunk=p.gd%3Aclass_extends%3A1&why=rename%3Aclass_renames%3AKinematicBody2D"
-                                  "#L1-L3")
+    assert cls["record_href"] == ("/a/a1/f/p.gd?chunk=p.gd%3Aclass_extends%3A1&why=rename%3Aclass_renames%3AKinematicBody2D#L1-L3")
     assert changes["move-and-slide"]["receiver"].startswith("self (extends KinematicBody2D)")
     kinds = {ln["kind"] for h in view["hunks"] for ln in h["lines"]}
     assert {"head", "add", "del", "ctx"} <= kinds
@@ -263,7 +352,9 @@ LOCAL = {"Host": "127.0.0.1:8080"}
 
 def test_access_refusal_checks_the_request_then_the_token_then_the_body_type():
     allowed = allowed_host_names("127.0.0.1")
-    assert access_refusal("GET", "/", {"Host": "evil.example"}, "", allowed, TOKEN) == Refusal(403, "refused: unexpected Host header")
+    assert access_refusal("GET", "/", {"Host": "evil.example"}, "", allowed, TOKEN) == Refusal(
+        403, "refused: unexpected Host header"
+    )
     assert access_refusal("GET", "/", LOCAL, "", allowed, TOKEN) == Refusal(303, redirect="/login")
     assert access_refusal("GET", "/login", LOCAL, "", allowed, TOKEN) is None
     refused = access_refusal("GET", "/api/analyses", LOCAL, "", allowed, TOKEN)
@@ -284,7 +375,13 @@ def test_error_answers_exports_and_form_defaults():
     json_file = export_download([{"at": datetime(2026, 1, 2, tzinfo=UTC)}], ["at"], "json", "x")
     assert json_file.filename == "x.json" and '"2026-01-02T00:00:00+00:00"' in json_file.text
     form = submit_form_values({"path": "/p"})
-    assert form["path"] == "/p" and form["prompt"].startswith("Is this Godot 3 or Godot 4") and set(form) == {
-        "prompt", "path", "git_url", "git_ref", "text"}
-    assert wv.ChunkFilter.from_query({"status": "done", "file": "a b.gd", "signal": "bogus"}).query_string() == "?status=done&file=a+b.gd"
+    assert (
+        form["path"] == "/p"
+        and form["prompt"].startswith("Is this Godot 3 or Godot 4")
+        and set(form) == {"prompt", "path", "git_url", "git_ref", "text"}
+    )
+    assert (
+        wv.ChunkFilter.from_query({"status": "done", "file": "a b.gd", "signal": "bogus"}).query_string()
+        == "?status=done&file=a+b.gd"
+    )
     assert wv.ChunkFilter().query_string() == ""

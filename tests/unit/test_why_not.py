@@ -16,11 +16,25 @@ from godot_rag.domain.retrieval.why_not import (
 
 TABLES = ("api_mapping", "label_prototypes", "docs_chunks")
 BASE = RankFacts(
-    table="docs_chunks", record_id="docs:4:Vector2", title="Vector2", searched=True, tables_searched=TABLES,
-    ranks=(SearchRank("keys", 5.6, 162, 460), SearchRank("vector", 0.28, 172, 2084), SearchRank("text", 0.02, 69, 4997),
-           SearchRank("trigram", 1.0, 7, 35083)),
-    candidates_per_index=20, key_candidate=False, vector_candidate=False, candidate_count=40, fused_score=0.44,
-    fused_rank=17, limit_per_table=5, last_kept_score=0.93,
+    table="docs_chunks",
+    record_id="docs:4:Vector2",
+    title="Vector2",
+    searched=True,
+    tables_searched=TABLES,
+    ranks=(
+        SearchRank("keys", 5.6, 162, 460),
+        SearchRank("vector", 0.28, 172, 2084),
+        SearchRank("text", 0.02, 69, 4997),
+        SearchRank("trigram", 1.0, 7, 35083),
+    ),
+    candidates_per_index=20,
+    key_candidate=False,
+    vector_candidate=False,
+    candidate_count=40,
+    fused_score=0.44,
+    fused_rank=17,
+    limit_per_table=5,
+    last_kept_score=0.93,
 )
 
 
@@ -33,8 +47,15 @@ def test_dropped_at_candidate_selection_names_both_index_ranks():
 
 
 def test_no_shared_key_and_no_vector_search():
-    f = replace(BASE, ranks=(SearchRank("keys", None, None, 20), SearchRank("vector", None, None, 0, used=False),
-                             SearchRank("text", None, None, 99), SearchRank("trigram", 0.05, 689, 1429)))
+    f = replace(
+        BASE,
+        ranks=(
+            SearchRank("keys", None, None, 20),
+            SearchRank("vector", None, None, 0, used=False),
+            SearchRank("text", None, None, 99),
+            SearchRank("trigram", 0.05, 689, 1429),
+        ),
+    )
     e = explain(f)
     assert e.cut == CUT_CANDIDATES
     assert "shares no key" in e.summary and "vector (cosine similarity) did not run" in e.summary

@@ -8,6 +8,7 @@ generated code or any I/O library.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -122,6 +123,11 @@ class RetrieverQuery:
     direct_chunk: bool = False
 
 
+def encode_metadata(metadata: dict) -> str:
+    """A hit's metadata as the API writes it (``metadata_json``): keys sorted, anything else as text."""
+    return json.dumps(metadata, sort_keys=True, default=str)
+
+
 @dataclass(frozen=True)
 class RetrievalHit:
     table_name: str
@@ -131,6 +137,9 @@ class RetrievalHit:
     content: str
     metadata: dict = field(default_factory=dict)
     component_scores: dict = field(default_factory=dict)
+    # ``metadata`` as the API writes it (sorted keys), when the record's reader encoded it once already:
+    # a record is found by many chunks, and its metadata is most of a stored hit.
+    metadata_json: str = field(default="", compare=False, repr=False)
 
 
 @dataclass(frozen=True)

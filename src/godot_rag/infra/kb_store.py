@@ -18,7 +18,7 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg.types.json import Jsonb
 from threadpoolctl import threadpool_limits
 
-from godot_rag.domain.models import RetrievalHit, RetrieverQuery
+from godot_rag.domain.models import RetrievalHit, RetrieverQuery, encode_metadata
 from godot_rag.domain.retrieval.fusion import (
     DEFAULT_CONFIG,
     SearchConfig,
@@ -267,7 +267,11 @@ async def read_details(conn, wanted: Sequence[tuple[str, str]], known: RecordDet
         ([t for t, _ in missing], [i for _, i in missing]),
     )
     for r in await cur.fetchall():
-        known.put((r["table_name"], r["id"]), {"content": r["content"], "metadata": r["metadata"]})
+        # Encoded once here: every hit on the record is stored with this text.
+        known.put(
+            (r["table_name"], r["id"]),
+            {"content": r["content"], "metadata": r["metadata"], "metadata_json": encode_metadata(r["metadata"])},
+        )
 
 
 async def search(

@@ -57,8 +57,8 @@ log = logging.getLogger(__name__)
 class QueryEmbedder:
     """Query vectors: an in-process LRU, then the embedding cache table, then the model, in batches.
 
-    The model runs in a worker thread (it is CPU-bound) and loads on the first
-    query, not at start.
+    The model runs in a worker thread (it is CPU-bound). It loads in the background
+    once the service is up (``RetrieveStage.warm_up``), or on the first query.
     """
 
     def __init__(self, embedder: Embedder, store: Store, capacity: int = 8192, max_batch: int = MAX_EMBED_BATCH):
@@ -84,6 +84,10 @@ class QueryEmbedder:
             # TEI answers its model id over HTTP: not on the event loop.
             self._name = await asyncio.to_thread(lambda: self.embedder.name)
         return self._name
+
+    async def warm_up(self) -> None:
+        """Load the model (one text through it, kept nowhere), so that the first query does not wait for it."""
+        await asyncio.to_thread(self.embedder.embed, ["warm up"])
 
     async def vector(self, text: str) -> list[float]:
         sha = text_sha256(text)
@@ -208,6 +212,14 @@ class SearchCache(Lru[str, list[RetrievalHit]]):
         return retrieval_key(query, kb_version, limit)
 
 
+async def searched_kb_version(version: KbVersionRow, embedder: QueryEmbedder | None) -> str:
+    """The knowledge base a search reads ('<data version>/<mode>'), once the query model is checked against it."""
+    if embedder is not None:
+        check_model(version.embedding_model, await embedder.name())
+    mode = "lexical" if embedder is None else version.embedding_model
+    return f"{version.data_version}/{mode}"
+
+
 async def retrieve(
     store: Store,
     kb: KbVersionCache,
@@ -225,10 +237,7 @@ async def retrieve(
     version = await kb.get()
     if version is None:
         raise RetryableError("the knowledge base is not built yet (godot-rag kb build)", delay_s=5)
-    if embedder is not None:
-        check_model(version.embedding_model, await embedder.name())
-    mode = "lexical" if embedder is None else version.embedding_model
-    kb_version = f"{version.data_version}/{mode}"
+    kb_version = await searched_kb_version(version, embedder)
     key = SearchCache.key(query, kb_version, limit)
     if cache is not None and (cached := cache.get(key)) is not None:
         return cached, kb_version
@@ -284,6 +293,30 @@ class RetrieveStage:
         self.kb = KbVersionCache(ctx.store)
         self.cache = SearchCache()
         self._prompts: dict[str, str] = {}
+        self._warming: asyncio.Task | None = None
+
+    def start_warm_up(self) -> None:
+        """Load what the first searches need while the service waits for work (see ``warm_up``)."""
+        self._warming = asyncio.create_task(self.warm_up())
+
+    async def warm_up(self) -> None:
+        """The knowledge base's indexes (about 1 s) and the query model, loaded at start: otherwise the first
+        chunks of the first analysis wait for them. A failure is only logged: the first search loads them again."""
+        started = time.perf_counter()
+        try:
+            version = await self.kb.get()
+            if version is None:
+                log.info("no knowledge base to load yet: its indexes load on the first search after the build")
+                return
+            kb_version = await searched_kb_version(version, self.embedder)
+            await self.ctx.store.lexical_index(kb_version)
+            if self.embedder is not None:
+                await self.ctx.store.vector_index(kb_version)
+                await self.embedder.warm_up()
+        except Exception as exc:  # noqa: BLE001 -- nobody waits for the warm-up; the searches report their own errors
+            log.warning("warm-up incomplete: %s: %s", type(exc).__name__, exc)
+            return
+        log.info("ready to search in %.2fs", time.perf_counter() - started)
 
     async def prompt_of(self, aid: str) -> str:
         if aid not in self._prompts:

@@ -221,6 +221,7 @@ def hits_of(kept: Sequence[tuple[str, float, dict, dict]], known: RecordDetails)
                 content=d.get("content") or "",
                 metadata=d.get("metadata") or {},
                 component_scores=comp,
+                metadata_json=d.get("metadata_json") or "",
             )
         )
     return hits
