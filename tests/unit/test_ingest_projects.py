@@ -169,7 +169,11 @@ def test_binary_content_is_detected_whatever_the_extension(tmp_path: Path):
     (root / "blob.bin2").write_bytes(bytes(range(256)))
     files = {f.source_file: f for f in scan_projects(root, max_bytes=MB)[0].files}
     assert files["fake.gd"].excluded_reason == REASON_BINARY_CONTENT and files["fake.gd"].source_kind == "gdscript"
-    assert files["latin1.tscn"].excluded_reason == REASON_BINARY_CONTENT
+    # A text file in a legacy encoding is told apart from a binary one: where the first such byte is, what to do.
+    assert files["latin1.tscn"].excluded_reason == (
+        "not UTF-8: byte 0xE9 at line 2, column 16 is not valid UTF-8 (a file saved in a legacy encoding such as "
+        "Windows-1252?); Godot reads text files as UTF-8: save it as UTF-8 to have it analysed"
+    )
     assert files["nul.cfg"].excluded_reason == REASON_BINARY_CONTENT
     assert files["icon.png"].excluded_reason == REASON_BINARY
     assert files["notes.yml"].excluded_reason.startswith(REASON_UNKNOWN)

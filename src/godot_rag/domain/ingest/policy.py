@@ -23,6 +23,12 @@ from godot_rag.errors import InvalidInputError
 REASON_DOCS = "documentation files are excluded by default in source-analysis mode"
 REASON_BINARY = "binary file: only its path is kept; it stays a reference where text chunks name it"
 REASON_BINARY_CONTENT = "binary content (NUL bytes or invalid UTF-8) in a file with a text extension"
+# The reason of a text file in another encoding (a Windows-1252 comment): where, and what to do about it.
+REASON_NOT_UTF8 = (
+    "not UTF-8: byte 0x{byte:02X} at line {line}, column {column} is not valid UTF-8 "
+    "(a file saved in a legacy encoding such as Windows-1252?); Godot reads text files as UTF-8: "
+    "save it as UTF-8 to have it analysed"
+)
 REASON_CSHARP = "C# source: C# analysis is a later mode; listed but not analysed"
 REASON_OTHER_LANG = "source in another language: not analysed in source-analysis mode"
 REASON_CACHE = "editor cache folder (.godot/ or .import/): generated, not source"
@@ -184,6 +190,20 @@ def looks_binary(data: bytes) -> bool:
     return False
 
 
+def binary_content_reason(data: bytes) -> str:
+    """Why content ``looks_binary``: NUL bytes mean a binary file; otherwise the first byte that is not UTF-8,
+    by line and column, so that a text file saved in another encoding can be found and fixed."""
+    if b"\0" in data:
+        return REASON_BINARY_CONTENT
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        return REASON_NOT_UTF8.format(byte=data[exc.start], line=line, column=column)
+    return REASON_BINARY_CONTENT
+
+
 def decide(rel_path: str, data: bytes, *, max_bytes: int) -> SourceFile:
     kind, reason = classify_path(rel_path)
     size = len(data)
@@ -196,7 +216,7 @@ def decide(rel_path: str, data: bytes, *, max_bytes: int) -> SourceFile:
     if size > max_bytes:
         return SourceFile(rel_path, kind, False, f"oversized: {size} bytes, over the limit of {max_bytes}", size=size)
     if looks_binary(data):
-        return SourceFile(rel_path, kind, False, REASON_BINARY_CONTENT, size=size)
+        return SourceFile(rel_path, kind, False, binary_content_reason(data), size=size)
     return SourceFile(rel_path, kind, True, "", data=data, sha256=sha256_hex(data), size=size)
 
 
@@ -670,7 +690,7 @@ def decide_snippet(name: str, kind: str, data: bytes, *, max_bytes: int) -> Sour
     if size > max_bytes:
         return SourceFile(name, kind, False, f"oversized: {size} bytes, over the limit of {max_bytes}", size=size)
     if looks_binary(data):
-        return SourceFile(name, kind, False, REASON_BINARY_CONTENT, size=size)
+        return SourceFile(name, kind, False, binary_content_reason(data), size=size)
     return SourceFile(name, kind, True, "", data=data, sha256=sha256_hex(data), size=size)
 
 
