@@ -123,6 +123,21 @@ def query_to_pb(q: m.RetrieverQuery) -> pb.RetrieverQuery:
     )
 
 
+def query_to_dict(q: m.RetrieverQuery) -> dict:
+    """``to_dict(query_to_pb(q))`` without the protobuf round trip: the retriever stores every chunk's query."""
+    return {
+        "query_text": q.query_text,
+        "query_terms": list(q.query_terms),
+        "raw_chunk_text": q.raw_chunk_text,
+        "symbol_candidates": list(q.symbol_candidates),
+        "api_call_candidates": list(q.api_call_candidates),
+        "reference_candidates": list(q.reference_candidates),
+        "prompt_terms": list(q.prompt_terms),
+        "intent": q.intent,
+        "direct_chunk": bool(q.direct_chunk),
+    }
+
+
 def query_from_pb(q: pb.RetrieverQuery) -> m.RetrieverQuery:
     return m.RetrieverQuery(
         query_text=q.query_text,

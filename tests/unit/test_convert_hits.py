@@ -104,6 +104,18 @@ def test_chunk_from_dict_reads_what_the_protobuf_path_reads():
     assert convert.chunk_from_dict({"chunk_id": "x"}) == convert.chunk_from_pb(convert.from_dict({"chunk_id": "x"}, pb.Chunk))
 
 
+def test_query_to_dict_is_the_protobuf_dict_for_every_sample_chunk():
+    from godot_rag.domain.models import RetrieverQuery
+    from godot_rag.domain.retrieval.query import build_retriever_query
+
+    queries = [build_retriever_query(prompt="Is this Godot 3 or Godot 4?", chunk=c) for c in _sample_chunks()]
+    assert {q.direct_chunk for q in queries} == {True, False}
+    for query in [*queries, RetrieverQuery(query_text="", query_terms=(), raw_chunk_text="")]:
+        stored = convert.query_to_dict(query)
+        assert stored == convert.to_dict(convert.query_to_pb(query))
+        assert convert.query_from_pb(convert.from_dict(stored, pb.RetrieverQuery)) == query
+
+
 def test_search_hits_carry_the_metadata_text_of_their_record():
     from godot_rag.domain.models import encode_metadata
     from godot_rag.domain.retrieval.search import RecordDetails, hits_of

@@ -369,7 +369,7 @@ class RetrieveStage:
             item.chunk_id,
             retrieval_key=retrieval_key(plan.query, kb_version, plan.limit),
             kb_version=kb_version,
-            query=convert.to_dict(convert.query_to_pb(plan.query)),
+            query=convert.query_to_dict(plan.query),
             hits=[convert.hit_to_dict(h) for h in hits],
             version_id=version,
             replay_id=item.replay.replay_id if item.replay is not None else "",
