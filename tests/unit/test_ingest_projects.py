@@ -412,3 +412,15 @@ def test_a_file_name_that_is_not_utf8_is_listed_not_read(tmp_path: Path):
     files = {f.source_file: f for f in scan_projects(tmp_path, max_bytes=MB)[0].files}
     assert files["caf\ufffd.gd"].excluded_reason == "file name is not valid UTF-8: not read"
     assert all(name.encode("utf-8") for name in files)
+
+
+def test_the_reason_of_content_that_is_not_text_points_at_the_first_byte_that_is_not_utf8():
+    from godot_rag.domain.ingest.policy import binary_content_reason, looks_binary
+
+    assert binary_content_reason("extends Node\n# café ✓\n".encode()) == "" and not looks_binary(b"")
+    assert binary_content_reason(b"\xef\xbb\xbfextends Node\r\n") == ""  # a BOM and CRLF are text
+    assert binary_content_reason(b"extends Node\n\0") == REASON_BINARY_CONTENT  # NUL wins over any encoding
+    reason = binary_content_reason(b"extends Node\n\n\tvar s = '\x93quoted\x94'\n")
+    assert reason.startswith("not UTF-8: byte 0x93 at line 3, column 11 ") and looks_binary(b"\x93")
+    # A sequence cut short at the end of the file is reported where it starts.
+    assert binary_content_reason(b"var x = 1 # \xe2\x82").startswith("not UTF-8: byte 0xE2 at line 1, column 13 ")

@@ -181,18 +181,12 @@ def classify_path(rel_path: str) -> tuple[str, str]:
 
 def looks_binary(data: bytes) -> bool:
     """Content test: NUL bytes or bytes that are not UTF-8 mean binary."""
-    if b"\0" in data:
-        return True
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return False
+    return bool(binary_content_reason(data))
 
 
 def binary_content_reason(data: bytes) -> str:
-    """Why content ``looks_binary``: NUL bytes mean a binary file; otherwise the first byte that is not UTF-8,
-    by line and column, so that a text file saved in another encoding can be found and fixed."""
+    """Why the content is not analysed as text ("" when it is text): NUL bytes mean a binary file; otherwise the
+    first byte that is not UTF-8, by line and column, so that a text file saved in another encoding can be fixed."""
     if b"\0" in data:
         return REASON_BINARY_CONTENT
     try:
@@ -201,7 +195,7 @@ def binary_content_reason(data: bytes) -> str:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         return REASON_NOT_UTF8.format(byte=data[exc.start], line=line, column=column)
-    return REASON_BINARY_CONTENT
+    return ""
 
 
 def decide(rel_path: str, data: bytes, *, max_bytes: int) -> SourceFile:
@@ -215,8 +209,8 @@ def decide(rel_path: str, data: bytes, *, max_bytes: int) -> SourceFile:
         return SourceFile(rel_path, "", False, reason, size=size)
     if size > max_bytes:
         return SourceFile(rel_path, kind, False, f"oversized: {size} bytes, over the limit of {max_bytes}", size=size)
-    if looks_binary(data):
-        return SourceFile(rel_path, kind, False, binary_content_reason(data), size=size)
+    if binary := binary_content_reason(data):
+        return SourceFile(rel_path, kind, False, binary, size=size)
     return SourceFile(rel_path, kind, True, "", data=data, sha256=sha256_hex(data), size=size)
 
 
@@ -689,8 +683,8 @@ def decide_snippet(name: str, kind: str, data: bytes, *, max_bytes: int) -> Sour
         return SourceFile(name, kind, False, f"source_kind {kind!r} is not analysed in source-analysis mode", size=size)
     if size > max_bytes:
         return SourceFile(name, kind, False, f"oversized: {size} bytes, over the limit of {max_bytes}", size=size)
-    if looks_binary(data):
-        return SourceFile(name, kind, False, binary_content_reason(data), size=size)
+    if binary := binary_content_reason(data):
+        return SourceFile(name, kind, False, binary, size=size)
     return SourceFile(name, kind, True, "", data=data, sha256=sha256_hex(data), size=size)
 
 
