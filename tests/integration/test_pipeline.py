@@ -125,8 +125,10 @@ def test_bad_input_is_reported_and_the_rest_is_analysed(stack, tmp_path):
     (project / "nul.tscn").write_bytes(b"[gd_scene format=2]\n\0\0\0")
     doc = run_analysis(stack, str(project))
     by_file = {f["source_file"]: f for f in doc["files"]}
-    assert by_file["bad.gd"]["status"] == "excluded" and "binary" in by_file["bad.gd"]["excluded_reason"]
-    assert by_file["nul.tscn"]["status"] == "excluded"
+    # Not UTF-8 (no NUL bytes): excluded with where the first such byte is; NUL bytes: binary content.
+    assert by_file["bad.gd"]["status"] == "excluded"
+    assert by_file["bad.gd"]["excluded_reason"].startswith("not UTF-8: byte 0xFF at line 2, column 1 ")
+    assert by_file["nul.tscn"]["status"] == "excluded" and "binary" in by_file["nul.tscn"]["excluded_reason"]
     assert by_file["ok.gd"]["status"] == "chunked"
     assert doc["verdict"]["label"] == "godot3"
 
