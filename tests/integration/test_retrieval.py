@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -162,12 +163,16 @@ def test_retriever_service_search_embeds_caches_and_returns_components(stack):
     # api_mapping and prototypes all carry vectors; class-reference members are lexical-only.
     assert all("vector" in h.component_scores for h in resp.hits if h.table != "docs_chunks")
     sha = text_sha256(build_embedding_text(q))
-    assert (
-        stack.sql("select count(*) n from godot_rag.embedding_cache where model = %s and text_sha256 = %s", (MINILM_MODEL, sha))[0][
-            "n"
-        ]
-        == 1
-    )
+
+    def cached() -> int:
+        sql = "select count(*) n from godot_rag.embedding_cache where model = %s and text_sha256 = %s"
+        return stack.sql(sql, (MINILM_MODEL, sha))[0]["n"]
+
+    # The vector is cached after the answer (the write is for later analyses): it lands within moments.
+    deadline = time.monotonic() + 15
+    while cached() == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert cached() == 1
     with pytest.raises(grpc.RpcError) as err:
         stub.Search(spb.SearchRequest(query=convert.query_to_pb(replace(q, query_terms=(), raw_chunk_text=""))), timeout=30)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
