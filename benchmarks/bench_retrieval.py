@@ -66,39 +66,29 @@ async def bench(dsn: str, queries: list, vectors: list[list[float]], rounds: int
         lexical_index = await kb_store.load_lexical_index(conn)
         details = RecordDetails()
 
-        async def hybrid(q: RetrieverQuery, v: list[float]) -> None:
+        async def search(q: RetrieverQuery, v: list[float] | None, config: fusion.SearchConfig = fusion.DEFAULT_CONFIG) -> None:
             await kb_store.search(
                 conn,
                 q,
                 tables=TABLE_PRIORITY[q.intent],
                 limit_per_table=5,
                 query_embedding=v,
-                vector_index=index,
-                lexical_index=lexical_index,
-                record_details=details,
-            )
-
-        async def lexical_only(q: RetrieverQuery) -> None:
-            await kb_store.search(
-                conn,
-                q,
-                tables=TABLE_PRIORITY[q.intent],
-                limit_per_table=5,
-                config=lexical,
+                config=config,
+                vector_index=index if v is not None else None,
                 lexical_index=lexical_index,
                 record_details=details,
             )
 
         for q, v in zip(queries, vectors):  # one untimed round: a fresh server reads its pages from disk once
-            await hybrid(q, v)
-            await lexical_only(q)
+            await search(q, v)
+            await search(q, None, lexical)
         for _ in range(rounds):
             for q, v in zip(queries, vectors):
                 t = time.perf_counter()
-                await hybrid(q, v)
+                await search(q, v)
                 out["search (hybrid)"].append((time.perf_counter() - t) * 1000)
                 t = time.perf_counter()
-                await lexical_only(q)
+                await search(q, None, lexical)
                 out["search (lexical)"].append((time.perf_counter() - t) * 1000)
         await kb_store.put_cached_embeddings(
             conn, MiniLMEmbedder.name, [(text_sha256(build_embedding_text(q)), vector_literal(v)) for q, v in zip(queries, vectors)]

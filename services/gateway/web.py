@@ -10,10 +10,9 @@ from importlib import resources
 from typing import Any
 from urllib.parse import quote
 
-import jinja2
 from aiohttp import web
 
-from godot_rag.errors import AccessDeniedError, GodotRagError, InvalidInputError, NotFoundError, OverloadedError
+from godot_rag.errors import AccessDeniedError, GodotRagError, InvalidInputError, OverloadedError
 from godot_rag.infra.auth import COOKIE_NAME, token_matches
 from godot_rag.infra.grpc_edge import http_status_for
 from godot_rag.infra.service import ServiceContext
@@ -30,12 +29,12 @@ from godot_rag.pipeline.web_requests import (
     diff_form,
     error_title,
     export_download,
-    form_body,
     json_object_of,
     min_score_of,
     replay_json,
     replay_options_of,
     since_of,
+    submit_form_of,
     submit_form_values,
     submit_input_of,
     submitted_json,
@@ -64,22 +63,7 @@ def _json(data, status: int = 200) -> web.Response:
 def build_app(ctx: ServiceContext) -> web.Application:
     routes = web.RouteTableDef()
     pkg = resources.files("services.gateway")
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(pkg.joinpath("templates"))),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.globals.update(
-        file_href=wv.file_href,
-        file_meta_text=wv.file_meta,
-        statuses=wv.STATUSES,
-        status_words=wv.STATUS_WORDS,
-        signals=wv.SIGNALS,
-        legend=wv.SCORE_LEGEND,
-        score_keys=wv.SCORE_KEYS,
-    )
+    env = wv.template_environment(str(pkg.joinpath("templates")))
     macros: Any = env.get_template("macros.html").module  # the template's macros, looked up by name
     allowed = allowed_host_names(ctx.settings.host)
     limit = ctx.settings.retrieval_limit_per_table
@@ -148,17 +132,11 @@ def build_app(ctx: ServiceContext) -> web.Application:
 
     @routes.post("/submit")
     async def submit_form(request: web.Request) -> web.Response:
-        post = await request.post()
-        form = {k: str(post.get(k, "")) for k in submit_form_values()}
-        archive = post.get("archive")
-        data, name = b"", ""
-        if isinstance(archive, web.FileField) and archive.filename:
-            data, name = archive.file.read(), archive.filename
-        body = form_body(form, has_archive=bool(data))
+        form = submit_form_of(await request.post())
         try:
-            submitted = await _submit(request, body, data, name)
+            submitted = await _submit(request, form.body, form.archive, form.archive_name)
         except (InvalidInputError, AccessDeniedError, OverloadedError) as exc:
-            return await index_page(str(exc), form, http_status_for(exc))
+            return await index_page(str(exc), form.fields, http_status_for(exc))
         raise web.HTTPSeeOther(f"/a/{quote(submitted[0].analysis_id, safe='')}")
 
     async def _submit(request: web.Request, body: dict, archive: bytes = b"", archive_name: str = "") -> list:
@@ -232,7 +210,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
 
     @routes.get(r"/export/analyses.{fmt:json|csv}")
     async def export_analyses(request: web.Request) -> web.Response:
-        rows = [a.to_dict() for a in await ctx.store.list_analyses()]
+        rows = await web_data.analyses_export_rows(ctx.store)
         return _export(rows, wv.EXPORT_COLUMNS["analyses"], request.match_info["fmt"], "analyses")
 
     @routes.get(r"/a/{aid}/export/{what:files|chunks|candidates}.{fmt:json|csv}")
@@ -261,10 +239,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
     @routes.get("/api/analyses/{analysis_id}/chunks/{chunk_id:.+}")
     async def chunk(request: web.Request) -> web.Response:
         aid, chunk_id = request.match_info["analysis_id"], request.match_info["chunk_id"]
-        detail = await web_data.chunk_detail(ctx.store, aid, chunk_id)
-        if detail is None:
-            raise NotFoundError(f"no chunk {chunk_id} in analysis {aid}")
-        return _json(detail)
+        return _json(await web_data.chunk_detail(ctx.store, aid, chunk_id))
 
     @routes.get("/api/diff")
     async def diff_api(request: web.Request) -> web.Response:

@@ -385,3 +385,19 @@ def test_error_answers_exports_and_form_defaults():
         == "?status=done&file=a+b.gd"
     )
     assert wv.ChunkFilter().query_string() == ""
+
+
+def test_a_posted_submit_form_keeps_its_fields_and_takes_the_archive_only_when_a_file_was_chosen():
+    import io
+    from types import SimpleNamespace
+
+    from godot_rag.pipeline.web_requests import submit_form_of
+
+    text = "# project.godot\nconfig_version=4\n"
+    form = submit_form_of({"prompt": "Godot 3?", "text": text, "archive": SimpleNamespace(filename="", file=io.BytesIO(b"x"))})
+    assert form.fields["text"] == text and form.fields["path"] == "" and form.archive == b""
+    assert form.body["expanded_text"] == text and "snippet" not in form.body
+    chosen = submit_form_of({"text": text, "archive": SimpleNamespace(filename="p.zip", file=io.BytesIO(b"PK"))})
+    # With an archive, the pasted text is not submitted beside it.
+    assert (chosen.archive, chosen.archive_name) == (b"PK", "p.zip") and "expanded_text" not in chosen.body
+    assert submit_form_of({"archive": "a plain field"}).archive == b""

@@ -17,7 +17,6 @@ import json
 import logging
 import time
 from array import array
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -64,14 +63,13 @@ class QueryEmbedder:
     def __init__(self, embedder: Embedder, store: Store, capacity: int = 8192, max_batch: int = MAX_EMBED_BATCH):
         self.embedder = embedder
         self.store = store
-        self.capacity = capacity
         # A backend that runs each text alone answers text by text: the handler waiting for the first
         # vector goes on to its search while the next texts are embedded (a batch of 30 held every
         # handler for the whole batch, and the model and the searches took turns instead of overlapping).
         self.max_batch = max(1, min(max_batch, embedder.texts_per_call))
         # Kept as float32 arrays (the model's and pgvector's precision, so nothing is lost): a list of
         # 384 Python floats takes 12 KB, and 8,192 of them held a third of the retriever's memory.
-        self._lru: OrderedDict[str, array] = OrderedDict()
+        self._lru: Lru[str, array] = Lru(capacity)
         self._inflight: dict[str, asyncio.Future[list[float]]] = {}
         self._queue: list[tuple[str, str, asyncio.Future[list[float]]]] = []
         self._wakeup = asyncio.Event()
@@ -91,9 +89,9 @@ class QueryEmbedder:
 
     async def vector(self, text: str) -> list[float]:
         sha = text_sha256(text)
-        if sha in self._lru:
-            self._lru.move_to_end(sha)
-            return self._lru[sha].tolist()
+        held = self._lru.get(sha)
+        if held is not None:
+            return held.tolist()
         if sha in self._inflight:
             return await asyncio.shield(self._inflight[sha])
         future: asyncio.Future[list[float]] = asyncio.get_running_loop().create_future()
@@ -164,9 +162,7 @@ class QueryEmbedder:
             log.warning("%d query vectors not cached: %s: %s", len(items), type(exc).__name__, exc)
 
     def _remember(self, sha: str, vec: list[float]) -> None:
-        self._lru[sha] = array("f", vec)
-        if len(self._lru) > self.capacity:
-            self._lru.popitem(last=False)
+        self._lru.put(sha, array("f", vec))
 
 
 @dataclass(frozen=True)

@@ -86,11 +86,11 @@ async def why_not_json(store: Store, analysis_id: str, chunk_id: str, record: st
     return await why_not_retrieved(store, analysis_id, chunk_id, record[:500], limit_per_table=limit_per_table)
 
 
-async def chunk_detail(store: Store, analysis_id: str, chunk_id: str) -> dict | None:
-    """One chunk with its retrieval, judgment and stage rows (the JSON API's chunk); None when there is no such chunk."""
+async def chunk_detail(store: Store, analysis_id: str, chunk_id: str) -> dict:
+    """One chunk with its retrieval, judgment and stage rows (the JSON API's chunk); NotFoundError when there is no such chunk."""
     row = await store.get_chunk(analysis_id, chunk_id)
     if row is None:
-        return None
+        raise NotFoundError(f"no chunk {chunk_id} in analysis {analysis_id}")
     retrieval = await store.get_retrieval(analysis_id, chunk_id)
     judgment = await store.get_judgment(analysis_id, chunk_id)
     stages = await store.chunk_stages(analysis_id, chunk_id)
@@ -314,6 +314,11 @@ async def file_page(
         "outdated": outdated,
         "patch": patch,
     }
+
+
+async def analyses_export_rows(store: Store) -> list[dict]:
+    """Every analysis, one export row each (the analyses list's download)."""
+    return [a.to_dict() for a in await store.list_analyses()]
 
 
 async def export_rows(

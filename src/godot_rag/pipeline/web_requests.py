@@ -176,6 +176,26 @@ def form_body(form: Mapping[str, str], *, has_archive: bool) -> dict[str, str]:
     return body
 
 
+@dataclass(frozen=True)
+class SubmitForm:
+    """The submit form as posted: its text fields (to show again on an error), the submission body, the archive."""
+
+    fields: dict[str, str]
+    body: dict[str, str]
+    archive: bytes = b""
+    archive_name: str = ""
+
+
+def submit_form_of(post: Mapping[str, Any]) -> SubmitForm:
+    """A posted submit form: its fields, and the archive when a file was chosen (a part with a filename and a file)."""
+    fields = {k: str(post.get(k, "")) for k in submit_form_values()}
+    part: Any = post.get("archive")
+    archive, name = b"", ""
+    if getattr(part, "filename", "") and getattr(part, "file", None) is not None:
+        archive, name = part.file.read(), str(part.filename)
+    return SubmitForm(fields, form_body(fields, has_archive=bool(archive)), archive, name)
+
+
 def json_object_of(body: bytes) -> dict[str, Any]:
     """A request body that must be a JSON object; InvalidInputError says what it is instead."""
     try:

@@ -17,6 +17,8 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
+import jinja2
+
 from godot_rag.domain.aggregation.verdict import ChunkOutcome, file_signal_weights
 from godot_rag.infra.kb_store import DEFAULT_CONFIG
 from godot_rag.infra.rows import FileRow, FileVersionRow, VerdictRow, WebChunkRow, WebFileChunkRow, WebTiming
@@ -724,3 +726,25 @@ def patch_view(entry: dict | None, chunks: Sequence[dict], analysis_id: str, sou
         chunk = _chunk_at(chunks, t["line"])
         todos.append({**t, "chunk_range": chunk["range"] if chunk else ""})
     return {"hunks": hunks, "todos": todos, "kept": entry["kept"], "edits": entry["edits"], "changed": entry["changed"]}
+
+
+def template_environment(folder: str) -> jinja2.Environment:
+    """The web screen's templates in ``folder``: autoescaped, strict about missing values, with the view helpers
+    and tables the templates use as globals."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(folder),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals.update(
+        file_href=file_href,
+        file_meta_text=file_meta,
+        statuses=STATUSES,
+        status_words=STATUS_WORDS,
+        signals=SIGNALS,
+        legend=SCORE_LEGEND,
+        score_keys=SCORE_KEYS,
+    )
+    return env
