@@ -19,7 +19,7 @@ from godot_rag.infra.service import ServiceContext
 from godot_rag.pipeline import web_data
 from godot_rag.pipeline import web_views as wv
 from godot_rag.pipeline.replay import replay_status, start_replay
-from godot_rag.pipeline.submit import submit_some
+from godot_rag.pipeline.submit import collect_and_submit
 from godot_rag.pipeline.versions import diff_results
 from godot_rag.pipeline.web_requests import (
     access_refusal,
@@ -140,9 +140,10 @@ def build_app(ctx: ServiceContext) -> web.Application:
         raise web.HTTPSeeOther(f"/a/{quote(submitted[0].analysis_id, safe='')}")
 
     async def _submit(request: web.Request, body: dict, archive: bytes = b"", archive_name: str = "") -> list:
-        return await submit_some(
+        _, submitted = await collect_and_submit(
             ctx.store, ctx.bus, ctx.settings, submit_input_of(body, archive, archive_name, request.remote or "")
         )
+        return submitted
 
     @routes.get("/a/{aid}")
     async def analysis_page(request: web.Request) -> web.Response:

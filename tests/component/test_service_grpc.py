@@ -174,6 +174,29 @@ async def test_an_oversized_prompt_is_refused_before_anything_is_recorded(channe
         await store.close()
 
 
+async def test_an_empty_folder_or_archive_is_refused_before_anything_is_recorded(channel, servers, tmp_path):
+    import io
+    import zipfile
+
+    _, dsn, _ = servers
+    store = await Store.open(dsn)
+    try:
+        before = len(await store.list_analyses())
+        gateway = sgrpc.AnalysisServiceStub(channel)
+        (tmp_path / "empty").mkdir()
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await gateway.Submit(spb.SubmitRequest(prompt="Godot 3 or 4?", path=str(tmp_path / "empty")))
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "no files in the input" in (err.value.details() or "")
+        archive = io.BytesIO()
+        zipfile.ZipFile(archive, "w").close()
+        request = spb.SubmitRequest(prompt="Godot 3 or 4?", archive=archive.getvalue(), archive_name="empty.zip")
+        assert await code_of(gateway.Submit(request)) == grpc.StatusCode.INVALID_ARGUMENT
+        assert len(await store.list_analyses()) == before
+    finally:
+        await store.close()
+
+
 async def test_a_server_path_is_local_only_and_a_remote_caller_gets_permission_denied(channel, tmp_path):
     from godot_rag.errors import AccessDeniedError
     from godot_rag.infra.grpc_edge import status_for

@@ -547,15 +547,11 @@ async def collect_and_submit(
             ),
         )
         try:
+            if not any(project.files for project in submission.projects):
+                # An empty folder or archive: nothing would be analysed, and a verdict of no files says
+                # nothing. Every caller (gRPC, the web screen and its JSON API, the CLI) gets this answer.
+                raise IngestError("no files in the input: the folder or archive is empty")
             return submission, await submit_all(store, bus, submission, prompt, pipeline_version_for(settings))
         finally:
             # Removing a working folder of thousands of files blocks: off the event loop too.
             await asyncio.to_thread(held.close)
-
-
-async def submit_some(store: Store, bus: Bus, settings: Settings, given: SubmitInput) -> list[SubmittedProject]:
-    """``collect_and_submit`` for the web screen and its JSON API, where an input with no project in it is an error."""
-    _, submitted = await collect_and_submit(store, bus, settings, given)
-    if not submitted:
-        raise IngestError("no project found in the input")
-    return submitted
