@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
+import pytest
 from nats.js import api
 
 from godot_rag.errors import PoisonError, RetryableError, StoreError
@@ -135,3 +136,19 @@ async def test_a_worker_that_follows_a_crash_takes_one_message_at_a_time(bus):
 
     await _run_until(bus, handle, dead_letter, done, spec=SHORT)
     assert all(len(b) == 1 for b in batches)
+
+
+async def test_publish_all_stores_every_message_once_and_raises_the_error_one_met(bus):
+    names = [f"c{n:04d}" for n in range(600)]  # more than one window
+    messages = [(chunk_subject("judge", "a2", name), name.encode(), f"a2:{name}:judge:1") for name in names]
+    await bus.publish_all(messages, window=256)
+    await bus.publish_all(messages[:10])  # a retry: the ids drop what was stored
+    assert (await bus.js.stream_info(STREAM_CHUNKS)).state.messages == 600
+    stored = await bus.message_by_sequence(STREAM_CHUNKS, 600)
+    assert stored is not None and stored.data == b"c0599"
+    too_large = (chunk_subject("judge", "a2", "big"), b"x" * (bus.nc.max_payload + 1), "a2:big:judge:1")
+    later = (chunk_subject("judge", "a2", "after"), b"after", "a2:after:judge:1")
+    with pytest.raises(PoisonError, match="larger than NATS accepts"):
+        await bus.publish_all([too_large, later])
+    # The other message of the call was stored all the same.
+    assert (await bus.js.stream_info(STREAM_CHUNKS)).state.messages == 601

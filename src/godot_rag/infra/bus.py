@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 import nats
@@ -49,6 +49,8 @@ DEDUPE_WINDOW_S = 30 * 60
 # and rebuilds it from the stored chunk after that (docs/operations.md).
 # The default of GODOT_RAG_STREAM_RETENTION_DAYS.
 RETENTION_S = 14 * 24 * 3600
+# How many messages of a publish_all await their acks at once.
+PUBLISH_WINDOW = 256
 
 
 @dataclass
@@ -182,6 +184,31 @@ class Bus:
         except (TimeoutError, nats.errors.Error) as exc:
             # Disconnected, reconnecting, or no JetStream answer in time: an outage, waited out by the consumer.
             raise BusError(f"NATS did not take the publish on {subject}: {type(exc).__name__}: {exc}") from exc
+
+    async def publish_all(self, messages: Iterable[tuple[str, bytes, str]], window: int = PUBLISH_WINDOW) -> None:
+        """``publish`` of every (subject, data, msg_id), up to ``window`` of them awaiting their acks at once.
+
+        One after the other, every message is a socket write and a wait for its ack; published together they
+        leave in one write and their acks come back together. Every message is tried; the first error met is
+        raised after all of them settled (a retry republishes the lot, the ids drop what was stored).
+        """
+        first_error: BaseException | None = None
+        batch: list[tuple[str, bytes, str]] = []
+
+        async def send() -> None:
+            nonlocal first_error
+            results = await asyncio.gather(*(self.publish(*m) for m in batch), return_exceptions=True)
+            batch.clear()
+            first_error = first_error or next((r for r in results if isinstance(r, BaseException)), None)
+
+        for message in messages:
+            batch.append(message)
+            if len(batch) >= window:
+                await send()
+        if batch:
+            await send()
+        if first_error is not None:
+            raise first_error
 
     async def message_by_sequence(self, stream: str, seq: int) -> StoredMessage | None:
         """The message stored at ``seq`` in ``stream``; None when it is gone (deleted, aged out)."""

@@ -106,27 +106,33 @@ async def handle_file_task(ctx: ServiceContext, data: bytes, chunk_fn: ChunkFn =
         log.info("%s: %s -> %d chunks (%s)", ctx.name, req.source_file, len(output.get("chunks", [])), output.get("status"))
     else:
         output = await _committed_output(ctx, req, inputs, chunk_fn, version)
-    for c in output.get("chunks", []):
-        chunk_id = c["chunk_id"]
+
+    def retrieve_task(c: dict) -> tuple[str, bytes, str]:
         chunk_trace = pb.ChunkTrace(
             project_id=req.project_id,
             source_file=req.source_file,
             source_sha256=req.source_sha256,
-            chunk_id=chunk_id,
+            chunk_id=c["chunk_id"],
             chunk_order=c["chunk_order"],
             chunk_kind=c["chunk_kind"],
         )
-        key = subject_token(chunk_id)
-        await ctx.bus.publish(
-            chunk_subject(Stage.RETRIEVE, aid, key),
+        return (
+            chunk_subject(Stage.RETRIEVE, aid, subject_token(c["chunk_id"])),
             pb.ChunkTask(analysis_id=aid, trace=chunk_trace).SerializeToString(),
-            message_id(aid, chunk_id, Stage.RETRIEVE, STAGE_VERSION),
+            message_id(aid, c["chunk_id"], Stage.RETRIEVE, STAGE_VERSION),
         )
-    done = pb.FileDone(
-        analysis_id=aid, source_file=req.source_file, status=output.get("status", ""), chunk_count=len(output.get("chunks", []))
-    )
-    await ctx.bus.publish(
-        chunk_subject(FILE_DONE, aid, subject_token(req.source_file)),
-        done.SerializeToString(),
-        message_id(aid, req.source_file, FILE_DONE, STAGE_VERSION),
+
+    chunks = output.get("chunks", [])
+    done = pb.FileDone(analysis_id=aid, source_file=req.source_file, status=output.get("status", ""), chunk_count=len(chunks))
+    # The file-done event only asks the aggregator to check completion, which reads the committed rows: it needs
+    # no order among these messages, so they go out together.
+    await ctx.bus.publish_all(
+        [
+            *map(retrieve_task, chunks),
+            (
+                chunk_subject(FILE_DONE, aid, subject_token(req.source_file)),
+                done.SerializeToString(),
+                message_id(aid, req.source_file, FILE_DONE, STAGE_VERSION),
+            ),
+        ]
     )

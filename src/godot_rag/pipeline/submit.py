@@ -393,9 +393,8 @@ async def submit(
         "analysis",
         attributes={"godot_rag.analysis_id": aid, "godot_rag.project_id": collected.project_id},
     ):
-        for f in collected.files:
-            if not f.included:
-                continue
+
+        def file_task(f: SourceFile) -> tuple[str, bytes, str]:
             route = FileRoute.AST if f.source_kind in AST_KINDS else FileRoute.DIRECT
             req = pb.AnalysisRequest(
                 analysis_id=aid,
@@ -406,11 +405,13 @@ async def submit(
                 source_sha256=f.sha256,
                 source_origin=collected.source_origin,
             )
-            await bus.publish(
+            return (
                 file_subject(route, aid, subject_token(f.source_file)),
                 pb.FileTask(analysis_id=aid, request=req).SerializeToString(),
                 message_id(aid, f.source_file, FILE_TASK, STAGE_VERSION),
             )
+
+        await bus.publish_all(file_task(f) for f in collected.files if f.included)
     if not any(f.included for f in collected.files):
         # Nothing to chunk: the verdict is computed right away from zero chunks.
         await finalize_analysis(store, aid)
