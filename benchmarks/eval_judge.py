@@ -287,17 +287,21 @@ class ProjectCase:
     why: str
 
 
-def load_projects() -> list[ProjectCase]:
+def load_projects(tsv: Path | None = None) -> list[ProjectCase]:
+    """The labelled projects of ``tsv`` (default: the built-in set, paths relative to the repository; for any
+    other file, paths relative to the file's folder or absolute)."""
     cases = []
-    for raw in (PROJECTS / "projects.tsv").read_text(encoding="utf-8").splitlines():
+    listing = tsv or PROJECTS / "projects.tsv"
+    base = REPO if tsv is None else tsv.resolve().parent
+    for raw in listing.read_text(encoding="utf-8").splitlines():
         if not raw.strip() or raw.startswith("#"):
             continue
         path, label, why = (raw.split("\t") + [""])[:3]
         if label not in PROJECT_LABELS:
-            raise ValueError(f"projects.tsv: {label!r} for {path} is not one of {PROJECT_LABELS}")
-        if not (REPO / path).exists():
-            raise ValueError(f"projects.tsv: no project at {path}")
-        cases.append(ProjectCase(path, label, why))
+            raise ValueError(f"{listing.name}: {label!r} for {path} is not one of {PROJECT_LABELS}")
+        if not (base / path).exists():
+            raise ValueError(f"{listing.name}: no project at {path}")
+        cases.append(ProjectCase(path if tsv is None else str(base / path), label, why))
     return cases
 
 
@@ -314,18 +318,27 @@ def load_project_function_labels() -> dict[tuple[str, str], tuple[str, str]]:
     return labels
 
 
-def evaluate_projects(knowledge: Knowledge, cases: list[ProjectCase] | None = None) -> dict:
-    """Verdict of every labelled project and the judgment of every labelled function in them."""
+def evaluate_projects(knowledge: Knowledge, cases: list[ProjectCase] | None = None, *, without_project_godot: bool = False) -> dict:
+    """Verdict of every labelled project and the judgment of every labelled function in them.
+
+    ``cases`` other than the built-in set have no labelled functions. ``without_project_godot`` judges each
+    project with its project.godot files left out, so the verdict rests on its scripts, scenes and resources.
+    Every row lists the script chunks judged for the version the project is not (``against``).
+    """
+    fn_labels = load_project_function_labels() if cases is None else {}
     cases = cases if cases is not None else load_projects()
-    fn_labels = load_project_function_labels()
     started = time.perf_counter()
     rows: list[dict] = []
     pairs: list[tuple[str, str]] = []
     fn_misses: list[str] = []
     found: set[tuple[str, str]] = set()
     for case in cases:
-        outcomes, judged = judge_files(project_files(case.path), knowledge)
+        files = project_files(case.path)
+        if without_project_godot:
+            files = [f for f in files if f.source_kind != "project_config"]
+        outcomes, judged = judge_files(files, knowledge)
         v = compute_verdict(outcomes)
+        other = {"godot3": "godot4", "godot4": "godot3"}.get(case.label)
         rows.append(
             {
                 "project": case.path,
@@ -335,6 +348,12 @@ def evaluate_projects(knowledge: Knowledge, cases: list[ProjectCase] | None = No
                 "counts": v.counts,
                 "basis": list(v.basis),
                 "why": case.why,
+                "script_chunks": len(judged),
+                "against": [
+                    f"{source_file}:{chunk.chunk_id.split(':', 1)[1]} ({j.confidence:.2f}): {j.explanation[:200]}"
+                    for source_file, chunk, j in judged
+                    if j.signal == other
+                ],
             }
         )
         for source_file, chunk, j in judged:
@@ -393,7 +412,15 @@ def print_projects(report: dict, quiet: bool) -> None:
         if not quiet and r["verdict"] != r["label"]:
             for line in r["basis"]:
                 print(f"    {line[:200]}")
+        if not quiet:
+            for line in r["against"]:
+                print(f"    judged for the other version: {line}")
     print(f"project accuracy {report['accuracy']:.3f} ({sum(r['verdict'] == r['label'] for r in rows)} of {len(rows)})")
+    labelled = [r for r in rows if r["label"] != "mixed"]
+    print(
+        f"script chunks of the godot3 and godot4 projects judged for the other version: "
+        f"{sum(len(r['against']) for r in labelled)} of {sum(r['script_chunks'] for r in labelled)}"
+    )
     cols = list(next(iter(report["confusion"].values())).keys())
     print("confusion (rows = label, columns = verdict):")
     print(f"{'':10s}" + "".join(f"{c:>14s}" for c in cols))
@@ -409,9 +436,13 @@ def print_projects(report: dict, quiet: bool) -> None:
     right = sum(r["verdict"] == r["label"] for r in high)
     share = right / len(high) if high else 1.0
     print(f"verdicts with confidence >= {CALIBRATED_AT}: {right} of {len(high)} right ({share:.3f}; target >= {TARGET_CALIBRATED})")
-    print_report(
-        "rules judge, functions of the labelled projects", report["functions"], [] if quiet else report["functions"]["misses"], 0.0
-    )
+    if report["functions"]["total"]:
+        print_report(
+            "rules judge, functions of the labelled projects",
+            report["functions"],
+            [] if quiet else report["functions"]["misses"],
+            0.0,
+        )
 
 
 # ---------------------------------------------------------------- LLM
@@ -469,8 +500,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="write the figures to this file")
     ap.add_argument("--quiet", action="store_true", help="do not list the misses")
     ap.add_argument("--no-project-index", action="store_true", help="judge receivers/ without the project index")
+    ap.add_argument(
+        "--projects",
+        type=Path,
+        help="evaluate only the labelled projects of this TSV (path<TAB>godot3|godot4|mixed<TAB>why; paths relative to it)",
+    )
+    ap.add_argument(
+        "--without-project-godot",
+        action="store_true",
+        help="judge the projects with project.godot left out: the verdict rests on scripts, scenes and resources",
+    )
     args = ap.parse_args(argv)
     knowledge = load_knowledge()
+    if args.projects is not None or args.without_project_godot:
+        cases = load_projects(args.projects) if args.projects is not None else None
+        projects = evaluate_projects(knowledge, cases, without_project_godot=args.without_project_godot)
+        print_projects(projects, args.quiet)
+        if args.json:
+            Path(args.json).write_text(json.dumps({"projects": projects}, indent=2))
+            print(f"wrote {args.json}")
+        return 0
     sets = {name: load_cases(CORPUS / name, not args.no_project_index) for name in SETS}
     cases = [c for name in SETS for c in sets[name]]
     report: dict = {"rules": {}}

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-PROJECT_INDEX_VERSION = "symbols/1"
+PROJECT_INDEX_VERSION = "symbols/2"
 
 # Keywords that may precede a declaration's head word in Godot 3 and 4.
 _PREFIX_WORDS = frozenset(
@@ -877,11 +877,15 @@ class ProjectIndex:
 
     def _autoload_key(self, name: str) -> str:
         p = self.autoloads.get(name, "")
-        if p.endswith(".gd"):
-            return script_key(p) if p in self.scripts else ""
-        root = next((n for n in self.scenes.get(p, ()) if n.path == ""), None)
-        if root is None:
+        if not p:
             return ""
+        if p.endswith(".gd") or p not in self.scenes:
+            # A script (or scene) the input lacks, as in a partial upload, is still the project's: a project
+            # type the index cannot describe, so its name is never taken for the engine class it may share.
+            return script_key(p)
+        root = next((n for n in self.scenes[p] if n.path == ""), None)
+        if root is None:
+            return script_key(p)
         return script_key(root.script) if root.script in self.scripts else root.type
 
     def chain(self, key: str) -> tuple[list[str], str]:

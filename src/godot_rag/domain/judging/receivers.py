@@ -58,6 +58,7 @@ class Resolved:
     basis: str = ""
     known_members: bool = True  # False: a project script the index does not describe
     key: str = ""  # the project type key (project receivers)
+    engine4: str = ""  # the engine class in Godot 4 when the type differs by version (a property typed anew)
 
 
 @dataclass
@@ -166,10 +167,18 @@ class ReceiverResolver:
         base = own.engine_base if own is not None else self.base
         if base and name[:1].islower():
             # A property of the engine class the script extends: global_transform, material.
-            t = self.vocab.member_type(base, name)
-            if t and self._is_engine(t):
-                return Resolved("engine", t, frozenset(), f"receiver `{name}`: {t} (property of {base})")
+            return self._engine_member(base, "", name, f"receiver `{name}`", f"(property of {base})")
         return None
+
+    def _engine_member(self, klass: str, klass4: str, member: str, what: str, where: str) -> Resolved | None:
+        """The engine type of ``klass.member``; with the Godot 4 type beside it when the versions type it apart."""
+        t3, t4 = self.vocab.member_types(klass, member, klass4)
+        t = t3 or t4
+        if not (t and self._is_engine(t)):
+            return None
+        if t3 and t4 and t4 != t3 and self._is_engine(t4):
+            return Resolved("engine", t3, frozenset(), f"{what}: {t3} in Godot 3, {t4} in Godot 4 {where}", engine4=t4)
+        return Resolved("engine", t, frozenset(), f"{what}: {t} {where}")
 
     # ------------------------------------------------------------ expressions
 
@@ -231,10 +240,7 @@ class ReceiverResolver:
         klass = recv.engine
         if not klass:
             return None
-        t = self.vocab.member_type(klass, member)
-        if t and self._is_engine(t):
-            return Resolved("engine", t, frozenset(), f"`{member}` of {klass}: {t}")
-        return None
+        return self._engine_member(klass, recv.engine4, member, f"`{member}` of {klass}", "")
 
     def _call_result(self, close: int, floor: int, depth: int) -> Resolved | None:
         m = self.mask

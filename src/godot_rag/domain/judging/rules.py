@@ -42,7 +42,7 @@ from godot_rag.domain.models import (
     RetrievalHit,
 )
 
-RULES_JUDGE_VERSION = "rules/7"
+RULES_JUDGE_VERSION = "rules/8"
 
 # What a fact rests on. The verdict weighs them differently
 # (docs/judge.md, "Verdict rules"):
@@ -184,13 +184,19 @@ class EngineVocabulary:
 
     def member_type(self, klass: str, member: str) -> str:
         """Return or property type of ``klass.member`` (Godot 3 reference first, then Godot 4; "" when unknown)."""
-        for version in ("3", "4"):
-            decl = self.declaring_class(version, klass, member)
-            if decl:
-                t = (self.types3 if version == "3" else self.types4)[decl][member]
-                if t and t not in ("void", "Variant"):
-                    return t
-        return ""
+        t3, t4 = self.member_types(klass, member)
+        return t3 or t4
+
+    def member_types(self, klass: str, member: str, klass4: str = "") -> tuple[str, str]:
+        """Return or property type of ``klass.member`` in the Godot 3 and in the Godot 4 reference ("" where
+        unknown): `Sprite3D.texture` is a Texture in Godot 3 and a Texture2D in Godot 4. ``klass4`` names the
+        class in Godot 4 when it differs."""
+        out = []
+        for version, k in (("3", klass), ("4", klass4 or klass)):
+            decl = self.declaring_class(version, k, member)
+            t = (self.types3 if version == "3" else self.types4)[decl][member] if decl else ""
+            out.append(t if t not in ("void", "Variant") else "")
+        return out[0], out[1]
 
     @classmethod
     def empty(cls) -> EngineVocabulary:
@@ -794,6 +800,15 @@ class _Member:
     kind: str
     engine: str = ""
     basis: str = ""
+    engine4: str = ""  # the receiver's class in Godot 4 when its type differs by version
+
+
+def _member_classes(member: _Member, index: RenameIndex) -> tuple[str, str]:
+    """The receiver's class as named in Godot 3 and in Godot 4."""
+    c3, c4 = _class_pair(member.engine, index)
+    if member.engine4 and member.engine4 in index.vocabulary.members4:
+        c4 = member.engine4
+    return c3, c4
 
 
 class _Context:
@@ -833,14 +848,25 @@ class _Context:
         if res.kind == "project":
             if word in res.members or not res.known_members or not res.engine:
                 return self._project(word, res.basis)
-            return _Member("engine", res.engine, f"{res.basis}, extends {res.engine}")
-        return _Member("engine", res.engine, res.basis)
+            return _Member("engine", res.engine, f"{res.basis}, extends {res.engine}", res.engine4)
+        return _Member("engine", res.engine, res.basis, res.engine4)
 
     def _project(self, word: str, basis: str) -> _Member:
         v = self.index.vocabulary
         if word not in self.discounted and (word in v.member_names3 or word in v.member_names4):
             self.discounted[word] = basis
         return _Member("project", "", basis)
+
+    def project_name(self, word: str) -> bool:
+        """A bare name the project defines for its scripts (a class_name, an autoload, a constant of a preloaded
+        script): the project's, whatever engine class it shares a name with (`class_name ToolButton` in Godot 4,
+        where the engine class of that name is gone; an autoload `World`)."""
+        key = self.scope.names.get(word)
+        if key is None:
+            return False
+        if word not in self.discounted and self.index.vocabulary.engine_name(word):
+            self.discounted[word] = f"the project names `{word}`: {key.removeprefix('script:')}"
+        return True
 
     def member(self, t: _Token) -> _Member:
         if t.receiver == "?":
@@ -909,7 +935,7 @@ def gdscript_facts(
         Fact(
             SIGNAL_NEUTRAL,
             0.0,
-            f"`{w}` is the project's own member, not engine API [{why}]",
+            f"`{w}` is the project's own {'name' if w[:1].isupper() else 'member'}, not engine API [{why}]",
             chunk.span.start_line,
             symbol=w,
             tier=-1,
@@ -1158,6 +1184,8 @@ def _rename_facts(
             continue  # a declaration of the project's own name
         if _user_receiver(t, vocab):
             continue  # Autoload.method(): the project's API, whatever its name
+        if t.prev_char != "." and ctx.project_name(word):
+            continue  # the project's class_name or autoload that shares a renamed engine class's name
         member = ctx.member(t) if t.prev_char == "." and t.receiver != "self" else None
         if member is not None and member.kind == "project":
             continue  # a project member that shares a renamed engine member's name
@@ -1173,7 +1201,8 @@ def _rename_facts(
                 if any((entry.old, line) == k for k in seen):
                     break
                 seen.add((entry.old, line))
-                strength = 0.6 if entry.old_in_godot4 else 0.9
+                # The old name still callable in Godot 4 (a name there, or a property's setter) is weaker.
+                strength = 0.6 if entry.old_in_godot4 or entry.old in vocab.accessor_names4 else 0.9
                 facts.append(
                     Fact(
                         SIGNAL_GODOT3,
@@ -1188,9 +1217,15 @@ def _rename_facts(
                 )
                 break
         for entry in index.by_new.get(word, ()):
-            if not entry.enabled or entry.new_in_godot3 or entry.new == entry.old:
+            if not entry.enabled or entry.new_in_godot3 or entry.new == entry.old or entry.new in vocab.accessor_names3:
+                # set_length() is GrooveJoint2D's setter in Godot 3 too: a name Godot 3 can call says nothing.
                 continue
-            if entry.change_type in ("class", "builtin_type") and t.prev_char != "." and word not in declared:
+            if (
+                entry.change_type in ("class", "builtin_type")
+                and t.prev_char != "."
+                and word not in declared
+                and not ctx.project_name(word)
+            ):
                 best = _preferred_entry(index, word, vocab) or entry
                 facts.append(
                     Fact(
@@ -1396,7 +1431,7 @@ def _vocabulary_facts(
                     add(SIGNAL_GODOT4, 0.8, f"override of Godot 4 virtual `{w}` (new in Godot 4)", t)
             continue
         if t.prev_char != ".":
-            if w in locals_:
+            if w in locals_ or ctx.project_name(w):
                 continue
             if w[0].isupper() and not w.isupper():
                 if w in vocab.classes3 and w not in vocab.classes4 and w not in vocab.singletons4:
@@ -1450,7 +1485,7 @@ def _vocabulary_facts(
         r = t.receiver
         qualified = f"{r}.{w}" if r and r[0].isupper() and r != "$node" and vocab.is_engine_class(r) else ""
         if member is not None and member.kind == "engine":
-            c3, c4 = _class_pair(member.engine, index)
+            c3, c4 = _member_classes(member, index)
             if c3 and c4:
                 in3 = w in vocab.members3.get(c3, frozenset())
                 in4 = w in vocab.members4.get(c4, frozenset())
@@ -1470,6 +1505,8 @@ def _vocabulary_facts(
                     add(SIGNAL_GODOT4, 0.85, f"Godot 4 member `{c4}.{w}` (not in Godot 3's {c3}){rests}", t)
                 if in3 or in4 or _accessor_of(w, vocab.members3.get(c3, frozenset()) | vocab.members4.get(c4, frozenset())):
                     continue  # set_name() of a Node: the setter of a property the class has
+                if _value_type(c3, vocab) or _value_type(c4, vocab):
+                    continue  # `saved.error` on a Dictionary is a key; a value type has no subclass to have the member
                 # Neither version's class has it: the object is a subclass of the declared
                 # type (`event: InputEvent` that is an InputEventKey); the name alone decides.
         if r and r[0].isupper() and r not in ("$node",):
@@ -1506,6 +1543,17 @@ def _vocabulary_facts(
             elif box4 and not box3:
                 add(SIGNAL_GODOT4, 0.75, f"Godot 4 Array/Dictionary/String method `{w}()` (not in Godot 3)", t, tier=0)
     return facts
+
+
+def _value_type(klass: str, vocab: EngineVocabulary) -> bool:
+    """A built-in value type (Dictionary, Array, String, Vector2): no parent class, and not Object itself."""
+    return (
+        bool(klass)
+        and klass != "Object"
+        and (klass in vocab.members3 or klass in vocab.members4)
+        and klass not in vocab.parents3
+        and klass not in vocab.parents4
+    )
 
 
 def _member_name_fact(add, t: _Token, vocab: EngineVocabulary, member: _Member | None = None) -> bool:
