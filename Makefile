@@ -103,12 +103,14 @@ llm-install: $(STAMP)
 # (tests/corpus/projects/: project accuracy, confusion, calibration table, per-function figures);
 # plus the LLM when GODOT_RAG_LLM_URL is set,
 # or SmolLM2 on a local llama.cpp server with LLM=local (on EVAL_LLM_LIMIT cases: CPU generation is slow).
+# PROJECTS=labels.tsv evaluates your own labelled projects instead (EVAL_ARGS=--without-project-godot: scripts alone).
 EVAL_LLM_LIMIT ?= 30
+EVAL_ARGS ?=
 eval: $(STAMP) $(if $(filter local,$(LLM)),llm-install)
 ifeq ($(LLM),local)
-	$(PY) -m godot_rag.infra.llm_client -- $(PY) benchmarks/eval_judge.py --llm --llm-limit $(EVAL_LLM_LIMIT)
+	$(PY) -m godot_rag.infra.llm_client -- $(PY) benchmarks/eval_judge.py --llm --llm-limit $(EVAL_LLM_LIMIT) $(EVAL_ARGS)
 else
-	$(PY) benchmarks/eval_judge.py $(if $(GODOT_RAG_LLM_URL),--llm)
+	$(PY) benchmarks/eval_judge.py $(if $(GODOT_RAG_LLM_URL),--llm) $(if $(PROJECTS),--projects $(abspath $(PROJECTS))) $(EVAL_ARGS)
 endif
 
 # The production judge on a GPU machine: vLLM's OpenAI server with prefix caching; structured

@@ -243,3 +243,25 @@ def test_project_set_verdicts_and_calibration(ev):
     confident = [r for r in report["projects"] if r["confidence"] >= ev.CALIBRATED_AT]
     assert confident and sum(r["label"] == r["verdict"] for r in confident) >= ev.TARGET_CALIBRATED * len(confident)
     assert {r["label"] for r in report["projects"]} == {"godot3", "godot4", "mixed"}
+    # No chunk of a plain godot3 or godot4 project is judged for the other version.
+    assert [(r["project"], r["against"]) for r in report["projects"] if r["against"] and r["label"] != "mixed"] == []
+
+
+def test_own_project_set_from_a_tsv_without_project_godot(ev, tmp_path):
+    # `make eval PROJECTS=...`: paths relative to the TSV; with project.godot left out the verdict rests on the
+    # scripts and scenes, and a chunk judged for the other version is listed with its explanation.
+    (tmp_path / "p3").mkdir()
+    (tmp_path / "p3" / "player.gd").write_text("extends KinematicBody2D\n\nfunc _ready():\n\tyield(get_tree(), 'idle_frame')\n")
+    (tmp_path / "p3" / "project.godot").write_text("config_version=5\n")  # says Godot 4: left out, so unheard
+    (tmp_path / "set.tsv").write_text("# path\tlabel\twhy\np3\tgodot4\tlabelled wrong on purpose\n")
+    cases = ev.load_projects(tmp_path / "set.tsv")
+    assert [(c.path, c.label) for c in cases] == [(str(tmp_path / "p3"), "godot4")]
+    report = ev.evaluate_projects(ev.load_knowledge(), cases, without_project_godot=True)
+    (row,) = report["projects"]
+    assert row["verdict"] == "godot3" and report["accuracy"] == 0.0
+    assert row["script_chunks"] == 2 and len(row["against"]) == 2  # the extends line and the function
+    assert any("KinematicBody2D" in a for a in row["against"]) and any("yield" in a for a in row["against"])
+    assert report["functions"]["total"] == 0  # an own set has no labelled functions
+    (tmp_path / "bad.tsv").write_text("missing\tgodot3\t\n")
+    with pytest.raises(ValueError, match="no project at missing"):
+        ev.load_projects(tmp_path / "bad.tsv")
