@@ -228,8 +228,15 @@ def evaluate_rules(cases: list[Case], knowledge: Knowledge) -> tuple[dict, list[
 # ---------------------------------------------------------------- projects
 
 
-def judge_files(files, knowledge: Knowledge) -> tuple[list[ChunkOutcome], list[tuple[str, Chunk, Judgment]]]:
-    """Chunk and judge the included files of one project; (outcomes, (file, chunk, judgment) of every script chunk)."""
+def judge_files(
+    files, knowledge: Knowledge, contract_errors: list[str] | None = None
+) -> tuple[list[ChunkOutcome], list[tuple[str, Chunk, Judgment]]]:
+    """Chunk and judge the included files of one project; (outcomes, (file, chunk, judgment) of every script chunk).
+
+    Every judgment is checked against the judgment contract as the judge service checks it; a chunk whose
+    judgment breaks it (the pipeline would fail that chunk) goes into ``contract_errors``.
+    """
+    from godot_rag.domain.judging.contract import ContractScope, from_judgment, validate
     from godot_rag.pipeline.submit import project_symbols
 
     outcomes: list[ChunkOutcome] = []
@@ -242,7 +249,16 @@ def judge_files(files, knowledge: Knowledge) -> tuple[list[ChunkOutcome], list[t
         result = chunk_file(f.source_file, f.source_kind, f.data)
         declared = declared_names(result.chunks)
         for c in result.chunks:
-            j = judge_chunk(c, f.source_kind, offline_hits(c, knowledge), knowledge.index, declared, scopes.get(f.source_file))
+            hits = offline_hits(c, knowledge)
+            j = judge_chunk(c, f.source_kind, hits, knowledge.index, declared, scopes.get(f.source_file))
+            if contract_errors is not None:
+                scope = ContractScope(
+                    tuple((h.table_name, h.record_id) for h in hits),
+                    c.span.start_line,
+                    c.span.end_line,
+                    extra_basis_ids=knowledge.index.record_ids,
+                )
+                contract_errors.extend(f"{c.chunk_id}: {e[:200]}" for e in validate(from_judgment(j), scope))
             outcomes.append(
                 ChunkOutcome(
                     f.source_file, f.source_kind, c.chunk_kind, "done", j.signal, j.confidence, j.evidence_kinds, c.chunk_id
@@ -336,7 +352,8 @@ def evaluate_projects(knowledge: Knowledge, cases: list[ProjectCase] | None = No
         files = project_files(case.path)
         if without_project_godot:
             files = [f for f in files if f.source_kind != "project_config"]
-        outcomes, judged = judge_files(files, knowledge)
+        broken: list[str] = []
+        outcomes, judged = judge_files(files, knowledge, broken)
         v = compute_verdict(outcomes)
         other = {"godot3": "godot4", "godot4": "godot3"}.get(case.label)
         rows.append(
@@ -354,6 +371,7 @@ def evaluate_projects(knowledge: Knowledge, cases: list[ProjectCase] | None = No
                     for source_file, chunk, j in judged
                     if j.signal == other
                 ],
+                "contract_errors": broken,
             }
         )
         for source_file, chunk, j in judged:
@@ -415,7 +433,10 @@ def print_projects(report: dict, quiet: bool) -> None:
         if not quiet:
             for line in r["against"]:
                 print(f"    judged for the other version: {line}")
+        for line in r["contract_errors"]:
+            print(f"    JUDGMENT BREAKS THE CONTRACT (the pipeline fails this chunk): {line}")
     print(f"project accuracy {report['accuracy']:.3f} ({sum(r['verdict'] == r['label'] for r in rows)} of {len(rows)})")
+    print(f"judgments that break the contract: {sum(len(r['contract_errors']) for r in rows)}")
     labelled = [r for r in rows if r["label"] != "mixed"]
     print(
         f"script chunks of the godot3 and godot4 projects judged for the other version: "

@@ -243,6 +243,8 @@ def test_project_set_verdicts_and_calibration(ev):
     confident = [r for r in report["projects"] if r["confidence"] >= ev.CALIBRATED_AT]
     assert confident and sum(r["label"] == r["verdict"] for r in confident) >= ev.TARGET_CALIBRATED * len(confident)
     assert {r["label"] for r in report["projects"]} == {"godot3", "godot4", "mixed"}
+    # Every judgment keeps the contract (the judge service would fail the chunk otherwise).
+    assert [e for r in report["projects"] for e in r["contract_errors"]] == []
     # No chunk of a plain godot3 or godot4 project is judged for the other version.
     assert [(r["project"], r["against"]) for r in report["projects"] if r["against"] and r["label"] != "mixed"] == []
 

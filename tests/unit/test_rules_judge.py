@@ -242,3 +242,26 @@ def test_rules_backend_returns_a_contract_checked_judgment(ev, knowledge):
     explain = pb.JudgmentRequest(prompt="What does this code do?", chunk=convert.chunk_to_pb(chunk), source_kind="gdscript")
     answered = asyncio.run(RulesBackend(knowledge.index).judge(convert.request_from_pb(explain)))
     assert answered.status == "ok" and answered.answer == ""  # only a model writes answers
+
+
+def test_a_long_function_keeps_its_notes_within_the_contract(knowledge):
+    # A long Godot 3 function holds more changes than a judgment may list: every distinct change keeps a
+    # note (at its first line), the rest are counted in the explanation, and the judgment stays valid.
+    calls = ["get_floor_velocity()", "get_slide_count()", "is_on_floor()", "rect_size", "OS.get_ticks_msec()"]
+    body = "".join(f"\tprint({calls[n % len(calls)]}, {n})\n" for n in range(40))
+    source = f"extends KinematicBody2D\n\nfunc _physics_process(delta):\n{body}\tyield(get_tree(), 'idle_frame')\n"
+    result = parse_gdscript("long.gd", source.encode())
+    chunk = next(c for c in result.chunks if c.chunk_id.endswith("_physics_process"))
+    # No retrieved hits: the rename table alone, every basis record in extra_basis_ids.
+    j = judge_chunk(chunk, "gdscript", [], knowledge.index, declared_names(result.chunks))
+    assert j.signal == "godot3"
+    data = from_judgment(j)
+    scope = ContractScope((), chunk.span.start_line, chunk.span.end_line, extra_basis_ids=knowledge.index.record_ids)
+    assert validate(data, scope) == []
+    assert len(j.migration_notes) == 20
+    olds = {n.old for n in j.migration_notes}
+    assert {"get_floor_velocity", "get_slide_count", "yield("} <= olds  # the change on the last line kept too
+    lines = [n.line for n in j.migration_notes]
+    assert lines == sorted(lines)
+    assert "more changes in this chunk are not listed as migration notes (at most 20)" in j.explanation
+    assert len(j.explanation) <= 1200

@@ -41,6 +41,7 @@ from godot_rag.domain.models import (
     MigrationNote,
     RetrievalHit,
 )
+from godot_rag.prompts import contract_schema
 
 RULES_JUDGE_VERSION = "rules/8"
 
@@ -71,7 +72,10 @@ NEUTRAL_WITH_ENGINE_SURFACE = 0.6
 # confidence; otherwise the stronger kind wins, at most at the second figure.
 CONFLICT_CONFIDENCE = 0.25
 CONFLICT_WINNER_CONFIDENCE = 0.7
-MAX_EXPLANATION = 1200
+# The judgment contract's limits (prompts/judgment_contract.v1.json): the rules judge stays within them.
+_CONTRACT_PROPERTIES = contract_schema("v1")["properties"]
+MAX_EXPLANATION: int = _CONTRACT_PROPERTIES["explanation"]["maxLength"]
+MAX_MIGRATION_NOTES: int = _CONTRACT_PROPERTIES["migration_notes"]["maxItems"]
 
 
 @dataclass(frozen=True)
@@ -2076,10 +2080,13 @@ def judge_chunk(
                 if signal == SIGNAL_GODOT3
                 else ". File format only: Godot 3 cannot read it"
             )
+    notes, elided = _notes_within_contract(g3)
+    suffix = ""
+    if elided:
+        suffix += f". {elided} more changes in this chunk are not listed as migration notes (at most {MAX_MIGRATION_NOTES})."
     if set_aside:
-        explanation += " Not evidence: " + "; ".join(set_aside) + "."
-    if len(explanation) > MAX_EXPLANATION:
-        explanation = explanation[: MAX_EXPLANATION - 3] + "..."
+        suffix += " Not evidence: " + "; ".join(set_aside) + "."
+    explanation = _fit(explanation, suffix, MAX_EXPLANATION)
 
     fact_records = {f.basis_record_id for f in facts if f.basis_record_id}
     evidence: list[EvidenceUse] = []
@@ -2096,25 +2103,52 @@ def judge_chunk(
         else:
             why = "retrieved, but its symbol does not occur in the chunk's code"
         evidence.append(EvidenceUse(hit.table_name, hit.record_id, relevant, why))
-    notes: list[MigrationNote] = []
-    seen_notes: set[tuple[int, str]] = set()
-    for f in g3:
-        if f.old and (f.new or f.basis_record_id) and (f.line, f.old) not in seen_notes:
-            seen_notes.add((f.line, f.old))
-            notes.append(MigrationNote(f.line, f.old, f.new or REMOVED_IN_GODOT4, f.basis_record_id))
     return Judgment(
         signal=signal,
         # Godot 3's file format needs no hand migration: Godot 4 reads it and rewrites it on save.
         needs_migration=signal != SIGNAL_NEUTRAL and any(f.kind != KIND_FILE_FORMAT for f in g3),
         confidence=confidence,
         evidence=tuple(evidence),
-        migration_notes=tuple(sorted(notes, key=lambda n: (n.line, n.old))),
+        migration_notes=notes,
         explanation=explanation,
         judge_kind="rules",
         model=RULES_JUDGE_VERSION,
         prompt_version="",
         evidence_kinds=tuple(sorted({f"{f.signal}:{f.kind}" for f in facts})),
     )
+
+
+def _notes_within_contract(g3: list[Fact]) -> tuple[tuple[MigrationNote, ...], int]:
+    """The migration notes of the Godot 3 facts, in line order, at most the contract's number, and how many were
+    left out. A long function can hold more changes than that: every distinct change is kept first (at its first
+    line), then further occurrences in line order."""
+    notes: list[MigrationNote] = []
+    seen: set[tuple[int, str]] = set()
+    for f in g3:
+        if f.old and (f.new or f.basis_record_id) and (f.line, f.old) not in seen:
+            seen.add((f.line, f.old))
+            notes.append(MigrationNote(f.line, f.old, f.new or REMOVED_IN_GODOT4, f.basis_record_id))
+    notes.sort(key=lambda n: (n.line, n.old))
+    if len(notes) <= MAX_MIGRATION_NOTES:
+        return tuple(notes), 0
+    firsts: dict[str, MigrationNote] = {}
+    for n in notes:
+        firsts.setdefault(n.old, n)
+    kept = list(firsts.values())[:MAX_MIGRATION_NOTES]
+    chosen = set(kept)
+    kept += [n for n in notes if n not in chosen][: MAX_MIGRATION_NOTES - len(kept)]
+    return tuple(sorted(kept, key=lambda n: (n.line, n.old))), len(notes) - len(kept)
+
+
+def _fit(body: str, suffix: str, limit: int) -> str:
+    """``body + suffix`` within ``limit`` characters: the body is cut first, so what follows it stays readable."""
+    if len(body) + len(suffix) <= limit:
+        return body + suffix
+    room = max(limit // 2, limit - len(suffix))
+    if len(body) > room:
+        body = body[: room - 3] + "..."
+    out = body + suffix
+    return out if len(out) <= limit else out[: limit - 3] + "..."
 
 
 def _whats(facts: list[Fact]) -> list[str]:
