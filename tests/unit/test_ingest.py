@@ -82,6 +82,9 @@ def test_expand_then_split_round_trips(repo: Path):
         ("icon.png.import", "import_meta", ""),
         ("player.gd.uid", "uid", ""),
         ("screenshots/.gdignore", "ignore", ""),
+        ("bin/noise.gdnlib", "config", ""),  # GDNative (Godot 3) and GDExtension (Godot 4) libraries
+        ("bin/noise.gdextension", "config", ""),
+        ("bin/noise.gdns", "resource", ""),  # a NativeScript text resource
         ("README.md", "", REASON_DOCS),
         ("LICENSE", "", REASON_DOCS),
         ("fonts/FONTLOG.txt", "", REASON_DOCS),

@@ -265,3 +265,25 @@ def test_a_long_function_keeps_its_notes_within_the_contract(knowledge):
     assert lines == sorted(lines)
     assert "more changes in this chunk are not listed as migration notes (at most 20)" in j.explanation
     assert len(j.explanation) <= 1200
+
+
+@pytest.mark.parametrize(
+    "path,signal,note",
+    [
+        ("bin/noise.gdnlib", "godot3", ("GDNativeLibrary", "GDExtension")),
+        ("addons/noise/noise.gdextension", "godot4", None),
+        ("addons/noise/plugin.cfg", "neutral", None),
+    ],
+)
+def test_native_library_files_say_their_version_once(knowledge, path, signal, note):
+    from godot_rag.domain.chunking.files import chunk_file
+
+    text = "[general]\n\nsingleton=false\n\n[entry]\n\nX11.64=\"res://bin/libnoise.so\"\n"
+    if path.endswith(".gdextension"):
+        text = '[configuration]\n\nentry_symbol = "noise_init"\ncompatibility_minimum = "4.1"\n\n[libraries]\n\nlinux.debug.x86_64 = "res://libnoise.so"\n'
+    chunks = chunk_file(path, "config", text.encode()).chunks
+    assert len(chunks) == 2
+    first, second = (judge_chunk(c, "config", [], knowledge.index, frozenset()) for c in chunks)
+    assert first.signal == signal and second.signal == "neutral"  # counted on the file's first chunk only
+    if note is not None:
+        assert [(n.old, n.new) for n in first.migration_notes] == [note] and first.needs_migration

@@ -127,6 +127,11 @@ KIND_BY_EXTENSION = {
     ".shader": SourceKind.SHADER,
     ".gdshaderinc": SourceKind.SHADER,
     ".godot": SourceKind.CONFIG,
+    # Native code: a GDNative library (Godot 3) or a GDExtension (Godot 4) is an INI file; a NativeScript
+    # (Godot 3) a text resource. Which one a project has says which version its native code builds for.
+    ".gdnlib": SourceKind.CONFIG,
+    ".gdextension": SourceKind.CONFIG,
+    ".gdns": SourceKind.RESOURCE,
 }
 KIND_BY_BASENAME = {
     "project.godot": SourceKind.PROJECT_CONFIG,

@@ -1834,6 +1834,16 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fac
             facts.extend(replace(f, kind=KIND_FILE_FORMAT) for f in _type_facts(chunk, m.group(1), m.start(1), index))
     elif source_kind == "uid":
         add(r"^uid://", SIGNAL_GODOT4, 0.9, ".uid sidecar file (Godot 4.4+; Godot 3 ignores it)", KIND_FILE_FORMAT)
+    elif source_kind == "config" and chunk.chunk_order == 1:
+        # A native library's description, said once per file (on its first chunk): the engine types they are.
+        path = chunk.chunk_id.split(":", 1)[0]
+        line = chunk.span.start_line
+        if path.endswith(".gdnlib"):
+            what = "GDNative library (.gdnlib): Godot 4 has no GDNative; its native code is rebuilt as a GDExtension"
+            facts.append(Fact(SIGNAL_GODOT3, 0.9, what, line, "GDNativeLibrary", "GDExtension", kind=KIND_REMOVED_TYPE))
+        elif path.endswith(".gdextension"):
+            what = "GDExtension library (.gdextension): Godot 4 only; Godot 3 used GDNative (.gdnlib)"
+            facts.append(Fact(SIGNAL_GODOT4, 0.95, what, line, kind=KIND_REMOVED_TYPE))
     return facts
 
 
