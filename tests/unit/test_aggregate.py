@@ -267,3 +267,16 @@ def test_own_project_set_from_a_tsv_without_project_godot(ev, tmp_path):
     (tmp_path / "bad.tsv").write_text("missing\tgodot3\t\n")
     with pytest.raises(ValueError, match="no project at missing"):
         ev.load_projects(tmp_path / "bad.tsv")
+
+
+def test_a_shader_the_projects_version_cannot_compile_makes_it_mixed():
+    # Godot 3 shading language in a Godot 4 project: its compiler refuses the shader (written for Godot 3).
+    g3_shader = [chunk("water.gdshader", "godot3", ("godot3:syntax",), 0.95, kind="shader", chunk_kind="block")]
+    v = compute_verdict([config(5), *godot4_scripts(2), *g3_shader])
+    assert v.label == "mixed" and v.confidence == 0.85
+    assert any("water.gdshader" in line and "Godot 3 shader syntax" in line for line in v.basis)
+    # A .shader file name alone (file format) is a leftover, listed; the verdict stays Godot 4.
+    named = [chunk("old.shader", "godot3", ("godot3:file_format",), 0.6, kind="shader", chunk_kind="block")]
+    v = compute_verdict([config(5), *godot4_scripts(2), *named])
+    assert v.label == "godot4"
+    assert any(line.startswith("leftover: Godot 3 shader language or file names in 1 shader") for line in v.basis)

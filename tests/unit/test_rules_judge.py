@@ -278,7 +278,7 @@ def test_a_long_function_keeps_its_notes_within_the_contract(knowledge):
 def test_native_library_files_say_their_version_once(knowledge, path, signal, note):
     from godot_rag.domain.chunking.files import chunk_file
 
-    text = "[general]\n\nsingleton=false\n\n[entry]\n\nX11.64=\"res://bin/libnoise.so\"\n"
+    text = '[general]\n\nsingleton=false\n\n[entry]\n\nX11.64="res://bin/libnoise.so"\n'
     if path.endswith(".gdextension"):
         text = '[configuration]\n\nentry_symbol = "noise_init"\ncompatibility_minimum = "4.1"\n\n[libraries]\n\nlinux.debug.x86_64 = "res://libnoise.so"\n'
     chunks = chunk_file(path, "config", text.encode()).chunks
@@ -287,3 +287,53 @@ def test_native_library_files_say_their_version_once(knowledge, path, signal, no
     assert first.signal == signal and second.signal == "neutral"  # counted on the file's first chunk only
     if note is not None:
         assert [(n.old, n.new) for n in first.migration_notes] == [note] and first.needs_migration
+
+
+def _judge_direct(knowledge, path: str, kind: str, text: str):
+    from godot_rag.domain.chunking.files import chunk_file
+
+    chunks = chunk_file(path, kind, text.encode()).chunks
+    return [(c, judge_chunk(c, kind, [], knowledge.index, frozenset())) for c in chunks]
+
+
+def test_godot3_shading_language_and_its_renames(knowledge):
+    text = (
+        "shader_type spatial;\n\n"
+        "uniform vec4 tint : hint_color; // source_color in a comment is no evidence\n\n"
+        "void fragment() {\n\tALBEDO = texture(SCREEN_TEXTURE, SCREEN_UV).rgb * tint.rgb;\n\tNORMALMAP = vec3(0.5);\n}\n"
+    )
+    judged = _judge_direct(knowledge, "shaders/water.gdshader", "shader", text)
+    notes = {(n.old, n.new) for _, j in judged for n in j.migration_notes}
+    assert {("hint_color", "source_color"), ("NORMALMAP", "NORMAL_MAP")} <= notes
+    assert ("SCREEN_TEXTURE", "uniform sampler2D screen_texture : hint_screen_texture") in notes
+    uniform = next(j for c, j in judged if "hint_color" in c.code_text)
+    assert uniform.signal == "godot3" and uniform.evidence_kinds == ("godot3:syntax",)  # the comment is masked
+    assert all("Godot 4 shader `source_color`" not in j.explanation for _, j in judged)
+
+
+def test_godot4_shading_language_and_the_file_names(knowledge):
+    g4 = "shader_type canvas_item;\n\nuniform sampler2D screen : hint_screen_texture, filter_linear_mipmap;\nuniform vec4 tint : source_color;\n"
+    judged = _judge_direct(knowledge, "tint.gdshader", "shader", g4)
+    assert {j.signal for _, j in judged} == {"godot4"}
+    plain = "shader_type canvas_item;\n\nvoid fragment() {\n\tCOLOR = texture(TEXTURE, UV);\n}\n"
+    (first, second) = _judge_direct(knowledge, "old.shader", "shader", plain)
+    assert first[1].signal == "godot3" and second[1].signal == "neutral"  # the file name, said once
+    assert [(n.old, n.new) for n in first[1].migration_notes] == [(".shader", ".gdshader")]
+    assert {j.signal for _, j in _judge_direct(knowledge, "new.gdshader", "shader", plain)[1:]} == {"neutral"}
+
+
+def test_a_built_in_shader_of_a_resource_is_read_as_shader_code(knowledge):
+    tres = (
+        '[gd_resource type="ShaderMaterial" load_steps=2 format=3]\n\n'
+        '[sub_resource type="Shader" id="Shader_1"]\n'
+        'code = "shader_type canvas_item;\nuniform vec4 flash : hint_color; // \\"quoted\\"\nvoid fragment() {\n\tCOLOR = flash;\n}\n"\n\n'
+        "[resource]\n"
+        'shader = SubResource("Shader_1")\n'
+    )
+    judged = {c.chunk_kind: (c, j) for c, j in _judge_direct(knowledge, "flash.tres", "resource", tres)}
+    c, j = judged["sub_resource"]
+    assert j.signal == "godot3" and [(n.line, n.old) for n in j.migration_notes] == [(5, "hint_color")]
+    # An unterminated code string over a long file: one linear scan, and no shader evidence outside it.
+    hostile = '[sub_resource type="Shader" id=1]\ncode = "shader_type x;' + "a\\" * 100_000 + "\n"
+    (_, hj), *_ = _judge_direct(knowledge, "hostile.tres", "resource", hostile)
+    assert hj.signal in ("godot3", "neutral")

@@ -33,9 +33,9 @@ from godot_rag.domain.models import (
     Verdict,
 )
 
-AGGREGATOR_VERSION = "verdict/2"
+AGGREGATOR_VERSION = "verdict/3"
 
-KIND_WEIGHT = {"gdscript": 1.0, "project_config": 1.0, "scene": 0.5, "resource": 0.5, "import_meta": 0.25, "uid": 0.25}
+KIND_WEIGHT = {"gdscript": 1.0, "shader": 1.0, "project_config": 1.0, "scene": 0.5, "resource": 0.5, "import_meta": 0.25, "uid": 0.25}
 CHUNK_KIND_WEIGHT = {"config_version": 5.0, "features": 3.0}
 
 # Evidence kinds, as the rules judge writes them ("godot3:syntax"). A judgment
@@ -217,6 +217,10 @@ def _written_for(f: _File, side: str, own: str) -> str:
             return f"{name} syntax" if s.syntax >= SYNTAX_FILE_WEIGHT else f"{name}-only base class"
         if s.unknown >= UNKNOWN_FILE_WEIGHT and s.unknown >= mine.weight:
             return f"{name} by its judgments"
+    elif f.source_kind == "shader":
+        # The other version's shader compiler refuses it: the project's version cannot use the shader.
+        if s.syntax >= SYNTAX_FILE_WEIGHT and s.weight >= mine.weight:
+            return f"{name} shader syntax"
     elif f.source_kind in ("scene", "resource"):
         # Judgments without kinds never flip a scene: most of what a scene says
         # about its version is the file format, which the project's version loads.
@@ -249,6 +253,8 @@ def _leftovers(files: dict[str, _File], other: str, blocking: set[str]) -> list[
                 groups.setdefault("syntax", []).append(f.source_file)
             elif s.content > 0:
                 groups.setdefault("api", []).append(f.source_file)
+        elif f.source_kind == "shader":
+            groups.setdefault("shader", []).append(f.source_file)
         elif f.source_kind == "import_meta":
             groups.setdefault("import", []).append(f.source_file)
         elif f.source_kind == "uid":
@@ -268,7 +274,8 @@ def _leftovers(files: dict[str, _File], other: str, blocking: set[str]) -> list[
                 head = f"{n} scene/resource file{'s' * (n != 1)} in the Godot 4 file format"
         elif key == "properties":
             head = (
-                f"{name} property or type names in {n} scene/resource file{'s' * (n != 1)} (convert them; see the migration notes)"
+                f"{name} property, type or built-in shader names in {n} scene/resource file{'s' * (n != 1)} "
+                "(convert them; see the migration notes)"
             )
         elif key == "judged":
             head = f"{n} scene/resource file{'s' * (n != 1)} judged {name} (the judgments name no evidence kinds)"
@@ -279,6 +286,8 @@ def _leftovers(files: dict[str, _File], other: str, blocking: set[str]) -> list[
             )
         elif key == "api":
             head = f"{name} API in {n} script{'s' * (n != 1)} (convert these calls; see the migration notes)"
+        elif key == "shader":
+            head = f"{name} shader language or file names in {n} shader{'s' * (n != 1)} (convert them; see the migration notes)"
         elif key == "import":
             head = f"{n} .import file{'s' * (n != 1)} from {name}; the editor re-imports the assets"
         elif key == "uid":
@@ -286,7 +295,7 @@ def _leftovers(files: dict[str, _File], other: str, blocking: set[str]) -> list[
         else:
             head = f"{name} settings or text in {n} file{'s' * (n != 1)}"
         lines.append(f"leftover: {head}: " + _list(names))
-    order = ("syntax", "api", "properties", "judged", "format", "import", "uid", "other")
+    order = ("syntax", "api", "shader", "properties", "judged", "format", "import", "uid", "other")
     keys = list(groups)
     return [line for _, line in sorted(zip(keys, lines), key=lambda kv: order.index(kv[0]))]
 

@@ -1819,6 +1819,9 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fac
         for m in re.finditer(r"\btype=\"([A-Za-z0-9_]+)\"", text):
             facts.extend(_type_facts(chunk, m.group(1), m.start(1), index))
         facts.extend(_property_facts(chunk, text, index))
+        # A built-in shader: its code is the string value of `code = "..."` in a Shader resource.
+        for at, code in _embedded_shaders(chunk.code_text):
+            facts.extend(shader_facts(chunk, code, at, index))
     elif source_kind == "import_meta":
         # Import metadata is the editor's cache: each version re-imports from the
         # source asset, so everything in it is file format.
@@ -1834,6 +1837,15 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fac
             facts.extend(replace(f, kind=KIND_FILE_FORMAT) for f in _type_facts(chunk, m.group(1), m.start(1), index))
     elif source_kind == "uid":
         add(r"^uid://", SIGNAL_GODOT4, 0.9, ".uid sidecar file (Godot 4.4+; Godot 3 ignores it)", KIND_FILE_FORMAT)
+    elif source_kind == "shader":
+        facts.extend(shader_facts(chunk, chunk.code_text, 0, index))
+        path = chunk.chunk_id.split(":", 1)[0]
+        if chunk.chunk_order == 1 and path.endswith(".shader"):
+            what = ".shader file (Godot 3; Godot 4 loads shaders from .gdshader files only)"
+            facts.append(Fact(SIGNAL_GODOT3, 0.6, what, chunk.span.start_line, ".shader", ".gdshader", kind=KIND_FILE_FORMAT))
+        elif chunk.chunk_order == 1 and path.endswith((".gdshader", ".gdshaderinc")):
+            what = ".gdshader file (Godot 4; Godot 3 loads shaders from .shader files only)"
+            facts.append(Fact(SIGNAL_GODOT4, 0.8, what, chunk.span.start_line, kind=KIND_FILE_FORMAT))
     elif source_kind == "config" and chunk.chunk_order == 1:
         # A native library's description, said once per file (on its first chunk): the engine types they are.
         path = chunk.chunk_id.split(":", 1)[0]
@@ -1844,6 +1856,109 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fac
         elif path.endswith(".gdextension"):
             what = "GDExtension library (.gdextension): Godot 4 only; Godot 3 used GDNative (.gdnlib)"
             facts.append(Fact(SIGNAL_GODOT4, 0.95, what, line, kind=KIND_REMOVED_TYPE))
+    return facts
+
+
+# ---------------------------------------------------------------- shaders
+
+# Shader built-ins Godot 4 removed without a rename: it reads the screen, depth and normal buffers
+# through uniforms with these hints.
+_SHADER_G3_REMOVED = {
+    "SCREEN_TEXTURE": "uniform sampler2D screen_texture : hint_screen_texture",
+    "DEPTH_TEXTURE": "uniform sampler2D depth_texture : hint_depth_texture",
+    "NORMAL_ROUGHNESS_TEXTURE": "uniform sampler2D normal_roughness_texture : hint_normal_roughness_texture",
+}
+# Shader language Godot 3's compiler does not know: the new names of the converter's shader renames,
+# the buffer hints above, Godot 4's sampler filter and repeat hints, uniform groups and scopes.
+_SHADER_G4_ONLY = frozenset(
+    {
+        "source_color",
+        "hint_screen_texture",
+        "hint_depth_texture",
+        "hint_normal_roughness_texture",
+        "hint_default_black",
+        "hint_default_white",
+        "hint_default_transparent",
+        "hint_anisotropy",
+        "MODEL_MATRIX",
+        "MODEL_NORMAL_MATRIX",
+        "INV_VIEW_MATRIX",
+        "NORMAL_MAP",
+        "NORMAL_MAP_DEPTH",
+        "BACKLIGHT",
+        "ALPHA_SCISSOR_THRESHOLD",
+        "depth_prepass_alpha",
+        "filter_nearest_mipmap",
+        "filter_linear_mipmap",
+        "filter_nearest_mipmap_anisotropic",
+        "filter_linear_mipmap_anisotropic",
+        "repeat_enable",
+        "repeat_disable",
+        "group_uniforms",
+        "CANVAS_MATRIX",
+    }
+)
+_SHADER_WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SHADER_G4_TYPES_RE = re.compile(r"\bshader_type[ \t]+(sky|fog)\b|\b(global|instance)[ \t]+uniform\b")
+_SHADER_COMMENT_RE = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.S)
+# The start of `code = "..."`, the source of a Shader resource in a scene or .tres.
+_CODE_VALUE_RE = re.compile(r'^code[ \t]*=[ \t]*"', re.M)
+
+
+def _embedded_shaders(text: str) -> Iterator[tuple[int, str]]:
+    """(offset, source) of every `code = "..."` string in ``text`` that holds shader code; one linear pass."""
+    pos = 0
+    while (m := _CODE_VALUE_RE.search(text, pos)) is not None:
+        start = k = m.end()
+        while k < len(text) and text[k] != '"':
+            k += 2 if text[k] == "\\" else 1
+        if "shader_type" in text[start:k]:
+            yield start, text[start:k]
+        pos = k + 1
+
+
+def shader_facts(chunk: Chunk, code: str, offset: int, index: RenameIndex) -> list[Fact]:
+    """Godot shading language one version's compiler rejects, in ``code`` (at ``offset`` in the chunk's text).
+
+    Renamed built-ins and hints (`hint_color`, `WORLD_MATRIX`, `NORMALMAP`) rest on the converter's shader
+    renames; they are syntax: the other version's shader compiler refuses them.
+    """
+    mask = _SHADER_COMMENT_RE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), code)
+    facts: list[Fact] = []
+    seen: set[tuple[str, int]] = set()
+
+    def add(signal: str, what: str, at: int, word: str, old: str = "", new: str = "", basis: str = "") -> None:
+        line = _line_of(chunk, offset + at)
+        if (word, line) not in seen:
+            seen.add((word, line))
+            facts.append(Fact(signal, 0.85, what, line, old, new, basis, symbol=word, tier=2, kind=KIND_SYNTAX))
+
+    for m in _SHADER_WORD_RE.finditer(mask):
+        w = m.group()
+        renamed = next((e for e in index.by_old.get(w, ()) if e.enabled and e.change_type == "shader"), None)
+        if renamed is not None:
+            add(
+                SIGNAL_GODOT3,
+                f"Godot 3 shader `{w}` (renamed `{renamed.new}` in Godot 4)",
+                m.start(),
+                w,
+                w,
+                renamed.new,
+                renamed.record_id,
+            )
+        elif w in _SHADER_G3_REMOVED:
+            add(
+                SIGNAL_GODOT3,
+                f"Godot 3 shader built-in `{w}` (Godot 4: a uniform with a hint)",
+                m.start(),
+                w,
+                w,
+                _SHADER_G3_REMOVED[w],
+            )
+        elif w in _SHADER_G4_ONLY:
+            add(SIGNAL_GODOT4, f"Godot 4 shader `{w}` (Godot 3's shader language has no such name)", m.start(), w)
+    for m in _SHADER_G4_TYPES_RE.finditer(mask):
+        add(SIGNAL_GODOT4, f"Godot 4 shader `{' '.join(m.group().split())}` (not in Godot 3)", m.start(), m.group())
     return facts
 
 
