@@ -337,3 +337,27 @@ def test_a_built_in_shader_of_a_resource_is_read_as_shader_code(knowledge):
     hostile = '[sub_resource type="Shader" id=1]\ncode = "shader_type x;' + "a\\" * 100_000 + "\n"
     (_, hj), *_ = _judge_direct(knowledge, "hostile.tres", "resource", hostile)
     assert hj.signal in ("godot3", "neutral")
+
+
+def test_theme_overrides_and_packed_arrays_in_scenes(knowledge):
+    g3 = (
+        '[gd_scene load_steps=2 format=2]\n\n[node name="Score" type="Label"]\n'
+        "custom_colors/font_color = Color( 1, 0, 0, 1 )\ncustom_constants/line_spacing = 4\n\n"
+        '[node name="Tiles" type="TileMap" parent="."]\ntile_data = PoolIntArray( 0, 1, 0 )\n'
+    )
+    judged = {c.chunk_id.split(":", 1)[1]: j for c, j in _judge_direct(knowledge, "hud.tscn", "scene", g3)}
+    score = judged["node:Score"]
+    assert score.signal == "godot3" and score.evidence_kinds == ("godot3:api",)
+    assert [(n.old, n.new) for n in score.migration_notes] == [
+        ("custom_colors/", "theme_override_colors/"),
+        ("custom_constants/", "theme_override_constants/"),
+    ]
+    tiles = judged["node:Score/Tiles"]
+    assert tiles.signal == "godot3" and tiles.evidence_kinds == ("godot3:file_format",) and not tiles.needs_migration
+    g4 = (
+        '[gd_scene format=3 uid="uid://b1"]\n\n[node name="Score" type="Label"]\n'
+        "theme_override_font_sizes/font_size = 24\n\n"
+        '[node name="Tiles" type="TileMap" parent="."]\nlayer_0/tile_data = PackedInt32Array(0, 1, 0)\n'
+    )
+    judged = {c.chunk_id.split(":", 1)[1]: j for c, j in _judge_direct(knowledge, "hud.tscn", "scene", g4)}
+    assert judged["node:Score"].signal == judged["node:Score/Tiles"].signal == "godot4"

@@ -35,7 +35,15 @@ from godot_rag.domain.models import (
 
 AGGREGATOR_VERSION = "verdict/3"
 
-KIND_WEIGHT = {"gdscript": 1.0, "shader": 1.0, "project_config": 1.0, "scene": 0.5, "resource": 0.5, "import_meta": 0.25, "uid": 0.25}
+KIND_WEIGHT = {
+    "gdscript": 1.0,
+    "shader": 1.0,
+    "project_config": 1.0,
+    "scene": 0.5,
+    "resource": 0.5,
+    "import_meta": 0.25,
+    "uid": 0.25,
+}
 CHUNK_KIND_WEIGHT = {"config_version": 5.0, "features": 3.0}
 
 # Evidence kinds, as the rules judge writes them ("godot3:syntax"). A judgment

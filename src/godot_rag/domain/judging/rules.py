@@ -1796,6 +1796,20 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fac
         )
         add(r"\buid=\"uid://", SIGNAL_GODOT4, 0.8, "uid:// resource id (Godot 4 file format)", KIND_FILE_FORMAT)
         add(
+            r"\bPool(?:Int|Real|String|Byte|Vector2|Vector3|Color)Array\(",
+            SIGNAL_GODOT3,
+            0.7,
+            "Pool*Array value (Godot 3 file format; Godot 4 writes Packed*Array)",
+            KIND_FILE_FORMAT,
+        )
+        add(
+            r"\bPacked(?:Int32|Int64|Float32|Float64|String|Byte|Vector2|Vector3|Vector4|Color)Array\(",
+            SIGNAL_GODOT4,
+            0.8,
+            "Packed*Array value (Godot 4 file format)",
+            KIND_FILE_FORMAT,
+        )
+        add(
             r"^\[ext_resource[^\]\n]*\bid=\d+\b",
             SIGNAL_GODOT3,
             0.7,
@@ -1989,6 +2003,9 @@ def _property_facts(chunk: Chunk, text: str, index: RenameIndex) -> list[Fact]:
     for pm in re.finditer(r"^([a-z_][a-z0-9_/]*)[ \t]*=", text, re.M):
         prop = pm.group(1).split("/")[0]
         line = _line_of(chunk, pm.start())
+        if "/" in pm.group(1) and (theme := _theme_override_fact(pm.group(1), line, index)) is not None:
+            facts.append(theme)
+            continue
         renamed = next((e for e in index.by_old.get(prop, ()) if e.enabled and e.change_type == "property"), None)
         if type3 and type4:
             in3, in4 = prop in vocab.members3[type3], prop in vocab.members4[type4]
@@ -2025,6 +2042,19 @@ def _property_facts(chunk: Chunk, text: str, index: RenameIndex) -> list[Fact]:
                 )
             )
     return facts
+
+
+def _theme_override_fact(key: str, line: int, index: RenameIndex) -> Fact | None:
+    """A Control's theme override in a scene: `custom_colors/font_color` (Godot 3) was renamed
+    `theme_override_colors/font_color` (Godot 4), by the converter's theme-override renames."""
+    head = key.split("/", 1)[0] + "/"
+    renamed = next((e for e in index.by_old.get(head, ()) if e.enabled and e.change_type == "theme"), None)
+    if renamed is not None:
+        what = f"Godot 3 theme override `{key}` (`{renamed.new}...` in Godot 4)"
+        return Fact(SIGNAL_GODOT3, 0.8, what, line, head, renamed.new, renamed.record_id, kind=KIND_API)
+    if head.startswith("theme_override_"):
+        return Fact(SIGNAL_GODOT4, 0.8, f"Godot 4 theme override `{key}` (Godot 3: `custom_*`)", line, kind=KIND_API)
+    return None
 
 
 def _type_facts(chunk: Chunk, type_name: str, offset: int, index: RenameIndex) -> list[Fact]:
