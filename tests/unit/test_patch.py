@@ -574,3 +574,33 @@ def test_the_patch_asks_the_shared_project_index_and_accepts_the_stored_one():
     assert "\tBus.update()\n" in player and "\tqueue_redraw()\n" in player
     # An index of another version is not trusted: the patch rebuilds it and gives the same diff.
     assert patch_project(files, '{"version": "symbols/0"}').diff == fresh.diff
+
+
+def test_shader_files_and_built_in_shaders_get_the_shader_renames():
+    shader = (
+        "shader_type spatial;\nrender_mode depth_draw_alpha_prepass;\n\n"
+        "uniform vec4 tint : hint_color; // hint_color in a comment stays\n\n"
+        "void fragment() {\n\tALBEDO = texture(SCREEN_TEXTURE, SCREEN_UV).rgb * tint.rgb;\n"
+        "\tNORMALMAP = vec3(0.5); // WORLD_MATRIX too\n}\n"
+    )
+    fp, result = patch_one(shader, "water.shader")
+    assert fp.patched == (
+        "shader_type spatial;\nrender_mode depth_prepass_alpha;\n\n"
+        "uniform vec4 tint : source_color; // hint_color in a comment stays\n\n"
+        "void fragment() {\n\tALBEDO = texture(SCREEN_TEXTURE, SCREEN_UV).rgb * tint.rgb;\n"
+        "\tNORMAL_MAP = vec3(0.5); // WORLD_MATRIX too\n}\n"
+    )
+    assert {e.basis[0].rule for e in fp.edits} == {"rename-shader"}
+    assert all(e.basis[0].record_id.startswith("rename:shaders_renames:") for e in fp.edits)
+    assert [(t.rule, t.line) for t in fp.todos] == [("shader-file-name", 1), ("shader-buffer-texture", 7)]
+    tres = (
+        '[gd_resource type="ShaderMaterial" load_steps=2 format=2]\n\n[sub_resource type="Shader" id=1]\n'
+        'code = "shader_type canvas_item;\nuniform vec4 flash : hint_color; // \\"hint\\"\nvoid fragment() {\n\tCOLOR = flash;\n}\n"\n\n'
+        "[resource]\nshader = SubResource( 1 )\n"
+    )
+    fp, _ = patch_one(tres, "flash.tres")
+    assert "uniform vec4 flash : source_color; // \\\"hint\\\"\n" in fp.patched
+    assert fp.patched.count("hint_color") == 0 and "\tCOLOR = flash;\n" in fp.patched
+    # Godot 4's own shaders and the already converted are left as they are.
+    fp, _ = patch_one("shader_type canvas_item;\nuniform vec4 c : source_color;\n", "ok.gdshader")
+    assert not fp.changed and fp.todos == []

@@ -1834,7 +1834,7 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fac
             facts.extend(_type_facts(chunk, m.group(1), m.start(1), index))
         facts.extend(_property_facts(chunk, text, index))
         # A built-in shader: its code is the string value of `code = "..."` in a Shader resource.
-        for at, code in _embedded_shaders(chunk.code_text):
+        for at, code in embedded_shaders(chunk.code_text):
             facts.extend(shader_facts(chunk, code, at, index))
     elif source_kind == "import_meta":
         # Import metadata is the editor's cache: each version re-imports from the
@@ -1877,7 +1877,7 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fac
 
 # Shader built-ins Godot 4 removed without a rename: it reads the screen, depth and normal buffers
 # through uniforms with these hints.
-_SHADER_G3_REMOVED = {
+SHADER_G3_REMOVED = {
     "SCREEN_TEXTURE": "uniform sampler2D screen_texture : hint_screen_texture",
     "DEPTH_TEXTURE": "uniform sampler2D depth_texture : hint_depth_texture",
     "NORMAL_ROUGHNESS_TEXTURE": "uniform sampler2D normal_roughness_texture : hint_normal_roughness_texture",
@@ -1919,7 +1919,7 @@ _SHADER_COMMENT_RE = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.S)
 _CODE_VALUE_RE = re.compile(r'^code[ \t]*=[ \t]*"', re.M)
 
 
-def _embedded_shaders(text: str) -> Iterator[tuple[int, str]]:
+def embedded_shaders(text: str) -> Iterator[tuple[int, str]]:
     """(offset, source) of every `code = "..."` string in ``text`` that holds shader code; one linear pass."""
     pos = 0
     while (m := _CODE_VALUE_RE.search(text, pos)) is not None:
@@ -1931,13 +1931,18 @@ def _embedded_shaders(text: str) -> Iterator[tuple[int, str]]:
         pos = k + 1
 
 
+def shader_code_mask(code: str) -> str:
+    """``code`` with its comments blanked (same length, same line breaks): what a shader rule may match."""
+    return _SHADER_COMMENT_RE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), code)
+
+
 def shader_facts(chunk: Chunk, code: str, offset: int, index: RenameIndex) -> list[Fact]:
     """Godot shading language one version's compiler rejects, in ``code`` (at ``offset`` in the chunk's text).
 
     Renamed built-ins and hints (`hint_color`, `WORLD_MATRIX`, `NORMALMAP`) rest on the converter's shader
     renames; they are syntax: the other version's shader compiler refuses them.
     """
-    mask = _SHADER_COMMENT_RE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), code)
+    mask = shader_code_mask(code)
     facts: list[Fact] = []
     seen: set[tuple[str, int]] = set()
 
@@ -1960,14 +1965,14 @@ def shader_facts(chunk: Chunk, code: str, offset: int, index: RenameIndex) -> li
                 renamed.new,
                 renamed.record_id,
             )
-        elif w in _SHADER_G3_REMOVED:
+        elif w in SHADER_G3_REMOVED:
             add(
                 SIGNAL_GODOT3,
                 f"Godot 3 shader built-in `{w}` (Godot 4: a uniform with a hint)",
                 m.start(),
                 w,
                 w,
-                _SHADER_G3_REMOVED[w],
+                SHADER_G3_REMOVED[w],
             )
         elif w in _SHADER_G4_ONLY:
             add(SIGNAL_GODOT4, f"Godot 4 shader `{w}` (Godot 3's shader language has no such name)", m.start(), w)

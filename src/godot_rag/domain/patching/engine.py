@@ -25,17 +25,18 @@ from godot_rag.domain.models import SIGNAL_GODOT3
 from godot_rag.domain.patching.gdscript import patch_gdscript
 from godot_rag.domain.patching.knowledge import PatchKnowledge, shipped_knowledge
 from godot_rag.domain.patching.model import Basis, EditConflict, FilePatch, Hunk, PatchResult, Todo, apply_edits
+from godot_rag.domain.patching.shaders import patch_shader
 from godot_rag.domain.patching.symbols import ProjectSymbols, SharedProjectSymbols
 from godot_rag.domain.patching.text_files import patch_project_godot, patch_scene
 from godot_rag.domain.retrieval.knowledge import RENAME_TABLE_CHANGE_TYPE
 
-PATCH_VERSION = "patch/1"
+PATCH_VERSION = "patch/2"
 DIFF_CONTEXT = 3
 
 # Rules-judge facts about the scene file format that the scene-format TODO explains.
 _FORMAT_FACTS = ("format=2", "numeric ext_resource id", "ExtResource( 1 ) reference")
 
-_SOURCE_KIND = {".gd": "gdscript", ".tscn": "scene", ".tres": "resource"}
+_SOURCE_KIND = {".gd": "gdscript", ".tscn": "scene", ".tres": "resource", ".gdshader": "shader", ".shader": "shader"}
 
 
 def source_kind(path: str) -> str:
@@ -111,6 +112,8 @@ def patch_file(path: str, text: str, knowledge: PatchKnowledge, index: ProjectSy
         edits, todos = patch_project_godot(path, text, knowledge)
     elif kind in ("scene", "resource"):
         edits, todos = patch_scene(path, text, knowledge)
+    elif kind == "shader":
+        edits, todos = patch_shader(path, text, knowledge)
     else:
         return fp
     fp.todos = list(todos)

@@ -14,7 +14,8 @@ lines and the values' constructor names.  What changes:
   whose type has that property in Godot 3 (property renames, the theme
   override prefixes, ``pause_mode`` -> ``process_mode`` with its value);
   connection signals of a node whose type has the signal; builtin value
-  constructors (``Transform(`` -> ``Transform3D(``).
+  constructors (``Transform(`` -> ``Transform3D(``); the built-in shaders of ``Shader``
+  resources (``code = "..."``, see shaders.py).
 
 What stays: the ``format=2`` header and numeric resource ids.  Godot 4 loads
 format=2 files and writes them as format=3 (string ids, uids) on the next
@@ -29,6 +30,7 @@ import re
 from godot_rag.domain.patching.knowledge import PatchKnowledge
 from godot_rag.domain.patching.model import Basis, Edit, Todo
 from godot_rag.domain.patching.sections import parse_section
+from godot_rag.domain.patching.shaders import embedded_shader_edits
 
 _KEY = re.compile(r"^([A-Za-z0-9_./\-]+)(\s*=\s*)")
 _SPECIAL_KEY_3 = 1 << 24
@@ -425,4 +427,5 @@ def patch_scene(path: str, text: str, k: PatchKnowledge) -> tuple[list[Edit], li
                     )
                     break
         _value_renames(k, n, start, line, km.end(), edits)
-    return edits, todos
+    shader_edits, shader_todos = embedded_shader_edits(path, text, k)
+    return edits + shader_edits, todos + shader_todos
