@@ -280,3 +280,10 @@ def test_a_shader_the_projects_version_cannot_compile_makes_it_mixed():
     v = compute_verdict([config(5), *godot4_scripts(2), *named])
     assert v.label == "godot4"
     assert any(line.startswith("leftover: Godot 3 shader language or file names in 1 shader") for line in v.basis)
+
+
+def test_a_gdnative_library_left_in_a_godot4_project_is_a_named_leftover():
+    gdnlib = [chunk("bin/noise.gdnlib", "godot3", ("godot3:removed_type",), 0.9, kind="config", chunk_kind="section")]
+    v = compute_verdict([config(5), *godot4_scripts(2), *gdnlib])
+    assert v.label == "godot4"  # a library description alone loads nothing: listed, not a flip
+    assert "leftover: 1 native library built for Godot 3 (GDNative: rebuild the native code as a GDExtension): bin/noise.gdnlib" in v.basis

@@ -263,6 +263,8 @@ def _leftovers(files: dict[str, _File], other: str, blocking: set[str]) -> list[
                 groups.setdefault("api", []).append(f.source_file)
         elif f.source_kind == "shader":
             groups.setdefault("shader", []).append(f.source_file)
+        elif f.source_file.endswith((".gdnlib", ".gdextension")):
+            groups.setdefault("native", []).append(f.source_file)
         elif f.source_kind == "import_meta":
             groups.setdefault("import", []).append(f.source_file)
         elif f.source_kind == "uid":
@@ -296,6 +298,10 @@ def _leftovers(files: dict[str, _File], other: str, blocking: set[str]) -> list[
             head = f"{name} API in {n} script{'s' * (n != 1)} (convert these calls; see the migration notes)"
         elif key == "shader":
             head = f"{name} shader language or file names in {n} shader{'s' * (n != 1)} (convert them; see the migration notes)"
+        elif key == "native":
+            head = f"{n} native librar{'ies' if n != 1 else 'y'} built for {name} " + (
+                "(GDNative: rebuild the native code as a GDExtension)" if other == SIGNAL_GODOT3 else "(GDExtension)"
+            )
         elif key == "import":
             head = f"{n} .import file{'s' * (n != 1)} from {name}; the editor re-imports the assets"
         elif key == "uid":
@@ -303,7 +309,7 @@ def _leftovers(files: dict[str, _File], other: str, blocking: set[str]) -> list[
         else:
             head = f"{name} settings or text in {n} file{'s' * (n != 1)}"
         lines.append(f"leftover: {head}: " + _list(names))
-    order = ("syntax", "api", "shader", "properties", "judged", "format", "import", "uid", "other")
+    order = ("syntax", "api", "shader", "native", "properties", "judged", "format", "import", "uid", "other")
     keys = list(groups)
     return [line for _, line in sorted(zip(keys, lines), key=lambda kv: order.index(kv[0]))]
 
