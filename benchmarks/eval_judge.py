@@ -534,8 +534,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     knowledge = load_knowledge()
     if args.projects is not None or args.without_project_godot:
-        cases = load_projects(args.projects) if args.projects is not None else None
-        projects = evaluate_projects(knowledge, cases, without_project_godot=args.without_project_godot)
+        own = load_projects(args.projects) if args.projects is not None else None
+        projects = evaluate_projects(knowledge, own, without_project_godot=args.without_project_godot)
         print_projects(projects, args.quiet)
         if args.json:
             Path(args.json).write_text(json.dumps({"projects": projects}, indent=2))
