@@ -177,8 +177,9 @@ class ReceiverResolver:
         if not (t and self._is_engine(t)):
             return None
         if t3 and t4 and t4 != t3 and self._is_engine(t4):
-            return Resolved("engine", t3, frozenset(), f"{what}: {t3} in Godot 3, {t4} in Godot 4 {where}", engine4=t4)
-        return Resolved("engine", t, frozenset(), f"{what}: {t} {where}")
+            basis = f"{what}: {t3} in Godot 3, {t4} in Godot 4 {where}".rstrip()
+            return Resolved("engine", t3, frozenset(), basis, engine4=t4)
+        return Resolved("engine", t, frozenset(), f"{what}: {t} {where}".rstrip())
 
     # ------------------------------------------------------------ expressions
 
