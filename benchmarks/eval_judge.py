@@ -71,6 +71,8 @@ SAMPLES = {
     "samples/mini_dodge.txt": "mixed",
 }
 TARGET_ACCURACY = 0.95
+# The question every project chunk is judged under (a version check: no answer is asked for).
+PROMPT = "Is this Godot 3 or Godot 4?"
 TARGET_NEUTRAL_FP = 0.05
 
 
@@ -233,35 +235,35 @@ def judge_files(
 ) -> tuple[list[ChunkOutcome], list[tuple[str, Chunk, Judgment]]]:
     """Chunk and judge the included files of one project; (outcomes, (file, chunk, judgment) of every script chunk).
 
-    Every judgment is checked against the judgment contract as the judge service checks it; a chunk whose
-    judgment breaks it (the pipeline would fail that chunk) goes into ``contract_errors``.
+    Each chunk goes through the judge service's own rules backend (``RulesBackend.judge_now``), contract check
+    included: a judgment that breaks the contract fails its chunk, as in the pipeline, and its error goes into
+    ``contract_errors``.
     """
-    from godot_rag.domain.judging.contract import ContractScope, from_judgment, validate
+    from godot_rag.domain.judging.backends import RulesBackend
+    from godot_rag.domain.models import JudgmentRequest
     from godot_rag.pipeline.submit import project_symbols
 
+    backend = RulesBackend(knowledge.index)
     outcomes: list[ChunkOutcome] = []
     judged: list[tuple[str, Chunk, Judgment]] = []
     # The project index, as submission computes it (pipeline.submit.project_symbols).
-    scopes = {p: FileScope.from_json(j) for p, j in project_symbols(files)[1].items()}
+    scopes = project_symbols(files)[1]
     for f in files:
         if not f.included:
             continue
         result = chunk_file(f.source_file, f.source_kind, f.data)
         declared = declared_names(result.chunks)
         for c in result.chunks:
-            hits = offline_hits(c, knowledge)
-            j = judge_chunk(c, f.source_kind, hits, knowledge.index, declared, scopes.get(f.source_file))
-            if contract_errors is not None:
-                scope = ContractScope(
-                    tuple((h.table_name, h.record_id) for h in hits),
-                    c.span.start_line,
-                    c.span.end_line,
-                    extra_basis_ids=knowledge.index.record_ids,
-                )
-                contract_errors.extend(f"{c.chunk_id}: {e[:200]}" for e in validate(from_judgment(j), scope))
+            request = JudgmentRequest(
+                PROMPT, c, tuple(offline_hits(c, knowledge)), f.source_kind, "", declared, "", scopes.get(f.source_file, "")
+            )
+            j = backend.judge_now(request)
+            if j.status != "ok" and contract_errors is not None:
+                contract_errors.append(f"{c.chunk_id}: {j.error[:200]}")
+            status = "done" if j.status == "ok" else "failed"
             outcomes.append(
                 ChunkOutcome(
-                    f.source_file, f.source_kind, c.chunk_kind, "done", j.signal, j.confidence, j.evidence_kinds, c.chunk_id
+                    f.source_file, f.source_kind, c.chunk_kind, status, j.signal, j.confidence, j.evidence_kinds, c.chunk_id
                 )
             )
             if f.source_kind == "gdscript":

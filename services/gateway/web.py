@@ -19,9 +19,10 @@ from godot_rag.infra.service import ServiceContext
 from godot_rag.pipeline import web_data
 from godot_rag.pipeline import web_views as wv
 from godot_rag.pipeline.replay import replay_status, start_replay
-from godot_rag.pipeline.submit import collect_and_submit
 from godot_rag.pipeline.versions import diff_results
 from godot_rag.pipeline.web_requests import (
+    EVENT_STREAM_HEADERS,
+    SECURITY_HEADERS,
     access_refusal,
     allowed_host_names,
     answers_json,
@@ -36,21 +37,11 @@ from godot_rag.pipeline.web_requests import (
     since_of,
     submit_form_of,
     submit_form_values,
-    submit_input_of,
     submitted_json,
     to_json_text,
 )
 
 log = logging.getLogger(__name__)
-
-# Everything the pages use is served from here: no inline script, nothing from elsewhere.
-SECURITY_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Referrer-Policy": "same-origin",
-}
 
 
 def _json(data, status: int = 200) -> web.Response:
@@ -134,16 +125,12 @@ def build_app(ctx: ServiceContext) -> web.Application:
     async def submit_form(request: web.Request) -> web.Response:
         form = submit_form_of(await request.post())
         try:
-            submitted = await _submit(request, form.body, form.archive, form.archive_name)
+            submitted = await web_data.submit(
+                ctx.store, ctx.bus, ctx.settings, form.body, form.archive, form.archive_name, request.remote or ""
+            )
         except (InvalidInputError, AccessDeniedError, OverloadedError) as exc:
             return await index_page(str(exc), form.fields, http_status_for(exc))
         raise web.HTTPSeeOther(f"/a/{quote(submitted[0].analysis_id, safe='')}")
-
-    async def _submit(request: web.Request, body: dict, archive: bytes = b"", archive_name: str = "") -> list:
-        _, submitted = await collect_and_submit(
-            ctx.store, ctx.bus, ctx.settings, submit_input_of(body, archive, archive_name, request.remote or "")
-        )
-        return submitted
 
     @routes.get("/a/{aid}")
     async def analysis_page(request: web.Request) -> web.Response:
@@ -163,14 +150,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
         since = since_of(request.headers.get("Last-Event-ID") or request.query.get("since", ""))
         feed = web_data.LiveFeed(ctx.store, aid)
         batch = await feed.start(since)
-        resp = web.StreamResponse(
-            headers={
-                "Content-Type": "text/event-stream",
-                "Cache-Control": "no-cache",
-                "X-Accel-Buffering": "no",
-                **SECURITY_HEADERS,
-            }
-        )
+        resp = web.StreamResponse(headers=EVENT_STREAM_HEADERS)
         await resp.prepare(request)
         chunk_html, file_html = (lambda v: str(macros.chunk_row(v, aid))), (lambda e: str(macros.file_meta(e)))
         try:
@@ -260,7 +240,10 @@ def build_app(ctx: ServiceContext) -> web.Application:
     @routes.post("/api/analyses")
     async def submit(request: web.Request) -> web.Response:
         body = json_object_of(await request.read())
-        submitted = await _submit(request, body, archive_of(body), str(body.get("archive_name") or ""))
+        archive_name = str(body.get("archive_name") or "")
+        submitted = await web_data.submit(
+            ctx.store, ctx.bus, ctx.settings, body, archive_of(body), archive_name, request.remote or ""
+        )
         return _json(submitted_json(submitted))
 
     routes.static("/static", str(pkg.joinpath("static")), append_version=False)

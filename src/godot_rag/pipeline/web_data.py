@@ -13,15 +13,18 @@ from typing import Any
 
 from godot_rag.domain.patching import source_kind
 from godot_rag.errors import InvalidInputError, NotFoundError
+from godot_rag.infra.bus import Bus
 from godot_rag.infra.rows import AnalysisRow, FileRow, WebChunkRow
 from godot_rag.infra.store import Store
 from godot_rag.pipeline import web_views as wv
 from godot_rag.pipeline.export import result_to_json
 from godot_rag.pipeline.patch import analysis_patch_doc
 from godot_rag.pipeline.results import analysis_result
+from godot_rag.pipeline.submit import SubmittedProject, collect_and_submit
 from godot_rag.pipeline.versions import diff_results, list_versions
-from godot_rag.pipeline.web_requests import live_events, sse_message
+from godot_rag.pipeline.web_requests import live_events, sse_message, submit_input_of
 from godot_rag.pipeline.why_not import why_not_retrieved
+from godot_rag.settings import Settings
 
 # A stage row is stamped with its transaction's start time, and a chunk list
 # is written in one transaction: a row may commit up to this long after its
@@ -69,6 +72,14 @@ async def verdict_part(store: Store, analysis_id: str) -> dict:
         "verdict": wv.verdict_view(await store.get_verdict(analysis_id), running, wv.status_counts(views)),
         "chart": wv.signal_chart(views, kinds),
     }
+
+
+async def submit(
+    store: Store, bus: Bus, settings: Settings, body: Mapping[str, Any], archive: bytes, archive_name: str, client: str
+) -> list[SubmittedProject]:
+    """A submission from the web form or the JSON API: the same pipeline function as the gRPC Submit."""
+    _, submitted = await collect_and_submit(store, bus, settings, submit_input_of(body, archive, archive_name, client))
+    return submitted
 
 
 async def analysis_json(store: Store, analysis_id: str) -> dict:

@@ -217,6 +217,23 @@ def archive_of(body: Mapping[str, Any]) -> bytes:
         raise InvalidInputError("archive_b64 is not base64") from None
 
 
+# Everything the pages use is served from here: no inline script, nothing from elsewhere.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+}
+# The live feed's server-sent events: never cached or buffered by a proxy.
+EVENT_STREAM_HEADERS = {
+    "Content-Type": "text/event-stream",
+    "Cache-Control": "no-cache",
+    "X-Accel-Buffering": "no",
+    **SECURITY_HEADERS,
+}
+
+
 def submitted_json(submitted: Sequence[Any]) -> dict[str, Any]:
     """The JSON API's answer to a submission: the first analysis, and every project's when the input held several."""
     return {

@@ -220,15 +220,13 @@ def _written_for(f: _File, side: str, own: str) -> str:
     """Why the project's own version cannot load or run this file ("" when it can)."""
     s, mine = f.sides[side], f.sides[own]
     name = _NAME[side]
-    if f.source_kind == "gdscript":
+    if f.source_kind in ("gdscript", "shader"):
+        # Code the other version's parser or shader compiler refuses: the project's version cannot use it.
+        language = "shader syntax" if f.source_kind == "shader" else "syntax"
         if (s.syntax >= SYNTAX_FILE_WEIGHT or s.removed_type) and s.weight >= mine.weight:
-            return f"{name} syntax" if s.syntax >= SYNTAX_FILE_WEIGHT else f"{name}-only base class"
+            return f"{name} {language}" if s.syntax >= SYNTAX_FILE_WEIGHT else f"{name}-only base class"
         if s.unknown >= UNKNOWN_FILE_WEIGHT and s.unknown >= mine.weight:
             return f"{name} by its judgments"
-    elif f.source_kind == "shader":
-        # The other version's shader compiler refuses it: the project's version cannot use the shader.
-        if s.syntax >= SYNTAX_FILE_WEIGHT and s.weight >= mine.weight:
-            return f"{name} shader syntax"
     elif f.source_kind in ("scene", "resource"):
         # Judgments without kinds never flip a scene: most of what a scene says
         # about its version is the file format, which the project's version loads.

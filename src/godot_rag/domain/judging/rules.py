@@ -1750,6 +1750,49 @@ def _engine_surface(mask: str, vocab: EngineVocabulary, declared: frozenset[str]
 # ---------------------------------------------------------------- direct-chunk facts
 
 
+# File names that say a version: native libraries (the engine types they are) and shader files.
+# (suffix, signal, strength, what, old, new, kind)
+_FILE_NAME_FACTS = (
+    (
+        ".gdnlib",
+        SIGNAL_GODOT3,
+        0.9,
+        "GDNative library (.gdnlib): Godot 4 has no GDNative; its native code is rebuilt as a GDExtension",
+        "GDNativeLibrary",
+        "GDExtension",
+        KIND_REMOVED_TYPE,
+    ),
+    (
+        ".gdextension",
+        SIGNAL_GODOT4,
+        0.95,
+        "GDExtension library (.gdextension): Godot 4 only; Godot 3 used GDNative (.gdnlib)",
+        "",
+        "",
+        KIND_REMOVED_TYPE,
+    ),
+    (
+        ".shader",
+        SIGNAL_GODOT3,
+        0.6,
+        ".shader file (Godot 3; Godot 4 loads shaders from .gdshader files only)",
+        ".shader",
+        ".gdshader",
+        KIND_FILE_FORMAT,
+    ),
+    (
+        ".gdshader",
+        SIGNAL_GODOT4,
+        0.8,
+        ".gdshader file (Godot 4; Godot 3 loads shaders from .shader files only)",
+        "",
+        "",
+        KIND_FILE_FORMAT,
+    ),
+    (".gdshaderinc", SIGNAL_GODOT4, 0.8, ".gdshaderinc file (a Godot 4 shader include)", "", "", KIND_FILE_FORMAT),
+)
+
+
 def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fact]:
     """Facts of a project.godot, scene, resource, .import or .uid chunk, each with its kind.
 
@@ -1761,6 +1804,14 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fac
     """
     text = chunk.code_mask or chunk.code_text
     facts: list[Fact] = []
+    if chunk.chunk_order == 1:
+        # What a file's name says, once per file (on its first chunk).
+        path = chunk.chunk_id.split(":", 1)[0]
+        facts.extend(
+            Fact(signal, strength, what, chunk.span.start_line, old, new, kind=kind)
+            for suffix, signal, strength, what, old, new, kind in _FILE_NAME_FACTS
+            if path.endswith(suffix)
+        )
 
     def add(pattern: str, signal: str, strength: float, what: str, kind: str, flags: int = re.M) -> None:
         for m in re.finditer(pattern, text, flags):
@@ -1853,23 +1904,6 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fac
         add(r"^uid://", SIGNAL_GODOT4, 0.9, ".uid sidecar file (Godot 4.4+; Godot 3 ignores it)", KIND_FILE_FORMAT)
     elif source_kind == "shader":
         facts.extend(shader_facts(chunk, chunk.code_text, 0, index))
-        path = chunk.chunk_id.split(":", 1)[0]
-        if chunk.chunk_order == 1 and path.endswith(".shader"):
-            what = ".shader file (Godot 3; Godot 4 loads shaders from .gdshader files only)"
-            facts.append(Fact(SIGNAL_GODOT3, 0.6, what, chunk.span.start_line, ".shader", ".gdshader", kind=KIND_FILE_FORMAT))
-        elif chunk.chunk_order == 1 and path.endswith((".gdshader", ".gdshaderinc")):
-            what = ".gdshader file (Godot 4; Godot 3 loads shaders from .shader files only)"
-            facts.append(Fact(SIGNAL_GODOT4, 0.8, what, chunk.span.start_line, kind=KIND_FILE_FORMAT))
-    elif source_kind == "config" and chunk.chunk_order == 1:
-        # A native library's description, said once per file (on its first chunk): the engine types they are.
-        path = chunk.chunk_id.split(":", 1)[0]
-        line = chunk.span.start_line
-        if path.endswith(".gdnlib"):
-            what = "GDNative library (.gdnlib): Godot 4 has no GDNative; its native code is rebuilt as a GDExtension"
-            facts.append(Fact(SIGNAL_GODOT3, 0.9, what, line, "GDNativeLibrary", "GDExtension", kind=KIND_REMOVED_TYPE))
-        elif path.endswith(".gdextension"):
-            what = "GDExtension library (.gdextension): Godot 4 only; Godot 3 used GDNative (.gdnlib)"
-            facts.append(Fact(SIGNAL_GODOT4, 0.95, what, line, kind=KIND_REMOVED_TYPE))
     return facts
 
 
