@@ -201,3 +201,65 @@ async def test_a_current_retrieval_keeps_its_hits_in_its_version_row_only(stack,
         assert (await store.get_retrieval(aid, chunk)).hits == hits
     finally:
         await store.close()
+
+
+async def test_file_tasks_handled_together_read_in_one_statement_and_commit_in_one_transaction(stack):
+    """A batch of file tasks (a project of many small files): their reads are one statement, their saves one
+    transaction, and each file gets its own row, chunks, stage rows and cache entry."""
+    aid = f"files-batch-{time.time_ns()}"
+    contents = {f"f{i}.gd": f"extends Node\nfunc f{i}():\n\tpass\n".encode() for i in range(5)}
+    files = [
+        {
+            "source_file": path,
+            "source_kind": "gdscript",
+            "included": True,
+            "excluded_reason": "",
+            "sha256": f"sha-{aid}-{path}",
+            "size": len(data),
+            "data": data,
+        }
+        for path, data in contents.items()
+    ]
+    chunk = {"span": {"start_line": 2, "end_line": 3}, "chunk_kind": "function"}
+    store = await Store.open(stack.runtime["pg_dsn"])
+    try:
+        await store.create_analysis(
+            analysis_id=aid, project_id="p", prompt="q", source_origin="test", input_ref="t", pipeline_version="v", files=files
+        )
+        asks = [(f["source_file"], f["sha256"]) for f in files]
+        read = await asyncio.gather(
+            *(store.file_task_inputs(aid, path, sha, "gdscript", "v1") for path, sha in asks),
+            store.file_task_inputs(aid, "missing.gd", "sha", "gdscript", "v1"),
+        )
+        assert store._file_reads.batches == 1 and store._file_reads.items == len(asks) + 1
+        assert [r.blob if r else None for r in read] == [*contents.values(), None]
+        assert all(r is not None and r.file.source_file == path and r.cached is None for r, (path, _) in zip(read, asks))
+
+        outputs = {
+            path: {
+                "source_file": path,
+                "status": "ok",
+                "chunks": [{**chunk, "chunk_id": f"{path}::f", "chunk_order": 0, "name": f"f{i}", "code_text": ""}],
+            }
+            for i, (path, _) in enumerate(asks)
+        }
+        await asyncio.gather(
+            *(store.save_file_chunks(aid, path, outputs[path], cache_as=(sha, "gdscript", "v1")) for path, sha in asks)
+        )
+        assert store._file_saves.batches == 1 and store._file_saves.items == len(asks)
+        saved = stack.sql(
+            "select source_file, status, chunk_count from godot_rag.files where analysis_id = %s order by source_file", (aid,)
+        )
+        assert [(r["source_file"], r["status"], r["chunk_count"]) for r in saved] == [(p, "chunked", 1) for p, _ in asks]
+        stages = stack.sql("select count(*) as n from godot_rag.chunk_stages where analysis_id = %s", (aid,))[0]["n"]
+        assert stages == 2 * len(asks)  # retrieve and aggregate per chunk
+        again = await asyncio.gather(*(store.file_task_inputs(aid, path, sha, "gdscript", "v1") for path, sha in asks))
+        assert [r.cached if r else None for r in again] == [outputs[p] for p, _ in asks]
+        assert all(r is not None and r.blob is None for r in again)
+
+        # The judge asks each chunk's file for its declared names: the chunks of one file ask once.
+        names = await asyncio.gather(*(store.file_declared_names(aid, path) for path, _ in asks + asks))
+        assert names == [[f"f{i}"] for i in range(len(asks))] * 2
+        assert store._declared_reads.batches == 1 and store._declared_reads.items == len(asks)
+    finally:
+        await store.close()

@@ -286,4 +286,7 @@ def test_a_gdnative_library_left_in_a_godot4_project_is_a_named_leftover():
     gdnlib = [chunk("bin/noise.gdnlib", "godot3", ("godot3:removed_type",), 0.9, kind="config", chunk_kind="section")]
     v = compute_verdict([config(5), *godot4_scripts(2), *gdnlib])
     assert v.label == "godot4"  # a library description alone loads nothing: listed, not a flip
-    assert "leftover: 1 native library built for Godot 3 (GDNative: rebuild the native code as a GDExtension): bin/noise.gdnlib" in v.basis
+    assert (
+        "leftover: 1 native library built for Godot 3 (GDNative: rebuild the native code as a GDExtension): bin/noise.gdnlib"
+        in v.basis
+    )

@@ -599,7 +599,7 @@ def test_shader_files_and_built_in_shaders_get_the_shader_renames():
         "[resource]\nshader = SubResource( 1 )\n"
     )
     fp, _ = patch_one(tres, "flash.tres")
-    assert "uniform vec4 flash : source_color; // \\\"hint\\\"\n" in fp.patched
+    assert 'uniform vec4 flash : source_color; // \\"hint\\"\n' in fp.patched
     assert fp.patched.count("hint_color") == 0 and "\tCOLOR = flash;\n" in fp.patched
     # Godot 4's own shaders and the already converted are left as they are.
     fp, _ = patch_one("shader_type canvas_item;\nuniform vec4 c : source_color;\n", "ok.gdshader")

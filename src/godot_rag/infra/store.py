@@ -106,6 +106,23 @@ def migrate_sync(dsn: str) -> list[str]:
 
 log = logging.getLogger(__name__)
 
+
+def _file_status_params(save: FileChunksSave) -> tuple:
+    """The files row's update after a file's chunking (``save_files_chunks``)."""
+    output = save.output
+    status = "failed" if output.get("status") == "failed" else "chunked"
+    return (
+        status,
+        output.get("status", ""),
+        len(output.get("chunks", [])),
+        Jsonb(output.get("errors", [])),
+        "; ".join(e.get("message", "") for e in output.get("errors", []))[:2000] if status == "failed" else "",
+        bool(output.get("reused")),
+        save.analysis_id,
+        save.source_file,
+    )
+
+
 # A chunking output kept for its content (sha256, kind, producer version); the first one written stays.
 _PUT_CHUNKING_CACHE = f"""insert into {SCHEMA}.chunking_cache (sha256, source_kind, producer_version, output)
     values (%s, %s, %s, %s) on conflict do nothing"""
@@ -164,6 +181,30 @@ class StageFinish:
 
     def key(self) -> tuple[str, str, str]:
         return (self.analysis_id, self.chunk_id, self.stage)
+
+
+@dataclass(frozen=True, slots=True)
+class FileTaskAsk:
+    """One ``file_task_inputs`` call."""
+
+    analysis_id: str
+    source_file: str
+    sha256: str
+    source_kind: str
+    producer_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileChunksSave:
+    """One ``save_file_chunks`` call."""
+
+    analysis_id: str
+    source_file: str
+    output: dict
+    cache_as: tuple[str, str, str] | None = None
+
+    def key(self) -> tuple[str, str]:
+        return (self.analysis_id, self.source_file)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +299,15 @@ class Store:
         )
         self._status_reads: Coalescer[tuple[str, str, tuple[str, ...]], dict[str, str]] = Coalescer(
             self.stage_statuses_of, key=lambda ask: ask, share=True, name="stage_statuses"
+        )
+        self._file_reads: Coalescer[FileTaskAsk, FileTaskInputs | None] = Coalescer(
+            self.file_tasks_inputs, key=lambda ask: ask, share=True, name="file_task_inputs"
+        )
+        self._file_saves: Coalescer[FileChunksSave, None] = Coalescer(
+            self.save_files_chunks, key=FileChunksSave.key, name="save_file_chunks"
+        )
+        self._declared_reads: Coalescer[tuple[str, str], list[str]] = Coalescer(
+            self.files_declared_names, key=lambda ask: ask, share=True, name="declared_names"
         )
         self._chunk_reads: Coalescer[tuple[str, str], ChunkForRetrieval | None] = Coalescer(
             self.chunks_for_retrieval, key=lambda ask: ask, share=True, name="chunks_for_retrieval"
@@ -412,27 +462,41 @@ class Store:
     async def file_task_inputs(
         self, analysis_id: str, source_file: str, sha256: str, source_kind: str, version: str
     ) -> FileTaskInputs | None:
-        """A file task's reads in one statement (None: no such file): its row, the chunking cached for its
-        content when it was made for this path (chunk ids start with the path), and its content only when
-        no such chunking is cached."""
-        row = await self._fetchone(
-            f"""select {FileRow.select_list("f")}, c.output as cached_output,
+        """A file task's reads (None: no such file): its row, the chunking cached for its content when it was
+        made for this path (chunk ids start with the path), and its content only when no such chunking is
+        cached. Reads made at the same time are one statement (``file_tasks_inputs``)."""
+        return await self._file_reads(FileTaskAsk(analysis_id, source_file, sha256, source_kind, version))
+
+    async def file_tasks_inputs(self, asks: Sequence[FileTaskAsk]) -> list[FileTaskInputs | None]:
+        """``file_task_inputs`` of many file tasks in one statement."""
+        rows = await self._fetchall(
+            f"""select i.n, {FileRow.select_list("f")}, c.output as cached_output,
                   case when c.output is null or c.output->>'source_file' is distinct from f.source_file
-                       then (select b.data from {SCHEMA}.blobs b where b.sha256 = %(sha)s) end as blob
-                from {SCHEMA}.files f
-                left join {SCHEMA}.chunking_cache c on c.sha256 = %(sha)s and c.source_kind = %(kind)s
-                  and c.producer_version = %(version)s
-                where f.analysis_id = %(a)s and f.source_file = %(path)s""",
-            {"a": analysis_id, "path": source_file, "sha": sha256, "kind": source_kind, "version": version},
+                       then (select b.data from {SCHEMA}.blobs b where b.sha256 = i.sha) end as blob
+                from unnest(%(a)s::text[], %(p)s::text[], %(sha)s::text[], %(kind)s::text[], %(version)s::text[])
+                  with ordinality as i(a, p, sha, kind, version, n)
+                join {SCHEMA}.files f on f.analysis_id = i.a and f.source_file = i.p
+                left join {SCHEMA}.chunking_cache c on c.sha256 = i.sha and c.source_kind = i.kind
+                  and c.producer_version = i.version""",
+            {
+                "a": [x.analysis_id for x in asks],
+                "p": [x.source_file for x in asks],
+                "sha": [x.sha256 for x in asks],
+                "kind": [x.source_kind for x in asks],
+                "version": [x.producer_version for x in asks],
+            },
         )
-        if row is None:
-            return None
-        cached, blob = row.pop("cached_output"), row.pop("blob")
-        return FileTaskInputs(
-            FileRow.from_row(row),
-            cached if cached is not None and cached.get("source_file") == source_file else None,
-            None if blob is None else bytes(blob),
-        )
+        found: list[FileTaskInputs | None] = [None] * len(asks)
+        for row in rows:
+            n = row.pop("n")
+            cached, blob = row.pop("cached_output"), row.pop("blob")
+            path = asks[n - 1].source_file
+            found[n - 1] = FileTaskInputs(
+                FileRow.from_row(row),
+                cached if cached is not None and cached.get("source_file") == path else None,
+                None if blob is None else bytes(blob),
+            )
+        return found
 
     async def get_project_symbols(self, analysis_id: str) -> str:
         """The project index stored with an analysis (JSON text; "" when none was stored)."""
@@ -480,14 +544,21 @@ class Store:
     async def save_file_chunks(
         self, analysis_id: str, source_file: str, output: dict, *, cache_as: tuple[str, str, str] | None = None
     ) -> None:
-        """Chunks of one file + their first stage row + the file status, in one transaction; with ``cache_as``
-        ((sha256, source kind, producer version)), the output also goes into the chunking reuse cache."""
-        chunks = output.get("chunks", [])
+        """Chunks of one file + their first stage rows + the file status, in one transaction; with ``cache_as``
+        ((sha256, source kind, producer version)), the output also goes into the chunking reuse cache. Saves
+        made at the same time commit together (``save_files_chunks``)."""
+        await self._file_saves(FileChunksSave(analysis_id, source_file, output, cache_as))
+
+    async def save_files_chunks(self, saves: Sequence[FileChunksSave]) -> list[None]:
+        """``save_file_chunks`` of many files in one transaction: one commit, and each statement sent once
+        for all the files' rows (a project of many small files made a transaction per file)."""
+        # Sorted and once per key: two processes that cache the same content take its row lock in one order.
+        caches = {x.cache_as: x.output for x in saves if x.cache_as is not None}
         async with self.pool.connection() as conn:
             async with conn.transaction():
                 async with conn.cursor() as cur:
-                    if cache_as is not None:
-                        await cur.execute(_PUT_CHUNKING_CACHE, (*cache_as, Jsonb(output)))
+                    if caches:
+                        await cur.executemany(_PUT_CHUNKING_CACHE, [(*key, Jsonb(caches[key])) for key in sorted(caches)])
                     await cur.executemany(
                         f"""insert into {SCHEMA}.chunks (analysis_id, chunk_id, source_file, chunk_order, chunk_kind, start_line, end_line, chunk)
                         values (%s, %s, %s, %s, %s, %s, %s, %s)
@@ -495,16 +566,17 @@ class Store:
                           start_line = excluded.start_line, end_line = excluded.end_line""",
                         [
                             (
-                                analysis_id,
+                                x.analysis_id,
                                 c["chunk_id"],
-                                source_file,
+                                x.source_file,
                                 c["chunk_order"],
                                 c["chunk_kind"],
                                 c["span"]["start_line"],
                                 c["span"]["end_line"],
                                 Jsonb(c),
                             )
-                            for c in chunks
+                            for x in saves
+                            for c in x.output.get("chunks", [])
                         ],
                     )
                     # The 'aggregate' row exists from the start so that completion is
@@ -512,23 +584,19 @@ class Store:
                     await cur.executemany(
                         f"""insert into {SCHEMA}.chunk_stages (analysis_id, chunk_id, stage, status) values (%s, %s, %s, 'waiting')
                         on conflict do nothing""",
-                        [(analysis_id, c["chunk_id"], stage) for c in chunks for stage in ("retrieve", "aggregate")],
+                        [
+                            (x.analysis_id, c["chunk_id"], stage)
+                            for x in saves
+                            for c in x.output.get("chunks", [])
+                            for stage in ("retrieve", "aggregate")
+                        ],
                     )
-                    status = "failed" if output.get("status") == "failed" else "chunked"
-                    await cur.execute(
+                    await cur.executemany(
                         f"""update {SCHEMA}.files set status = %s, parse_status = %s, chunk_count = %s, errors = %s, error = %s,
                             chunks_reused = %s, updated_at = now() where analysis_id = %s and source_file = %s""",
-                        (
-                            status,
-                            output.get("status", ""),
-                            len(chunks),
-                            Jsonb(output.get("errors", [])),
-                            "; ".join(e.get("message", "") for e in output.get("errors", []))[:2000] if status == "failed" else "",
-                            bool(output.get("reused")),
-                            analysis_id,
-                            source_file,
-                        ),
+                        [_file_status_params(x) for x in saves],
                     )
+        return [None] * len(saves)
 
     async def get_chunk(self, analysis_id: str, chunk_id: str) -> ChunkRow | None:
         return ChunkRow.from_optional(
@@ -592,12 +660,25 @@ class Store:
         return found
 
     async def file_declared_names(self, analysis_id: str, source_file: str) -> list[str]:
+        """The names a file's chunks declare; reads made at the same time are one statement, and the chunks
+        of one file judged together ask once (``files_declared_names``)."""
+        return await self._declared_reads((analysis_id, source_file))
+
+    async def files_declared_names(self, asks: Sequence[tuple[str, str]]) -> list[list[str]]:
+        """``file_declared_names`` of many (analysis, file) pairs in one statement; only the chunks that
+        declare names are read, and only declarations' text."""
         rows = await self._fetchall(
-            f"""select chunk->>'chunk_kind' as kind, chunk->>'name' as name, chunk->>'code_text' as text
-            from {SCHEMA}.chunks where analysis_id = %s and source_file = %s""",
-            (analysis_id, source_file),
+            f"""select i.n, c.chunk_kind as kind, c.chunk->>'name' as name,
+                  case when c.chunk_kind <> 'function' then c.chunk->>'code_text' end as text
+            from unnest(%(a)s::text[], %(f)s::text[]) with ordinality as i(a, f, n)
+            join {SCHEMA}.chunks c on c.analysis_id = i.a and c.source_file = i.f
+            where c.chunk_kind in ('function', 'variable', 'const', 'signal')""",
+            {"a": [a for a, _ in asks], "f": [f for _, f in asks]},
         )
-        return sorted(declared_names_of((r["kind"] or "", r["name"] or "", r["text"] or "") for r in rows))
+        per_file: list[list[tuple[str, str, str]]] = [[] for _ in asks]
+        for r in rows:
+            per_file[r["n"] - 1].append((r["kind"] or "", r["name"] or "", r["text"] or ""))
+        return [sorted(declared_names_of(chunks)) for chunks in per_file]
 
     # ------------------------------------------------------------ stages
 

@@ -8,8 +8,10 @@ file task finds its chunks committed and only republishes (deduped by id).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Callable
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from opentelemetry import trace
 
@@ -19,6 +21,7 @@ from godot_rag.domain.chunking.validation import validate_chunking
 from godot_rag.domain.ids import message_id, subject_token
 from godot_rag.domain.models import PARSE_FAILED, ChunkingResult
 from godot_rag.errors import PoisonError, RetryableError
+from godot_rag.infra.bus import Delivery
 from godot_rag.infra.rows import FileTaskInputs
 from godot_rag.infra.service import ServiceContext
 from godot_rag.stages import FILE_DONE, STAGE_VERSION, FileStatus, Stage, chunk_subject
@@ -85,8 +88,81 @@ async def _committed_output(
     return output
 
 
-async def handle_file_task(ctx: ServiceContext, data: bytes, chunk_fn: ChunkFn = _chunk_file, version: str | None = None) -> None:
+class BytesInFlight:
+    """At most ``limit`` bytes of file content read, parsed and held at once by one process.
+
+    A file stage handles many file tasks at once (their reads and saves batch),
+    but parsing costs memory in proportion to the file: a 2 MB script of small
+    functions peaks at about 230 MB. Each task holds its file's size from its
+    read to its last publish, so a few large files take turns while small ones
+    go on together; a file larger than the limit runs alone. Tasks start in the
+    order they asked, so a large file is not passed over by small ones for ever
+    (a cancelled wait leaves the line).
+    """
+
+    def __init__(self, limit: int):
+        self.limit = max(1, limit)
+        self.held = 0
+        self._waiting: deque[tuple[int, asyncio.Future[None]]] = deque()
+
+    @contextlib.asynccontextmanager
+    async def hold(self, size: int) -> AsyncIterator[None]:
+        size = min(max(size, 1), self.limit)
+        await self._acquire(size)
+        try:
+            yield
+        finally:
+            self.held -= size
+            self._grant()
+
+    async def _acquire(self, size: int) -> None:
+        if not self._waiting and self.held + size <= self.limit:
+            self.held += size
+            return
+        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append((size, granted))
+        try:
+            await granted
+        except asyncio.CancelledError:
+            if granted.done() and not granted.cancelled():
+                # Granted as it was cancelled: the bytes go back.
+                self.held -= size
+            else:
+                self._waiting.remove((size, granted))
+            self._grant()
+            raise
+
+    def _grant(self) -> None:
+        """Start the waiting tasks, first come first served, while their bytes fit."""
+        while self._waiting:
+            size, granted = self._waiting[0]
+            if granted.done():
+                self._waiting.popleft()
+                continue
+            if self.held + size > self.limit:
+                return
+            self._waiting.popleft()
+            self.held += size
+            granted.set_result(None)
+
+
+async def handle_file_task(
+    ctx: ServiceContext,
+    data: bytes,
+    chunk_fn: ChunkFn = _chunk_file,
+    version: str | None = None,
+    budget: BytesInFlight | None = None,
+) -> None:
     task = pb.FileTask.FromString(data)
+    if budget is None:
+        await _handle_file_task(ctx, task, chunk_fn, version)
+        return
+    # A task published before the size was carried counts as the largest file: it runs alone.
+    async with budget.hold(task.source_size if task.HasField("source_size") else budget.limit):
+        await _handle_file_task(ctx, task, chunk_fn, version)
+
+
+async def _handle_file_task(ctx: ServiceContext, task: pb.FileTask, chunk_fn: ChunkFn, version: str | None) -> None:
     req = task.request
     aid = task.analysis_id
     trace.get_current_span().set_attribute("godot_rag.source_file", req.source_file)
@@ -136,3 +212,19 @@ async def handle_file_task(ctx: ServiceContext, data: bytes, chunk_fn: ChunkFn =
             ),
         ]
     )
+
+
+async def handle_file_tasks(
+    ctx: ServiceContext, deliveries: Sequence[Delivery], chunk_fn: ChunkFn = _chunk_file, budget: BytesInFlight | None = None
+) -> list[BaseException | None]:
+    """``handle_file_task`` on a batch of file tasks at once, each under its own message's span: their reads
+    are one statement and their saves one transaction (infra/batching.py). Every task keeps its own
+    outcome (None: handled, else the error the bus maps for that message alone)."""
+
+    async def one(delivery: Delivery) -> None:
+        span = delivery.span
+        with trace.use_span(span, end_on_exit=False) if span is not None else contextlib.nullcontext():
+            await handle_file_task(ctx, delivery.data, chunk_fn, budget=budget)
+
+    results = await asyncio.gather(*(one(d) for d in deliveries), return_exceptions=True)
+    return [r if isinstance(r, BaseException) else None for r in results]

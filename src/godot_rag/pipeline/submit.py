@@ -407,7 +407,7 @@ async def submit(
             )
             return (
                 file_subject(route, aid, subject_token(f.source_file)),
-                pb.FileTask(analysis_id=aid, request=req).SerializeToString(),
+                pb.FileTask(analysis_id=aid, request=req, source_size=f.size).SerializeToString(),
                 message_id(aid, f.source_file, FILE_TASK, STAGE_VERSION),
             )
 

@@ -285,12 +285,14 @@ class Verdict(_message.Message):
     def __init__(self, label: _Optional[str] = ..., confidence: _Optional[float] = ..., counts: _Optional[_Mapping[str, int]] = ..., basis: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class FileTask(_message.Message):
-    __slots__ = ("analysis_id", "request")
+    __slots__ = ("analysis_id", "request", "source_size")
     ANALYSIS_ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_SIZE_FIELD_NUMBER: _ClassVar[int]
     analysis_id: str
     request: AnalysisRequest
-    def __init__(self, analysis_id: _Optional[str] = ..., request: _Optional[_Union[AnalysisRequest, _Mapping]] = ...) -> None: ...
+    source_size: int
+    def __init__(self, analysis_id: _Optional[str] = ..., request: _Optional[_Union[AnalysisRequest, _Mapping]] = ..., source_size: _Optional[int] = ...) -> None: ...
 
 class ChunkTask(_message.Message):
     __slots__ = ("analysis_id", "trace", "replay")
