@@ -290,3 +290,26 @@ def test_a_gdnative_library_left_in_a_godot4_project_is_a_named_leftover():
         "leftover: 1 native library built for Godot 3 (GDNative: rebuild the native code as a GDExtension): bin/noise.gdnlib"
         in v.basis
     )
+
+
+def test_a_godot2_project_is_named_and_labelled_godot3_at_most_half_sure():
+    """engine.cfg and format=1 scenes (Godot 1/2): neither Godot 3 nor 4 opens the project; it converts to 3 first."""
+    godot2 = [
+        chunk("engine.cfg", "godot3", ("godot3:godot2",), 0.9, kind="config", chunk_kind="section"),
+        chunk("stage.tscn", "godot3", ("godot3:godot2",), 0.7, chunk_kind="header"),
+        *(chunk(f"s{i}.gd", "godot3", ("godot3:api",), 0.9) for i in range(4)),
+    ]
+    v = compute_verdict(godot2)
+    assert v.label == "godot3" and v.confidence == 0.5
+    assert v.basis[0] == "no project.godot: a Godot 2 project, labelled Godot 3, the version it converts to first"
+    assert v.basis[1].startswith("Godot 2 project files: engine.cfg, stage.tscn: neither Godot 3 nor Godot 4 opens")
+    # The same scripts without the Godot 2 files: a plain Godot 3 project, surer and with no such line.
+    plain = compute_verdict(godot2[2:])
+    assert plain.label == "godot3" and plain.confidence > 0.5
+    assert not any("Godot 2" in line for line in plain.basis)
+    # A Godot 3 project (project.godot says so) with a Godot 2 scene left in it: named, the label and its
+    # confidence rest on project.godot.
+    kept = compute_verdict([config(4), *godot2[1:]])
+    assert kept.label == "godot3" and kept.confidence > 0.5
+    assert kept.basis[0].startswith("project.godot says Godot 3")
+    assert any(line.startswith("Godot 2 project files: stage.tscn") for line in kept.basis)

@@ -289,6 +289,24 @@ def test_native_library_files_say_their_version_once(knowledge, path, signal, no
         assert [(n.old, n.new) for n in first.migration_notes] == [note] and first.needs_migration
 
 
+@pytest.mark.parametrize(
+    "path,kind,text,signal",
+    [
+        ("engine.cfg", "config", '[application]\n\nname="Platformer"\nmain_scene="res://stage.tscn"\n', "godot3"),
+        ("addons/tool/engine.cfg", "config", '[application]\n\nname="Platformer"\n', "neutral"),  # not the project file
+        ("stage.tscn", "scene", '[gd_scene load_steps=2 format=1]\n\n[node name="stage" type="Node"]\n', "godot3"),
+    ],
+)
+def test_godot2_project_files_are_their_own_kind_of_evidence(knowledge, path, kind, text, signal):
+    from godot_rag.domain.chunking.files import chunk_file
+
+    first = chunk_file(path, kind, text.encode()).chunks[0]
+    j = judge_chunk(first, kind, [], knowledge.index, frozenset())
+    assert j.signal == signal
+    if signal == "godot3":
+        assert j.evidence_kinds == ("godot3:godot2",) and "Godot 2" in j.explanation
+
+
 def _judge_direct(knowledge, path: str, kind: str, text: str):
     from godot_rag.domain.chunking.files import chunk_file
 

@@ -800,7 +800,7 @@ class Store:
     async def finish_stages(self, finishes: Sequence[StageFinish]) -> list[None]:
         """``finish_stage`` for many chunk stages in one statement (distinct keys)."""
         await self._execute_returning(
-            f"""with i as (
+            f"""/* finish_stages */ with i as (
                 select * from unnest(%(a)s::text[], %(c)s::text[], %(s)s::text[], %(st)s::text[], %(e)s::text[],
                                      %(w)s::text[], %(n)s::text[]) as i(a, c, s, st, e, w, n)),
             settled as (
@@ -991,7 +991,7 @@ class Store:
         each retrieval's hits (about 20 KB of JSON) encoded once for both tables.
         """
         await self._execute_returning(
-            f"""with i as (
+            f"""/* save_retrievals */ with i as (
                 select e->>'a' as a, e->>'c' as c, e->>'v' as v, e->>'key' as key, e->>'kb' as kb,
                   e->'query' as query, e->'hits' as hits, e->'config' as config, e->>'replay' as replay,
                   (e->>'current')::bool as current
@@ -1311,7 +1311,7 @@ class Store:
         """``save_judgment_record`` of many chunks in one statement (distinct chunk and version); its parts
         commit together, and the batch's parameters travel as one JSON document."""
         await self._execute_returning(
-            f"""with i as (
+            f"""/* save_judgment_records */ with i as (
                 select e->>'a' as a, e->>'c' as c, e->>'v' as v, e->>'rv' as rv, e->>'key' as key, e->>'signal' as signal,
                   (e->>'nm')::bool as nm, (e->>'conf')::float8 as conf, e->>'kind' as kind, e->>'model' as model,
                   e->>'pv' as pv, e->>'status' as status, (e->>'latency')::float8 as latency, e->'judgment' as judgment,

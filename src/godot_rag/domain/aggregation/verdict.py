@@ -33,7 +33,7 @@ from godot_rag.domain.models import (
     Verdict,
 )
 
-AGGREGATOR_VERSION = "verdict/3"
+AGGREGATOR_VERSION = "verdict/4"
 
 KIND_WEIGHT = {
     "gdscript": 1.0,
@@ -49,6 +49,11 @@ CHUNK_KIND_WEIGHT = {"config_version": 5.0, "features": 3.0}
 # Evidence kinds, as the rules judge writes them ("godot3:syntax"). A judgment
 # that names none (a model's) is "unknown".
 CONFIG, SYNTAX, REMOVED_TYPE, API, FILE_FORMAT, UNKNOWN = "config", "syntax", "removed_type", "api", "file_format", "unknown"
+# Godot 1/2 project files and formats (engine.cfg, format=1), judged on the Godot 3 side.
+GODOT2 = "godot2"
+# A project with Godot 2 files and no project.godot version line is labelled Godot 3 (the version it
+# converts to first) at most this sure: neither Godot 3 nor Godot 4 opens it as it is.
+GODOT2_CONFIDENCE = 0.5
 # Weighted syntax evidence (chunk weight x confidence) that shows a script in
 # the other version's grammar: one confident syntax chunk. A chunk whose facts
 # contradict each other stays below it (the judge caps it at 0.25).
@@ -90,6 +95,7 @@ class _Side:
     config: float = 0.0
     syntax: float = 0.0
     unknown: float = 0.0
+    godot2: float = 0.0  # chunks resting on Godot 1/2 project files or formats
     removed_type: bool = False
 
 
@@ -157,6 +163,8 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
             side.syntax += w
         if UNKNOWN in kinds:
             side.unknown += w
+        if GODOT2 in kinds:
+            side.godot2 += w
         if REMOVED_TYPE in kinds and o.confidence >= REMOVED_TYPE_CONFIDENCE:
             side.removed_type = True
 
@@ -204,6 +212,17 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
     else:
         label = _LABEL[own]
         confidence = _own_confidence(config[own] > 0, content[own], content[other], fmt[own] + fmt[other])
+    godot2 = sorted(f.source_file for f in files.values() if f.sides[SIGNAL_GODOT3].godot2 > 0)
+    if godot2:
+        basis.insert(
+            1,
+            f"Godot 2 project files: {_list(godot2)}: neither Godot 3 nor Godot 4 opens a Godot 2 project; open it in "
+            "Godot 2.1.4 or later and use Tools > Export to Godot 3.0, then convert from Godot 3 to Godot 4",
+        )
+        if sum(config.values()) == 0:
+            confidence = min(confidence, GODOT2_CONFIDENCE)
+            if own == SIGNAL_GODOT3:
+                basis[0] = "no project.godot: a Godot 2 project, labelled Godot 3, the version it converts to first"
     basis.extend(leftovers)
     for s in _SIDES:
         top = sorted(

@@ -43,7 +43,7 @@ from godot_rag.domain.models import (
 )
 from godot_rag.prompts import contract_schema
 
-RULES_JUDGE_VERSION = "rules/8"
+RULES_JUDGE_VERSION = "rules/9"
 
 # What a fact rests on. The verdict weighs them differently
 # (docs/judge.md, "Verdict rules"):
@@ -56,11 +56,14 @@ KIND_API = "api"  # engine names: members, classes used in code, renamed propert
 # How the editor wrote the file (format=2, numeric resource ids, ExtResource( 1 ),
 # the import cache): Godot 4 loads Godot 3's and rewrites it on the next save.
 KIND_FILE_FORMAT = "file_format"
-EVIDENCE_KINDS = (KIND_CONFIG, KIND_SYNTAX, KIND_REMOVED_TYPE, KIND_API, KIND_FILE_FORMAT)
+# A Godot 1/2 project file (engine.cfg) or file format (format=1): older than both versions. Its facts
+# sit on the Godot 3 side, the version such a project converts to first; the verdict names it.
+KIND_GODOT2 = "godot2"
+EVIDENCE_KINDS = (KIND_CONFIG, KIND_SYNTAX, KIND_REMOVED_TYPE, KIND_API, KIND_FILE_FORMAT, KIND_GODOT2)
 # Which kind wins inside one chunk when both versions have facts: grammar and
 # types decide whether a version can load the code at all, names come next,
 # the file format least (it says which editor saved the file, not what it holds).
-_KIND_RANK = {KIND_CONFIG: 3, KIND_SYNTAX: 3, KIND_REMOVED_TYPE: 3, KIND_API: 2, KIND_FILE_FORMAT: 1}
+_KIND_RANK = {KIND_CONFIG: 3, KIND_SYNTAX: 3, KIND_REMOVED_TYPE: 3, KIND_GODOT2: 3, KIND_API: 2, KIND_FILE_FORMAT: 1}
 
 # Confidence of a neutral judgment: a chunk that touches no engine name at all
 # (a const, an enum, arithmetic on its own fields) is safely neutral; one that
@@ -1812,6 +1815,17 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fac
             for suffix, signal, strength, what, old, new, kind in _FILE_NAME_FACTS
             if path.endswith(suffix)
         )
+        if path == "engine.cfg":
+            # At the project's root only: another engine.cfg is any addon's settings file.
+            facts.append(
+                Fact(
+                    SIGNAL_GODOT3,
+                    0.9,
+                    "engine.cfg: the project file of Godot 2 and earlier (Godot 3 and 4 open project.godot)",
+                    chunk.span.start_line,
+                    kind=KIND_GODOT2,
+                )
+            )
 
     def add(pattern: str, signal: str, strength: float, what: str, kind: str, flags: int = re.M) -> None:
         for m in re.finditer(pattern, text, flags):
@@ -1831,6 +1845,13 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fac
         add(r"\"scancode\"|\"physical_scancode\"", SIGNAL_GODOT3, 0.85, "input event scancode (keycode in Godot 4)", KIND_API)
         add(r"\"physical_keycode\"|\"keycode\"", SIGNAL_GODOT4, 0.85, "input event keycode (Godot 4)", KIND_API)
     elif source_kind in ("scene", "resource"):
+        add(
+            r"^\[gd_(scene|resource)[^\]\n]*\bformat=1\b",
+            SIGNAL_GODOT3,
+            0.7,
+            "scene/resource format=1 (saved by Godot 2: its node and property names predate Godot 3)",
+            KIND_GODOT2,
+        )
         add(
             r"^\[gd_(scene|resource)[^\]\n]*\bformat=2\b",
             SIGNAL_GODOT3,
