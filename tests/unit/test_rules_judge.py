@@ -307,6 +307,25 @@ def test_godot2_project_files_are_their_own_kind_of_evidence(knowledge, path, ki
         assert j.evidence_kinds == ("godot3:godot2",) and "Godot 2" in j.explanation
 
 
+def test_godot2_fixed_process_api_is_godot2_evidence_unless_the_project_declares_it(knowledge):
+    source = (
+        "extends KinematicBody2D\n\n"
+        "func _ready():\n\tset_fixed_process(true)\n\n"
+        "func _fixed_process(delta):\n\tvar step = get_fixed_process_delta_time()\n\tprint(step)\n"
+    )
+    judged = judge_source(source, knowledge)
+    ready, fixed = judged["function:_ready"], judged["function:_fixed_process"]
+    assert ready.signal == "godot3" and ready.evidence_kinds == ("godot3:godot2",)
+    assert [(n.old, n.new) for n in ready.migration_notes] == [("set_fixed_process", "set_physics_process")]
+    assert fixed.signal == "godot3" and "godot3:godot2" in fixed.evidence_kinds
+    assert {n.new for n in fixed.migration_notes} == {"_physics_process", "get_physics_process_delta_time"}
+    # A project's own method of that name is its own: no evidence.
+    own = judge_source(
+        "extends Node\n\nfunc set_fixed_process(on):\n\tpass\n\nfunc _ready():\n\tset_fixed_process(true)\n", knowledge
+    )
+    assert own["function:_ready"].signal == "neutral"
+
+
 def _judge_direct(knowledge, path: str, kind: str, text: str):
     from godot_rag.domain.chunking.files import chunk_file
 

@@ -882,6 +882,29 @@ class _Context:
         return self.member_at(dot, t.word)
 
 
+# Godot 2's fixed-process API, which Godot 3 renamed to physics process: in neither class reference, and
+# unmistakable in a script (a project's own method of that name is set aside by declared_names).
+_GODOT2_CALLS = {
+    "set_fixed_process": "set_physics_process",
+    "is_fixed_processing": "is_physics_processing",
+    "get_fixed_process_delta_time": "get_physics_process_delta_time",
+}
+
+
+def _godot2_facts(chunk: Chunk, tokens: Sequence[_Token], declared_names: frozenset[str]) -> list[Fact]:
+    """Godot 2 (and older) API that a script still calls or overrides: KIND_GODOT2 facts on the Godot 3 side."""
+    facts: list[Fact] = []
+    for t in tokens:
+        new = _GODOT2_CALLS.get(t.word)
+        if new is not None and t.next_char == "(" and t.receiver in ("", "self") and t.word not in declared_names:
+            what = f"{t.word}() is Godot 2 API (Godot 3 renamed it {new}())"
+            facts.append(Fact(SIGNAL_GODOT3, 0.8, what, _line_of(chunk, t.start), t.word, new, kind=KIND_GODOT2))
+        elif t.word == "_fixed_process" and t.prev_word == "func":
+            what = "func _fixed_process(): Godot 2's physics callback, never called by Godot 3 or 4 (_physics_process)"
+            facts.append(Fact(SIGNAL_GODOT3, 0.8, what, _line_of(chunk, t.start), t.word, "_physics_process", kind=KIND_GODOT2))
+    return facts
+
+
 def gdscript_facts(
     chunk: Chunk,
     index: RenameIndex,
@@ -932,6 +955,7 @@ def gdscript_facts(
             )
     facts.extend(_super_call_facts(chunk, mask))
     tokens = _tokens(mask)
+    facts.extend(_godot2_facts(chunk, tokens, declared_names))
     facts.extend(_call_shape_facts(chunk, mask, tokens, declared_names, ctx))
     rename = _rename_facts(chunk, tokens, index, declared_names, hits, ctx)
     facts.extend(rename)
