@@ -312,4 +312,17 @@ def test_a_godot2_project_is_named_and_labelled_godot3_at_most_half_sure():
     kept = compute_verdict([config(4), *godot2[1:]])
     assert kept.label == "godot3" and kept.confidence > 0.5
     assert kept.basis[0].startswith("project.godot says Godot 3")
-    assert any(line.startswith("Godot 2 project files: stage.tscn") for line in kept.basis)
+    assert "Godot 2 API or file formats, which neither Godot 3 nor Godot 4 has, in: stage.tscn" in kept.basis
+
+
+def test_a_godot3_csharp_project_file_left_in_a_godot4_project_is_a_named_leftover():
+    csproj = [chunk("Game.csproj", "godot3", ("godot3:removed_type",), 0.95, kind="text", chunk_kind="block")]
+    v = compute_verdict([config(5), *godot4_scripts(2), *csproj])
+    assert v.label == "godot4"
+    assert (
+        "leftover: 1 C# project file on Godot 3's Godot SDK "
+        "(set Godot.NET.Sdk to the project's 4.x version and rebuild the C# scripts): Game.csproj" in v.basis
+    )
+    # Without project.godot, the SDK is the C# project's own statement of its version.
+    alone = compute_verdict([chunk("Game.csproj", "godot4", ("godot4:removed_type",), 0.95, kind="text", chunk_kind="block")])
+    assert alone.label == "godot4"

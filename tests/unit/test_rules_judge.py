@@ -326,6 +326,30 @@ def test_godot2_fixed_process_api_is_godot2_evidence_unless_the_project_declares
     assert own["function:_ready"].signal == "neutral"
 
 
+@pytest.mark.parametrize(
+    "text,signal",
+    [
+        ('<Project Sdk="Godot.NET.Sdk/4.2.1">\n  <PropertyGroup>\n    <TargetFramework>net6.0</TargetFramework>\n', "godot4"),
+        ('<Project Sdk="Godot.NET.Sdk/3.3.0">\n  <PropertyGroup>\n    <TargetFramework>net472</TargetFramework>\n', "godot3"),
+        (
+            '<Project ToolsVersion="4.0">\n  <ItemGroup>\n    <Reference Include="GodotSharp">\n'
+            "      <HintPath>$(ProjectDir)/.mono/assemblies/$(ApiConfiguration)/GodotSharp.dll</HintPath>\n",
+            "godot3",
+        ),
+        ('<Project Sdk="Microsoft.NET.Sdk">\n  <PropertyGroup>\n', "neutral"),  # a plain .NET library
+    ],
+)
+def test_a_csharp_project_files_godot_sdk_says_its_version(knowledge, text, signal):
+    from godot_rag.domain.chunking.files import chunk_file
+    from godot_rag.domain.ingest.policy import classify_path
+
+    kind, _ = classify_path("Game.csproj")
+    assert kind == "text"
+    first = chunk_file("Game.csproj", kind, (text + "  </PropertyGroup>\n</Project>\n").encode()).chunks[0]
+    j = judge_chunk(first, kind, [], knowledge.index, frozenset())
+    assert j.signal == signal
+
+
 def _judge_direct(knowledge, path: str, kind: str, text: str):
     from godot_rag.domain.chunking.files import chunk_file
 

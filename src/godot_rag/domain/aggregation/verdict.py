@@ -213,16 +213,18 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
         label = _LABEL[own]
         confidence = _own_confidence(config[own] > 0, content[own], content[other], fmt[own] + fmt[other])
     godot2 = sorted(f.source_file for f in files.values() if f.sides[SIGNAL_GODOT3].godot2 > 0)
-    if godot2:
+    if godot2 and sum(config.values()) > 0:
+        # project.godot is there: what is left of Godot 2 is named, as any leftover.
+        basis.insert(1, f"Godot 2 API or file formats, which neither Godot 3 nor Godot 4 has, in: {_list(godot2)}")
+    elif godot2:
         basis.insert(
             1,
             f"Godot 2 project files: {_list(godot2)}: neither Godot 3 nor Godot 4 opens a Godot 2 project; open it in "
             "Godot 2.1.4 or later and use Tools > Export to Godot 3.0, then convert from Godot 3 to Godot 4",
         )
-        if sum(config.values()) == 0:
-            confidence = min(confidence, GODOT2_CONFIDENCE)
-            if own == SIGNAL_GODOT3:
-                basis[0] = "no project.godot: a Godot 2 project, labelled Godot 3, the version it converts to first"
+        confidence = min(confidence, GODOT2_CONFIDENCE)
+        if own == SIGNAL_GODOT3:
+            basis[0] = "no project.godot: a Godot 2 project, labelled Godot 3, the version it converts to first"
     basis.extend(leftovers)
     for s in _SIDES:
         top = sorted(
@@ -282,6 +284,8 @@ def _leftovers(files: dict[str, _File], other: str, blocking: set[str]) -> list[
             groups.setdefault("shader", []).append(f.source_file)
         elif f.source_file.endswith((".gdnlib", ".gdextension")):
             groups.setdefault("native", []).append(f.source_file)
+        elif f.source_file.endswith(".csproj"):
+            groups.setdefault("csharp", []).append(f.source_file)
         elif f.source_kind == "import_meta":
             groups.setdefault("import", []).append(f.source_file)
         elif f.source_kind == "uid":
@@ -319,6 +323,12 @@ def _leftovers(files: dict[str, _File], other: str, blocking: set[str]) -> list[
             head = f"{n} native librar{'ies' if n != 1 else 'y'} built for {name} " + (
                 "(GDNative: rebuild the native code as a GDExtension)" if other == SIGNAL_GODOT3 else "(GDExtension)"
             )
+        elif key == "csharp":
+            head = f"{n} C# project file{'s' * (n != 1)} on {name}'s Godot SDK " + (
+                "(set Godot.NET.Sdk to the project's 4.x version and rebuild the C# scripts)"
+                if other == SIGNAL_GODOT3
+                else "(Godot.NET.Sdk 4.x)"
+            )
         elif key == "import":
             head = f"{n} .import file{'s' * (n != 1)} from {name}; the editor re-imports the assets"
         elif key == "uid":
@@ -326,7 +336,7 @@ def _leftovers(files: dict[str, _File], other: str, blocking: set[str]) -> list[
         else:
             head = f"{name} settings or text in {n} file{'s' * (n != 1)}"
         lines.append(f"leftover: {head}: " + _list(names))
-    order = ("syntax", "api", "shader", "native", "properties", "judged", "format", "import", "uid", "other")
+    order = ("syntax", "api", "shader", "native", "csharp", "properties", "judged", "format", "import", "uid", "other")
     keys = list(groups)
     return [line for _, line in sorted(zip(keys, lines), key=lambda kv: order.index(kv[0]))]
 

@@ -132,6 +132,9 @@ KIND_BY_EXTENSION = {
     ".gdnlib": SourceKind.CONFIG,
     ".gdextension": SourceKind.CONFIG,
     ".gdns": SourceKind.RESOURCE,
+    # A C# project's file: its Godot SDK (Godot.NET.Sdk/3.x or 4.x, or Godot 3.0-3.2's GodotSharp
+    # references) says which version the C# scripts build against. Cut as text; the .cs files stay excluded.
+    ".csproj": SourceKind.TEXT,
 }
 KIND_BY_BASENAME = {
     "project.godot": SourceKind.PROJECT_CONFIG,
@@ -175,7 +178,7 @@ def classify_path(rel_path: str) -> tuple[str, str]:
     stem = lower.split(".", 1)[0]
     if suffix in DOC_EXTENSIONS or stem in DOC_BASENAMES:
         return "", REASON_DOCS
-    if suffix == ".cs" or suffix == ".csproj" or suffix == ".sln":
+    if suffix == ".cs" or suffix == ".sln":
         return "", REASON_CSHARP
     if suffix in BINARY_EXTENSIONS:
         return "", REASON_BINARY

@@ -1820,6 +1820,29 @@ _FILE_NAME_FACTS = (
 )
 
 
+# A C# project file's Godot SDK: (pattern, signal, strength, what). Godot 3.0-3.2 generated projects that
+# referenced the GodotSharp assemblies; 3.3 and later, and 4, name a Godot.NET.Sdk version.
+_CSPROJ_SDK = (
+    (re.compile(r'Sdk="Godot\.NET\.Sdk/3\.'), SIGNAL_GODOT3, 0.95, "C# project on Godot.NET.Sdk 3.x (Godot 3; Godot 4 needs 4.x)"),
+    (
+        re.compile(r'<Reference Include="GodotSharp"|\.mono[/\\]assemblies'),
+        SIGNAL_GODOT3,
+        0.9,
+        "C# project referencing the GodotSharp assemblies in .mono/ (Godot 3.0-3.2; Godot 4 needs Godot.NET.Sdk 4.x)",
+    ),
+    (re.compile(r'Sdk="Godot\.NET\.Sdk/4\.'), SIGNAL_GODOT4, 0.95, "C# project on Godot.NET.Sdk 4.x (Godot 4)"),
+)
+
+
+def _csproj_facts(chunk: Chunk, text: str) -> list[Fact]:
+    """What a .csproj's Godot SDK says (once per file: the SDK is named at its top)."""
+    for pattern, signal, strength, what in _CSPROJ_SDK:
+        m = pattern.search(text)
+        if m is not None:
+            return [Fact(signal, strength, what, _line_of(chunk, m.start()), kind=KIND_REMOVED_TYPE)]
+    return []
+
+
 def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fact]:
     """Facts of a project.godot, scene, resource, .import or .uid chunk, each with its kind.
 
@@ -1839,6 +1862,8 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fac
             for suffix, signal, strength, what, old, new, kind in _FILE_NAME_FACTS
             if path.endswith(suffix)
         )
+        if path.endswith(".csproj"):
+            facts.extend(_csproj_facts(chunk, text))
         if path == "engine.cfg":
             # At the project's root only: another engine.cfg is any addon's settings file.
             facts.append(
