@@ -604,3 +604,15 @@ def test_shader_files_and_built_in_shaders_get_the_shader_renames():
     # Godot 4's own shaders and the already converted are left as they are.
     fp, _ = patch_one("shader_type canvas_item;\nuniform vec4 c : source_color;\n", "ok.gdshader")
     assert not fp.changed and fp.todos == []
+
+
+def test_a_godot2_project_is_named_in_the_patch_not_converted_as_godot3():
+    from godot_rag.domain.patching import patch_files
+
+    files = {"engine.cfg": '[application]\n\nname="Old"\n', "player.gd": "extends Node\nonready var a = 1\n"}
+    result = patch_files(files)
+    todo = [t for t in result.todos if t.rule == "godot2-project"]
+    assert len(todo) == 1 and todo[0].path == "engine.cfg" and "Export to Godot 3.0" in todo[0].note
+    # A converted project may keep its old engine.cfg beside project.godot: project.godot rules.
+    converted = patch_files({**files, "project.godot": "config_version=4\n"})
+    assert not [t for t in converted.todos if t.rule == "godot2-project"]

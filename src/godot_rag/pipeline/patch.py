@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from godot_rag.domain.ingest.policy import IngestError, files_from_expanded_text, scan_folder
-from godot_rag.domain.patching import PatchResult, basis_lines, patch_files, source_kind
+from godot_rag.domain.patching import PatchResult, basis_lines, patch_files, patch_reads
 from godot_rag.domain.patching.engine import default_index
 from godot_rag.domain.patching.knowledge import shipped_knowledge
 from godot_rag.errors import InvalidInputError, NotFoundError
@@ -76,7 +76,7 @@ async def patch_analysis(store: Store, analysis_id: str) -> AnalysisPatch:
     shas: dict[str, str] = {}
     for row in await store.list_files(analysis_id):
         path = row.source_file
-        if not row.included or not source_kind(path):
+        if not row.included or not patch_reads(path):
             continue
         data = await store.get_blob(row.sha256)
         if data is None:
@@ -141,7 +141,7 @@ def read_project(root: Path, *, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> dict
         raise InvalidInputError(f"not a folder or an expanded-text file: {root}")
     files: dict[str, str] = {}
     for f in sources:
-        if f.included and source_kind(f.source_file):
+        if f.included and patch_reads(f.source_file):
             files[f.source_file] = f.data.decode("utf-8")
     return files
 

@@ -48,6 +48,12 @@ def source_kind(path: str) -> str:
     return ""
 
 
+def patch_reads(path: str) -> bool:
+    """Whether the patch reads a project file: the kinds it patches, and a Godot 2 project's engine.cfg (which
+    it names instead of patching)."""
+    return bool(source_kind(path)) or path == "engine.cfg"
+
+
 def default_index(files: Mapping[str, str], knowledge: PatchKnowledge, index_json: str = "") -> SharedProjectSymbols:
     """The shared project index over ``files`` (or the one stored with an analysis, ``index_json``)."""
     v = knowledge.vocabulary
@@ -213,6 +219,21 @@ def patch_files(
                 fp.todos.append(Todo(path, orig_line, "residual", old or what, note, change[0] if change else ""))
         fp.todos.sort(key=lambda t: (t.line, t.rule))
         patches.append(fp)
+    if "engine.cfg" in files and "project.godot" not in files:
+        # A Godot 2 project: the changes above are Godot 3 -> 4, and Godot 2's names and formats stay.
+        note = (
+            "a Godot 2 project (engine.cfg, no project.godot): this patch converts Godot 3 to Godot 4; open the "
+            "project in Godot 2.1.4 or later, use Tools > Export to Godot 3.0, and patch the exported project"
+        )
+        patches.insert(
+            0,
+            FilePatch(
+                "engine.cfg",
+                files["engine.cfg"],
+                files["engine.cfg"],
+                todos=[Todo("engine.cfg", 1, "godot2-project", "engine.cfg", note)],
+            ),
+        )
     hunks = [h for fp in patches for h in _hunks(fp)]
     return PatchResult(patches, hunks, render_diff(patches, hunks))
 
