@@ -350,6 +350,23 @@ def test_a_csharp_project_files_godot_sdk_says_its_version(knowledge, text, sign
     assert j.signal == signal
 
 
+@pytest.mark.parametrize(
+    "body,signal",
+    [
+        ('\treturn r"\\d+"\n', "godot4"),  # a raw string literal (Godot 4.3): Godot 3 cannot tokenise it
+        ("\treturn r'\\s+'\n", "godot4"),
+        ("\tvar r = 1\n\treturn r\n", "neutral"),  # a variable named r
+        ("\tvar s = \"bar\"\n\treturn s + 'r'\n", "neutral"),  # an r inside or beside strings
+        ('\t# r"x" in a comment\n\treturn 1\n', "neutral"),
+    ],
+)
+def test_raw_string_literals_are_godot4_syntax(knowledge, body, signal):
+    judged = judge_source("extends Node\n\nfunc f():\n" + body, knowledge)
+    assert judged["function:f"].signal == signal
+    if signal == "godot4":
+        assert judged["function:f"].evidence_kinds == ("godot4:syntax",)
+
+
 def _judge_direct(knowledge, path: str, kind: str, text: str):
     from godot_rag.domain.chunking.files import chunk_file
 

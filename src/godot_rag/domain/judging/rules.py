@@ -43,7 +43,7 @@ from godot_rag.domain.models import (
 )
 from godot_rag.prompts import contract_schema
 
-RULES_JUDGE_VERSION = "rules/9"
+RULES_JUDGE_VERSION = "rules/10"
 
 # What a fact rests on. The verdict weighs them differently
 # (docs/judge.md, "Verdict rules"):
@@ -637,7 +637,11 @@ _G4_SYNTAX: list[tuple[re.Pattern[str] | _LambdaScan, str, float]] = [
 # differently), not grammar: they are API evidence, and a project method of
 # that name is the project's own.
 _NAME_LIKE_SYNTAX = ("`PackedScene.instance()`", "move_and_slide_with_snap", "`signal.emit()`", "`instantiate()`")
-_LITERAL_WHATS = ('StringName literal &"..." (Godot 4 only)', 'NodePath literal ^"..." (Godot 4 only)')
+_LITERAL_WHATS = (
+    'StringName literal &"..." (Godot 4 only)',
+    'NodePath literal ^"..." (Godot 4 only)',
+    'raw string literal r"..." (Godot 4 only)',
+)
 _SYNTAX_WHATS = frozenset(
     [str(entry[1]) for entry in (*_G3_SYNTAX, *_G4_SYNTAX) if not any(n in str(entry[1]) for n in _NAME_LIKE_SYNTAX)]
     + list(_LITERAL_WHATS)
@@ -645,7 +649,8 @@ _SYNTAX_WHATS = frozenset(
 
 # Literal prefixes live in code, the string after them is masked: check code_text
 # at positions where the mask shows code.
-_G4_LITERALS = re.compile(r"(?<![\w\"'])([&^])[\"']")
+# StringName &"..", NodePath ^".." and (Godot 4.3) raw string r".." literals: Godot 3's tokenizer has none of them.
+_G4_LITERALS = re.compile(r"(?<![\w\"'])([&^r])[\"']")
 
 # Replacements for version-only names the rename table does not pair (removed
 # and moved APIs); a note is only written when the new form is known.
@@ -949,7 +954,7 @@ def gdscript_facts(
             )
     for m in _G4_LITERALS.finditer(chunk.code_text):
         if _in_code(chunk, m.start()):
-            kind = "StringName" if m.group(1) == "&" else "NodePath"
+            kind = {"&": "StringName", "^": "NodePath", "r": "raw string"}[m.group(1)]
             facts.append(
                 Fact(SIGNAL_GODOT4, 0.9, f'{kind} literal {m.group(1)}"..." (Godot 4 only)', _line_of(chunk, m.start()), tier=2)
             )
