@@ -367,6 +367,21 @@ def test_raw_string_literals_are_godot4_syntax(knowledge, body, signal):
         assert judged["function:f"].evidence_kinds == ("godot4:syntax",)
 
 
+@pytest.mark.parametrize(
+    "declaration,signal",
+    [
+        ("signal died(pos: Vector2, by: String)\n", "godot4"),
+        ("signal died(\n\tpos: Vector2,\n\tby: String\n)\n", "godot4"),
+        ("signal died(pos, by)\n", "neutral"),  # Godot 3's and 4's
+        ("signal hit(amount)  # amount: int\n", "neutral"),  # a type in a comment
+    ],
+)
+def test_typed_signal_parameters_are_godot4_syntax(knowledge, declaration, signal):
+    judged = judge_source("extends Node\n\n" + declaration, knowledge)
+    (mine,) = [j for key, j in judged.items() if key.startswith("signal:")]
+    assert mine.signal == signal
+
+
 def _judge_direct(knowledge, path: str, kind: str, text: str):
     from godot_rag.domain.chunking.files import chunk_file
 

@@ -631,6 +631,12 @@ _G4_SYNTAX: list[tuple[re.Pattern[str] | _LambdaScan, str, float]] = [
     (re.compile(r"^[ \t]*static[ \t]+var\b", re.M), "`static var` (Godot 4.1+)", 0.9),
     (re.compile(r"\bfor[ \t]+\w+[ \t]*:[ \t]*\w+[ \t]+in\b"), "typed loop variable (Godot 4.2+)", 0.9),
     (re.compile(r"\bis[ \t]+not\b"), "`is not` operator (Godot 4 only)", 0.85),
+    # Godot 3's signal parameters are bare names: a type after one does not parse there.
+    (
+        re.compile(r"^[ \t]*signal[ \t]+\w+[ \t]*\([^()]*?\w[ \t]*:[ \t]*[A-Za-z_]", re.M),
+        "typed signal parameter (Godot 4 only)",
+        0.9,
+    ),
 ]
 
 # The syntax-table entries that are really a name (a call another version names
