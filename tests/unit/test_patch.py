@@ -616,3 +616,14 @@ def test_a_godot2_project_is_named_in_the_patch_not_converted_as_godot3():
     # A converted project may keep its old engine.cfg beside project.godot: project.godot rules.
     converted = patch_files({**files, "project.godot": "config_version=4\n"})
     assert not [t for t in converted.todos if t.rule == "godot2-project"]
+
+
+def test_a_godot3_csharp_project_file_gets_a_todo_and_is_left_as_it_is():
+    from godot_rag.domain.patching import patch_files
+
+    old = '<Project Sdk="Godot.NET.Sdk/3.3.0">\n  <PropertyGroup>\n    <TargetFramework>net472</TargetFramework>\n'
+    new = '<Project Sdk="Godot.NET.Sdk/4.2.1">\n  <PropertyGroup>\n    <TargetFramework>net6.0</TargetFramework>\n'
+    result = patch_files({"Game.csproj": old + "  </PropertyGroup>\n</Project>\n", "New.csproj": new})
+    todos = [t for t in result.todos if t.rule == "csharp-project"]
+    assert [(t.path, t.line) for t in todos] == [("Game.csproj", 1)] and "partial" in todos[0].note
+    assert not result.hunks  # the patch does not touch C#

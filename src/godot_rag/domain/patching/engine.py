@@ -49,9 +49,25 @@ def source_kind(path: str) -> str:
 
 
 def patch_reads(path: str) -> bool:
-    """Whether the patch reads a project file: the kinds it patches, and a Godot 2 project's engine.cfg (which
-    it names instead of patching)."""
-    return bool(source_kind(path)) or path == "engine.cfg"
+    """Whether the patch reads a project file: the kinds it patches, a Godot 2 project's engine.cfg and C#
+    project files (which it names instead of patching)."""
+    return bool(source_kind(path)) or path == "engine.cfg" or path.endswith(".csproj")
+
+
+# A C# project file on Godot 3's SDK: Godot.NET.Sdk 3.x, or Godot 3.0-3.2's GodotSharp references.
+_CSPROJ_GODOT3 = re.compile(r'Sdk="Godot\.NET\.Sdk/3\.|<Reference Include="GodotSharp"|\.mono[/\\]assemblies')
+
+
+def _csproj_todo(path: str, text: str) -> Todo | None:
+    """What a Godot 3 C# project file needs by hand (the patch does not touch C#)."""
+    m = _CSPROJ_GODOT3.search(text)
+    if m is None:
+        return None
+    note = (
+        "a C# project on Godot 3's SDK: set Sdk to Godot.NET.Sdk/<the project's 4.x version> and TargetFramework to "
+        "net6.0 or later, and declare every C# script class `partial` (the patch does not touch C#)"
+    )
+    return Todo(path, text.count("\n", 0, m.start()) + 1, "csharp-project", "Godot.NET.Sdk", note)
 
 
 def default_index(files: Mapping[str, str], knowledge: PatchKnowledge, index_json: str = "") -> SharedProjectSymbols:
@@ -234,6 +250,10 @@ def patch_files(
                 todos=[Todo("engine.cfg", 1, "godot2-project", "engine.cfg", note)],
             ),
         )
+    for path in sorted(p for p in files if p.endswith(".csproj")):
+        todo = _csproj_todo(path, files[path])
+        if todo is not None:
+            patches.append(FilePatch(path, files[path], files[path], todos=[todo]))
     hunks = [h for fp in patches for h in _hunks(fp)]
     return PatchResult(patches, hunks, render_diff(patches, hunks))
 
