@@ -26,7 +26,6 @@ from godot_rag.pipeline.web_requests import (
     access_refusal,
     allowed_host_names,
     answers_json,
-    archive_of,
     diff_form,
     error_title,
     export_download,
@@ -37,7 +36,6 @@ from godot_rag.pipeline.web_requests import (
     since_of,
     submit_form_of,
     submit_form_values,
-    submitted_json,
     to_json_text,
 )
 
@@ -239,12 +237,7 @@ def build_app(ctx: ServiceContext) -> web.Application:
 
     @routes.post("/api/analyses")
     async def submit(request: web.Request) -> web.Response:
-        body = json_object_of(await request.read())
-        archive_name = str(body.get("archive_name") or "")
-        submitted = await web_data.submit(
-            ctx.store, ctx.bus, ctx.settings, body, archive_of(body), archive_name, request.remote or ""
-        )
-        return _json(submitted_json(submitted))
+        return _json(await web_data.submit_json(ctx.store, ctx.bus, ctx.settings, await request.read(), request.remote or ""))
 
     routes.static("/static", str(pkg.joinpath("static")), append_version=False)
     app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[guard, errors])

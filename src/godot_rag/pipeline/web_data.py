@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from godot_rag.domain.patching import source_kind
+from godot_rag.domain.patching import patch_reads
 from godot_rag.errors import InvalidInputError, NotFoundError
 from godot_rag.infra.bus import Bus
 from godot_rag.infra.rows import AnalysisRow, FileRow, WebChunkRow
@@ -22,7 +22,7 @@ from godot_rag.pipeline.patch import analysis_patch_doc
 from godot_rag.pipeline.results import analysis_result
 from godot_rag.pipeline.submit import SubmittedProject, collect_and_submit
 from godot_rag.pipeline.versions import diff_results, list_versions
-from godot_rag.pipeline.web_requests import live_events, sse_message, submit_input_of
+from godot_rag.pipeline.web_requests import archive_of, json_object_of, live_events, sse_message, submit_input_of, submitted_json
 from godot_rag.pipeline.why_not import why_not_retrieved
 from godot_rag.settings import Settings
 
@@ -80,6 +80,13 @@ async def submit(
     """A submission from the web form or the JSON API: the same pipeline function as the gRPC Submit."""
     _, submitted = await collect_and_submit(store, bus, settings, submit_input_of(body, archive, archive_name, client))
     return submitted
+
+
+async def submit_json(store: Store, bus: Bus, settings: Settings, body: bytes, client: str) -> dict[str, Any]:
+    """The JSON API's submission: its body decoded, submitted as ``submit``, the submitted projects as JSON."""
+    doc = json_object_of(body)
+    submitted = await submit(store, bus, settings, doc, archive_of(doc), str(doc.get("archive_name") or ""), client)
+    return submitted_json(submitted)
 
 
 async def analysis_json(store: Store, analysis_id: str) -> dict:
@@ -312,7 +319,7 @@ async def file_page(
     ):
         outdated = {"analysis_id": latest.analysis_id, "created_at": latest.created_at, "sha256": ""}
     patch = None
-    if f.included and source is not None and source_kind(source_file):
+    if f.included and source is not None and patch_reads(source_file):
         doc = await analysis_patch_doc(store, analysis_id)
         entry = next((e for e in doc["files"] if e["file"] == source_file), None)
         patch = wv.patch_view(entry, chunks, analysis_id, source_file)

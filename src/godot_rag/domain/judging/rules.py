@@ -1845,13 +1845,22 @@ _CSPROJ_SDK = (
 )
 
 
-def _csproj_facts(chunk: Chunk, text: str) -> list[Fact]:
-    """What a .csproj's Godot SDK says (once per file: the SDK is named at its top)."""
+def csproj_sdk(text: str) -> tuple[str, float, str, int] | None:
+    """What a .csproj's Godot SDK says: (signal, strength, what, offset of the SDK), None when it names none."""
     for pattern, signal, strength, what in _CSPROJ_SDK:
         m = pattern.search(text)
         if m is not None:
-            return [Fact(signal, strength, what, _line_of(chunk, m.start()), kind=KIND_REMOVED_TYPE)]
-    return []
+            return signal, strength, what, m.start()
+    return None
+
+
+def _csproj_facts(chunk: Chunk, text: str) -> list[Fact]:
+    """What a .csproj's Godot SDK says (once per file: the SDK is named at its top)."""
+    sdk = csproj_sdk(text)
+    if sdk is None:
+        return []
+    signal, strength, what, at = sdk
+    return [Fact(signal, strength, what, _line_of(chunk, at), kind=KIND_REMOVED_TYPE)]
 
 
 def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fact]:

@@ -20,7 +20,7 @@ from tree_sitter import Parser
 
 from godot_rag.domain.chunking.direct import chunk_direct
 from godot_rag.domain.chunking.gdscript import _language, parse_gdscript
-from godot_rag.domain.judging.rules import RenameEntry, RenameIndex, chunk_facts, declared_names
+from godot_rag.domain.judging.rules import RenameEntry, RenameIndex, chunk_facts, csproj_sdk, declared_names
 from godot_rag.domain.models import SIGNAL_GODOT3
 from godot_rag.domain.patching.gdscript import patch_gdscript
 from godot_rag.domain.patching.knowledge import PatchKnowledge, shipped_knowledge
@@ -54,20 +54,16 @@ def patch_reads(path: str) -> bool:
     return bool(source_kind(path)) or path == "engine.cfg" or path.endswith(".csproj")
 
 
-# A C# project file on Godot 3's SDK: Godot.NET.Sdk 3.x, or Godot 3.0-3.2's GodotSharp references.
-_CSPROJ_GODOT3 = re.compile(r'Sdk="Godot\.NET\.Sdk/3\.|<Reference Include="GodotSharp"|\.mono[/\\]assemblies')
-
-
 def _csproj_todo(path: str, text: str) -> Todo | None:
-    """What a Godot 3 C# project file needs by hand (the patch does not touch C#)."""
-    m = _CSPROJ_GODOT3.search(text)
-    if m is None:
+    """What a C# project file on Godot 3's SDK needs by hand (the patch does not touch C#)."""
+    sdk = csproj_sdk(text)
+    if sdk is None or sdk[0] != SIGNAL_GODOT3:
         return None
     note = (
         "a C# project on Godot 3's SDK: set Sdk to Godot.NET.Sdk/<the project's 4.x version> and TargetFramework to "
         "net6.0 or later, and declare every C# script class `partial` (the patch does not touch C#)"
     )
-    return Todo(path, text.count("\n", 0, m.start()) + 1, "csharp-project", "Godot.NET.Sdk", note)
+    return Todo(path, text.count("\n", 0, sdk[3]) + 1, "csharp-project", "Godot.NET.Sdk", note)
 
 
 def default_index(files: Mapping[str, str], knowledge: PatchKnowledge, index_json: str = "") -> SharedProjectSymbols:
