@@ -29,16 +29,17 @@ async def test_a_stored_retrieval_answers_the_same_query_and_without_reuse_it_se
     shutil.copytree(repo / "samples" / "godot4_project", folder)
     aid = analyze(stack, folder)
     (row,) = stack.sql(
-        """select v.retrieval_key, v.query, v.hits, r.config from godot_rag.retrieval_versions v
+        """select v.retrieval_key, v.query, godot_rag.expand_hits(l.hits) as hits, v.hits_sha256, r.config
+        from godot_rag.retrieval_versions v
+        join godot_rag.hit_lists l on l.sha256 = v.hits_sha256
         join godot_rag.result_versions r on r.analysis_id = v.analysis_id and r.version_id = v.version_id
-        where v.analysis_id = %s and jsonb_array_length(v.hits) > 1 order by v.chunk_id limit 1""",
+        where v.analysis_id = %s and jsonb_array_length(l.hits) > 1 order by v.chunk_id limit 1""",
         (aid,),
     )
     key, limit = row["retrieval_key"], row["config"]["limit_per_table"]
     stack.sql(
-        "update godot_rag.retrieval_versions set hits = jsonb_set(hits, '{0,score}', '0.123456') where retrieval_key = %s "
-        "returning 1",
-        (key,),
+        "update godot_rag.hit_lists set hits = jsonb_set(hits, '{0,score}', '0.123456') where sha256 = %s returning 1",
+        (row["hits_sha256"],),
     )
     settings = stack.supervisor.settings
     store = await Store.open(stack.runtime["pg_dsn"])

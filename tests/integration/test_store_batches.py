@@ -7,6 +7,7 @@ import time
 
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 
 from godot_rag.infra.store import Store
 from godot_rag.v1 import services_pb2 as spb
@@ -169,6 +170,13 @@ async def test_retrieval_saves_and_chunk_reads_made_together_are_one_statement_e
             )
         )
         assert store._retrieval_saves.batches <= 2 and store._retrieval_saves.items == len(some)
+        # The six chunks' equal hits are one stored list, which their version rows name.
+        (named,) = stack.sql(
+            """select count(distinct hits_sha256) as lists, count(hits) as own from godot_rag.retrieval_versions
+            where analysis_id = %s and version_id = 'batchv'""",
+            (aid,),
+        )
+        assert named == {"lists": 1, "own": 0}
         for i, c in enumerate(some):
             saved = await store.get_retrieval_version(aid, c, "batchv")
             assert saved is not None and saved.query == {"q": i} and saved.hits == hits and saved.retrieval_key == f"k{i}"
@@ -199,6 +207,55 @@ async def test_a_current_retrieval_keeps_its_hits_in_its_version_row_only(stack,
             aid, chunk, retrieval_key="own", kb_version="kb/x", query={}, hits=hits, version_id="", config={}, make_current=True
         )
         assert (await store.get_retrieval(aid, chunk)).hits == hits
+    finally:
+        await store.close()
+
+
+async def test_chunks_with_the_same_hits_share_one_stored_list_and_the_judge_reads_it_once(stack, analysis):
+    """A scene's nodes of one type are the same search: their retrievals name one hit list, stored once;
+    the judge's reads take a list they already hold from memory (the statement leaves it out)."""
+    aid, _chunks = analysis
+    (shared,) = stack.sql(
+        """select v.hits_sha256, array_agg(v.chunk_id order by v.chunk_id) as chunk_ids
+        from godot_rag.retrieval_versions v join godot_rag.retrievals r using (analysis_id, chunk_id, version_id)
+        where v.analysis_id = %s group by v.hits_sha256 order by count(*) desc limit 1""",
+        (aid,),
+    )
+    assert len(shared["chunk_ids"]) >= 2
+    (counts,) = stack.sql(
+        """select count(*) as retrievals, count(distinct hits_sha256) as lists, count(hits) as own
+        from godot_rag.retrieval_versions where analysis_id = %s""",
+        (aid,),
+    )
+    assert counts["own"] == 0 and counts["lists"] < counts["retrievals"]
+    assert stack.sql("select count(*) as n from godot_rag.hit_lists where sha256 = %s", (shared["hits_sha256"],))[0]["n"] == 1
+    # The records the lists name are stored once: fewer rows than the lists' entries.
+    (named,) = stack.sql(
+        """select count(*) as entries, count(distinct e->>'r') as records,
+          count(distinct e->>'r') filter (where exists (select 1 from godot_rag.hit_records r where r.sha256 = e->>'r')) as stored
+        from (select distinct hits_sha256 from godot_rag.retrieval_versions where analysis_id = %s) v
+        join godot_rag.hit_lists l on l.sha256 = v.hits_sha256, jsonb_array_elements(l.hits) as e""",
+        (aid,),
+    )
+    assert named["stored"] == named["records"] < named["entries"]
+    first, second = shared["chunk_ids"][:2]
+    store = await Store.open(stack.runtime["pg_dsn"])
+    try:
+        a = await store.judge_inputs(aid, first)
+        b = await store.judge_inputs(aid, second)
+        assert a is not None and b is not None and a.hits and a.hits_sha256 == b.hits_sha256 == shared["hits_sha256"]
+        assert b.hits is a.hits  # held, not sent and parsed again
+        current = await store.get_retrieval(aid, second)
+        assert current is not None and current.hits == a.hits
+        # A version row written before the lists keeps its own hits, and every read takes them.
+        own = [{"record_id": "legacy", "score": 1.0}]
+        stack.sql(
+            """insert into godot_rag.retrieval_versions (analysis_id, chunk_id, version_id, retrieval_key, kb_version, query, hits)
+            values (%s, %s, 'legacy-inline', 'k', 'kb/x', '{}', %s) returning 1""",
+            (aid, first, Jsonb(own)),
+        )
+        legacy = await store.get_retrieval_version(aid, first, "legacy-inline")
+        assert legacy is not None and legacy.hits == own
     finally:
         await store.close()
 

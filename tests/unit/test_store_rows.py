@@ -87,7 +87,7 @@ WHOLE_TABLE = [
     (rows.FileRow, "files", {"symbol_scope"}),  # each script's slice of the project index: read apart
     (rows.ChunkRow, "chunks", set()),
     (rows.RetrievalRow, "retrievals", set()),
-    (rows.RetrievalRow, "retrieval_versions", set()),
+    (rows.RetrievalRow, "retrieval_versions", {"hits_sha256"}),  # the hit list's name: read through hit_lists
     (rows.VerdictRow, "verdicts", set()),
     (rows.VerdictRow, "verdict_versions", {"version_id"}),
     (rows.DeadLetterRow, "dead_letters", set()),

@@ -33,5 +33,9 @@ class Lru(Generic[K, V]):
         if len(self._entries) > self.capacity:
             self._entries.popitem(last=False)
 
+    def items(self) -> list[tuple[K, V]]:
+        """The entries, oldest first (a copy: the gets and puts that follow do not change it)."""
+        return list(self._entries.items())
+
     def __len__(self) -> int:
         return len(self._entries)

@@ -152,6 +152,9 @@ class JudgeInputs(Row):
     symbol_scope: str | None
     query: JsonObject | None
     hits: list[JsonObject] | None
+    # The name of the hit list (``hit_lists``), None for a retrieval stored with its own hits: equal names, equal
+    # lists, shared between the chunks' inputs and never modified.
+    hits_sha256: str | None
     retrieval_version: str | None
     prompt: str
     project_id: str

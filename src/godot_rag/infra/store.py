@@ -23,6 +23,7 @@ from psycopg.types.json import Jsonb, set_json_dumps
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from godot_rag.domain.judging.rules import declared_names_of
+from godot_rag.domain.lru import Lru
 from godot_rag.domain.models import RetrievalHit, RetrieverQuery
 from godot_rag.domain.redact import redact_credentials
 from godot_rag.domain.retrieval import search as kb_search
@@ -32,6 +33,7 @@ from godot_rag.domain.retrieval.vector_index import VectorIndex
 from godot_rag.errors import PoisonError, StoreError
 from godot_rag.infra import kb_store
 from godot_rag.infra.batching import Coalescer
+from godot_rag.infra.hit_lists import HitListSplitter, expand_hits
 from godot_rag.infra.metrics import observe_kb_search
 from godot_rag.infra.rows import (
     AnalysisRow,
@@ -144,13 +146,29 @@ class _KbHeld:
 # syntax errors are not among them (they are bugs or poison, not outages).
 _OUTAGE_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout)
 
+# Hit lists the judge keeps parsed (``Store.judge_inputs_of``): the distinct lists of a project's direct
+# chunks are a few dozen; each name held is sent with every judge read (65 bytes).
+HIT_LISTS_HELD = 64
+# Hit records the judge keeps parsed (about 1.5 KB each): a project's chunks hit a few thousand.
+RECORDS_HELD = 8192
+# The names of stored hit records a process remembers (about 100 bytes each), before it forgets them all.
+RECORDS_REMEMBERED = 200_000
+
+# Every retrieval version with its hits: a version row names its hit list (``hit_lists``, one row per
+# distinct list, migration 0024); rows written before keep their own hits.
+RETRIEVAL_VERSIONS = f"""(select v.analysis_id, v.chunk_id, v.version_id, v.retrieval_key, v.kb_version, v.query,
+      coalesce(v.hits, {SCHEMA}.expand_hits(l.hits)) as hits, v.hits_sha256, v.created_at
+    from {SCHEMA}.retrieval_versions v
+    left join {SCHEMA}.hit_lists l on l.sha256 = v.hits_sha256)"""
+
 # Each chunk's current retrieval, with its hits: they are stored once, in the version row the
-# current row names (migration 0020); a current row without a version keeps its own.
+# current row names (migration 0020) or its hit list; a current row without a version keeps its own.
 CURRENT_RETRIEVALS = f"""(select r.analysis_id, r.chunk_id, r.version_id, r.retrieval_key, r.kb_version, r.query,
-      coalesce(r.hits, v.hits) as hits, r.created_at
+      coalesce(r.hits, v.hits, {SCHEMA}.expand_hits(l.hits)) as hits, v.hits_sha256, r.created_at
     from {SCHEMA}.retrievals r
     left join {SCHEMA}.retrieval_versions v on v.analysis_id = r.analysis_id and v.chunk_id = r.chunk_id
-      and v.version_id = r.version_id)"""
+      and v.version_id = r.version_id
+    left join {SCHEMA}.hit_lists l on l.sha256 = v.hits_sha256)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,6 +309,14 @@ class Store:
         # What searches keep of the knowledge-base version they asked for: its records' keys and text
         # (kb_store.load_lexical_index), its vectors (kb_store.load_vector_index) and the records' content already read.
         self._kb_held: _KbHeld | None = None
+        # The hit lists the judge read last, parsed, by name: a project's scene and resource chunks share a
+        # few dozen lists, and a statement does not send again the lists named here (``judge_inputs_of``).
+        self._hit_lists: Lru[str, list[dict]] = Lru(HIT_LISTS_HELD)
+        self._hit_splitter = HitListSplitter()
+        # Hit records the judge's reads put lists back together from, by name (shared, never modified).
+        self._records_held: Lru[str, dict] = Lru(RECORDS_HELD)
+        # The knowledge records this process has stored in hit_records (they are never deleted).
+        self._records_stored: set[str] = set()
         self._indexes_lock = asyncio.Lock()
         self._claims: Coalescer[StageClaim, bool] = Coalescer(self.claim_stages, key=StageClaim.key, name="claim_stages")
         self._finishes: Coalescer[StageFinish, None] = Coalescer(self.finish_stages, key=StageFinish.key, name="finish_stages")
@@ -638,26 +664,59 @@ class Store:
         return await self._judge_reads((analysis_id, chunk_id))
 
     async def judge_inputs_of(self, asks: Sequence[tuple[str, str]]) -> list[JudgeInputs | None]:
-        """``judge_inputs`` of many (analysis, chunk) pairs in one statement."""
+        """``judge_inputs`` of many (analysis, chunk) pairs in one statement.
+
+        A stored list comes as its entries (about 2 KB), put back together here from the records this
+        process holds (the ones it lacks: one more statement); a list already in hand is not sent at all.
+        """
+        # The lists in hand when the statement is sent: it leaves them out of its rows.
+        held = dict(self._hit_lists.items())
         rows = await self._fetchall(
-            f"""select i.n, c.chunk, c.source_file, f.source_kind, f.symbol_scope, r.query, r.hits::text as hits_json,
+            f"""select i.n, c.chunk, c.source_file, f.source_kind, f.symbol_scope, r.query, v.hits_sha256,
+              case when v.hits_sha256 = any(%(held)s::text[]) then null else l.hits::text end as entries_json,
+              coalesce(r.hits, v.hits)::text as hits_json,
               r.version_id as retrieval_version, a.prompt, a.project_id, a.current_judgment_version
             from unnest(%(a)s::text[], %(c)s::text[]) with ordinality as i(a, c, n)
             join {SCHEMA}.chunks c on c.analysis_id = i.a and c.chunk_id = i.c
             join {SCHEMA}.analyses a on a.analysis_id = c.analysis_id
             left join {SCHEMA}.files f on f.analysis_id = c.analysis_id and f.source_file = c.source_file
-            left join {CURRENT_RETRIEVALS} r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id""",
-            {"a": [a for a, _ in asks], "c": [c for _, c in asks]},
+            left join {SCHEMA}.retrievals r on r.analysis_id = c.analysis_id and r.chunk_id = c.chunk_id
+            left join {SCHEMA}.retrieval_versions v on v.analysis_id = r.analysis_id and v.chunk_id = r.chunk_id
+              and v.version_id = r.version_id
+            left join {SCHEMA}.hit_lists l on l.sha256 = v.hits_sha256""",
+            {"a": [a for a, _ in asks], "c": [c for _, c in asks], "held": list(held)},
         )
+        # The hits are knowledge-base records and scores, written by hit_to_dict (no integer past
+        # 64 bits, which orjson would read as a float): parsed at a quarter of json's cost.
+        entries = {r["hits_sha256"]: orjson.loads(r["entries_json"]) for r in rows if r["entries_json"] is not None}
+        await self._hold_records({e["r"] for listed in entries.values() for e in listed})
         found: list[JudgeInputs | None] = [None] * len(asks)
         for r in rows:
             n = r.pop("n")
-            # The hits are knowledge-base records and scores, written by hit_to_dict (no integer past
-            # 64 bits, which orjson would read as a float): parsed at a quarter of json's cost.
-            hits_json = r.pop("hits_json")
-            r["hits"] = None if hits_json is None else orjson.loads(hits_json)
+            listed_json, hits_json, sha = r.pop("entries_json"), r.pop("hits_json"), r.get("hits_sha256")
+            if hits_json is not None:  # stored with its own hits (before migration 0024, or without a version)
+                r["hits"], r["hits_sha256"] = orjson.loads(hits_json), None
+            elif sha is None:  # no retrieval yet
+                r["hits"] = None
+            elif listed_json is None and sha in held:
+                r["hits"] = held[sha]
+                self._hit_lists.put(sha, held[sha])
+            elif sha in entries:
+                r["hits"] = self._hit_lists.get(sha) or expand_hits(entries[sha], self._records_held)
+                self._hit_lists.put(sha, r["hits"])
+            else:  # a list that is not stored: the judge refuses the chunk as one without a retrieval
+                r["hits"] = None
             found[n - 1] = JudgeInputs.from_row(r)
         return found
+
+    async def _hold_records(self, names: set[str]) -> None:
+        """The hit records named, in ``_records_held``: those not held are read in one statement."""
+        missing = [name for name in names if self._records_held.get(name) is None]
+        if not missing:
+            return
+        rows = await self._fetchall(f"select sha256, hit::text as hit from {SCHEMA}.hit_records where sha256 = any(%s)", (missing,))
+        for row in rows:
+            self._records_held.put(row["sha256"], orjson.loads(row["hit"]))
 
     async def file_declared_names(self, analysis_id: str, source_file: str) -> list[str]:
         """The names a file's chunks declare; reads made at the same time are one statement, and the chunks
@@ -954,12 +1013,23 @@ class Store:
         return await self._retrieval_reads(retrieval_key)
 
     async def stored_hits_of(self, keys: Sequence[str]) -> list[list[dict] | None]:
+        # One stored retrieval per key (any will do: equal keys, equal hits), then its list: put back
+        # together here from the records held, as the judge's reads do.
         rows = await self._fetchall(
-            f"""select distinct on (retrieval_key) retrieval_key, hits from {SCHEMA}.retrieval_versions
-            where retrieval_key = any(%s) order by retrieval_key""",
+            f"""select k.retrieval_key, k.hits_sha256, l.hits::text as entries_json, k.hits::text as hits_json
+            from (select distinct on (retrieval_key) retrieval_key, hits, hits_sha256 from {SCHEMA}.retrieval_versions
+                  where retrieval_key = any(%s) order by retrieval_key) k
+            left join {SCHEMA}.hit_lists l on l.sha256 = k.hits_sha256""",
             (list(keys),),
         )
-        by_key = {r["retrieval_key"]: r["hits"] for r in rows}
+        entries = {r["hits_sha256"]: orjson.loads(r["entries_json"]) for r in rows if r["entries_json"] is not None}
+        await self._hold_records({e["r"] for listed in entries.values() for e in listed})
+        by_key: dict[str, list[dict]] = {}
+        for r in rows:
+            if r["hits_json"] is not None:
+                by_key[r["retrieval_key"]] = orjson.loads(r["hits_json"])
+            elif r["hits_sha256"] in entries:
+                by_key[r["retrieval_key"]] = expand_hits(entries[r["hits_sha256"]], self._records_held)
         return [by_key.get(k) for k in keys]
 
     async def save_retrieval(
@@ -977,7 +1047,10 @@ class Store:
         replay_id: str = "",
     ) -> None:
         """The retrieval as its version (kept beside the earlier ones) and, when ``make_current``, as the chunk's
-        current retrieval. Saves made at the same time go as one statement (``save_retrievals``)."""
+        current retrieval. Saves made at the same time go as one statement (``save_retrievals``).
+
+        ``hits``: ``convert.hit_to_dict``'s; a list handed again (the same object) is split into records and
+        entries once (``hit_lists.HitListSplitter``)."""
         await self._retrieval_saves(
             RetrievalSave(
                 analysis_id, chunk_id, retrieval_key, kb_version, query, hits, version_id, config, make_current, replay_id
@@ -987,24 +1060,38 @@ class Store:
     async def save_retrievals(self, saves: Sequence[RetrievalSave]) -> list[None]:
         """``save_retrieval`` of many chunks in one statement (distinct chunk and version).
 
-        Its parts commit together: one round trip and one commit for the batch,
-        each retrieval's hits (about 20 KB of JSON) encoded once for both tables.
+        Its parts commit together: one round trip and one commit for the batch. The hits are stored as
+        ``hit_lists`` says: each distinct list once, each knowledge record once (the records this process
+        stored before are not sent again), the version rows naming their list.
         """
+        splits = [self._hit_splitter.split(x.hits) for x in saves]
+        lists = {s.sha256: s.entries for s in splits}
+        records = {sha: r for s in splits for sha, r in s.records.items() if sha not in self._records_stored}
         await self._execute_returning(
-            f"""/* save_retrievals */ with i as (
+            f"""/* save_retrievals */ with doc as (select %(lists)s::jsonb as lists, %(records)s::jsonb as records),
+            record_rows as (
+                insert into {SCHEMA}.hit_records (sha256, hit)
+                select r.key, r.value from doc, jsonb_each(doc.records) as r
+                on conflict (sha256) do nothing),
+            list_rows as (
+                insert into {SCHEMA}.hit_lists (sha256, hits)
+                select l.key, l.value from doc, jsonb_each(doc.lists) as l
+                on conflict (sha256) do nothing),
+            i as (
                 select e->>'a' as a, e->>'c' as c, e->>'v' as v, e->>'key' as key, e->>'kb' as kb,
-                  e->'query' as query, e->'hits' as hits, e->'config' as config, e->>'replay' as replay,
-                  (e->>'current')::bool as current
-                from jsonb_array_elements(%(saves)s::jsonb) as e),
+                  e->'query' as query, e->>'hs' as hs, e->'hits' as hits, e->'config' as config,
+                  e->>'replay' as replay, (e->>'current')::bool as current
+                from doc, jsonb_array_elements(%(saves)s::jsonb) as e),
             version_row as (
                 insert into {SCHEMA}.result_versions (analysis_id, version_id, stage, config, replay_id)
                 select distinct on (i.a, i.v) i.a, i.v, 'retrieve', i.config, i.replay from i where i.v <> ''
                 on conflict (analysis_id, version_id) do nothing),
             version as (
-                insert into {SCHEMA}.retrieval_versions (analysis_id, chunk_id, version_id, retrieval_key, kb_version, query, hits)
-                select i.a, i.c, i.v, i.key, i.kb, i.query, i.hits from i where i.v <> ''
+                insert into {SCHEMA}.retrieval_versions
+                  (analysis_id, chunk_id, version_id, retrieval_key, kb_version, query, hits, hits_sha256)
+                select i.a, i.c, i.v, i.key, i.kb, i.query, null, i.hs from i where i.v <> ''
                 on conflict (analysis_id, chunk_id, version_id) do update set retrieval_key = excluded.retrieval_key,
-                  kb_version = excluded.kb_version, query = excluded.query, hits = excluded.hits),
+                  kb_version = excluded.kb_version, query = excluded.query, hits = null, hits_sha256 = excluded.hits_sha256),
             current_row as (
                 insert into {SCHEMA}.retrievals (analysis_id, chunk_id, retrieval_key, kb_version, query, hits, version_id)
                 -- The hits are in the version row (CURRENT_RETRIEVALS reads them there).
@@ -1028,22 +1115,29 @@ class Store:
                             "key": x.retrieval_key,
                             "kb": x.kb_version,
                             "query": x.query,
-                            "hits": x.hits,
+                            "hs": split.sha256,
+                            # A row without a version keeps its own hits (it has no list to name).
+                            "hits": None if x.version_id else x.hits,
                             "config": x.config or {},
                             "replay": x.replay_id,
                             "current": x.make_current,
                         }
-                        for x in saves
+                        for x, split in zip(saves, splits)
                     ]
-                )
+                ),
+                "lists": Jsonb(lists),
+                "records": Jsonb(records),
             },
         )
+        if len(self._records_stored) > RECORDS_REMEMBERED:
+            self._records_stored.clear()
+        self._records_stored.update(records)
         return [None] * len(saves)
 
     async def get_retrieval_version(self, analysis_id: str, chunk_id: str, version_id: str) -> RetrievalRow | None:
         return RetrievalRow.from_optional(
             await self._fetchone(
-                f"""select {RetrievalRow.select_list()} from {SCHEMA}.retrieval_versions
+                f"""select {RetrievalRow.select_list()} from {RETRIEVAL_VERSIONS} v
                 where analysis_id = %s and chunk_id = %s and version_id = %s""",
                 (analysis_id, chunk_id, version_id),
             )
@@ -1402,7 +1496,7 @@ class Store:
         rows = await self._fetchall(
             f"""select j.chunk_id, j.version_id, j.retrieval_version, j.judgment, j.created_at, r.hits, r.query, r.kb_version
             from {SCHEMA}.judgment_versions j
-            left join {SCHEMA}.retrieval_versions r on r.analysis_id = j.analysis_id and r.chunk_id = j.chunk_id
+            left join {RETRIEVAL_VERSIONS} r on r.analysis_id = j.analysis_id and r.chunk_id = j.chunk_id
               and r.version_id = j.retrieval_version
             where j.analysis_id = %s and (%s = '' or j.chunk_id = %s) order by j.chunk_id, j.created_at desc""",
             (analysis_id, chunk_id, chunk_id),
@@ -1411,7 +1505,7 @@ class Store:
 
     async def retrieval_version_rows(self, analysis_id: str, chunk_id: str) -> list[RetrievalRow]:
         rows = await self._fetchall(
-            f"""select {RetrievalRow.select_list()} from {SCHEMA}.retrieval_versions
+            f"""select {RetrievalRow.select_list()} from {RETRIEVAL_VERSIONS} v
             where analysis_id = %s and chunk_id = %s order by created_at desc""",
             (analysis_id, chunk_id),
         )

@@ -16,7 +16,8 @@ from godot_rag import convert
 from godot_rag.domain.aggregation.versions import judgment_config, judgment_version_id
 from godot_rag.domain.judging.backends import CascadeBackend, JudgeBackend, LLMBackend, RulesBackend, judge_once, judgment_key
 from godot_rag.domain.judging.rules import RenameIndex
-from godot_rag.domain.models import JUDGMENT_FAILED, Judgment, JudgmentRequest
+from godot_rag.domain.lru import Lru
+from godot_rag.domain.models import JUDGMENT_FAILED, Judgment, JudgmentRequest, RetrievalHit
 from godot_rag.domain.retrieval.query import primary_intent
 from godot_rag.errors import InvalidInputError, PoisonError
 from godot_rag.infra.llm_client import LLMClient
@@ -115,8 +116,31 @@ class DeclaredNamesCache:
         return names
 
 
+class EvidenceCache(Lru[str, tuple[RetrievalHit, ...]]):
+    """Hit lists as the judge's evidence, by the list's name (``JudgeInputs.hits_sha256``): the chunks of a
+    project's scenes and resources share a few dozen lists, each converted once. Shared, never modified."""
+
+    def __init__(self, capacity: int = 256):
+        super().__init__(capacity)
+
+    def of(self, inputs: JudgeInputs) -> tuple[RetrievalHit, ...]:
+        sha = inputs.hits_sha256
+        held = self.get(sha) if sha is not None else None
+        if held is not None:
+            return held
+        hits = tuple(convert.hit_from_dict(h) for h in inputs.hits or ())
+        if sha is not None:
+            self.put(sha, hits)
+        return hits
+
+
 async def build_request(
-    store: Store, aid: str, chunk_id: str, declared_cache: DeclaredNamesCache, inputs: JudgeInputs | None = None
+    store: Store,
+    aid: str,
+    chunk_id: str,
+    declared_cache: DeclaredNamesCache,
+    inputs: JudgeInputs | None = None,
+    evidence_cache: EvidenceCache | None = None,
 ) -> JudgmentRequest:
     """The judgment request of a committed chunk, from its stored chunk, retrieval and analysis."""
     if inputs is None:
@@ -126,7 +150,7 @@ async def build_request(
     if inputs.hits is None:
         raise PoisonError(f"chunk {chunk_id} of analysis {aid} reached the judge without a retrieval")
     chunk = convert.chunk_from_dict(inputs.chunk)
-    hits = tuple(convert.hit_from_dict(h) for h in inputs.hits)
+    hits = (evidence_cache or EvidenceCache(0)).of(inputs)
     return JudgmentRequest(
         prompt=inputs.prompt,
         chunk=chunk,
@@ -148,6 +172,7 @@ class JudgeStage:
         self.backend = backend
         self.backends = JudgeBackends(ctx.settings, index, backend)
         self.declared = DeclaredNamesCache(ctx.store)
+        self.evidence = EvidenceCache()
 
     async def run_batch(self, items: Sequence[ChunkWork]) -> list[Outcome | BaseException]:
         """Every chunk of a batch at once: their reads and writes made in the same turn are one statement each."""
@@ -157,7 +182,7 @@ class JudgeStage:
         store = self.ctx.store
         backend = self.backends.for_replay(item.replay)
         inputs = await store.judge_inputs(item.analysis_id, item.chunk_id)
-        request = await build_request(store, item.analysis_id, item.chunk_id, self.declared, inputs)
+        request = await build_request(store, item.analysis_id, item.chunk_id, self.declared, inputs, self.evidence)
         retrieval_version = (inputs.retrieval_version if inputs is not None else None) or ""
         # A judge replay is one version whatever each chunk's retrieval: it is named by the
         # retrieval version of the version it replays over (the chunk's own is kept per row).

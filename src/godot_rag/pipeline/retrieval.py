@@ -270,6 +270,25 @@ def retrieval_key(query: RetrieverQuery, kb_version: str, limit: int) -> str:
     return hashlib.sha256(json.dumps([dataclasses.astuple(query), kb_version, limit, RETRIEVAL_VERSION]).encode()).hexdigest()
 
 
+class StoredHitLists(Lru[int, tuple[list[RetrievalHit], list[dict]]]):
+    """Hit lists as stored (``hit_to_dict``), by the list object: the searches' caches hand the same list to
+    every chunk with the same search (a project's scene nodes of one type, its .import files of one kind),
+    converted once; the store then splits that one stored list once. An entry holds its list, so the id it
+    is found by stays that list's.
+    """
+
+    def __init__(self, capacity: int = 256):
+        super().__init__(capacity)
+
+    def of(self, hits: list[RetrievalHit]) -> list[dict]:
+        held = self.get(id(hits))
+        if held is not None and held[0] is hits:
+            return held[1]
+        stored = [convert.hit_to_dict(h) for h in hits]
+        self.put(id(hits), (hits, stored))
+        return stored
+
+
 def search_limit(asked: int, settings: Settings) -> int:
     """Hits per table for a Search call: the caller's number (0 = the configured default), at most the cap.
 
@@ -288,6 +307,7 @@ class RetrieveStage:
         self.embedder = embedder
         self.kb = KbVersionCache(ctx.store)
         self.cache = SearchCache()
+        self.stored_lists = StoredHitLists()
         self._prompts: dict[str, str] = {}
         self._warming: asyncio.Task | None = None
 
@@ -366,7 +386,7 @@ class RetrieveStage:
             retrieval_key=retrieval_key(plan.query, kb_version, plan.limit),
             kb_version=kb_version,
             query=convert.query_to_dict(plan.query),
-            hits=[convert.hit_to_dict(h) for h in hits],
+            hits=self.stored_lists.of(hits),
             version_id=version,
             replay_id=item.replay.replay_id if item.replay is not None else "",
             config=retrieval_config(kb_version=kb_version, retrieval_version=RETRIEVAL_VERSION, limit_per_table=plan.limit),
