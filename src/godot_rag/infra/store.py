@@ -1132,6 +1132,9 @@ class Store:
         if len(self._records_stored) > RECORDS_REMEMBERED:
             self._records_stored.clear()
         self._records_stored.update(records)
+        # A later reuse read of these lists (the next analysis of the project) needs no statement for them.
+        for sha, record in records.items():
+            self._records_held.put(sha, record)
         return [None] * len(saves)
 
     async def get_retrieval_version(self, analysis_id: str, chunk_id: str, version_id: str) -> RetrievalRow | None:
