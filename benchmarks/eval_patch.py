@@ -41,7 +41,9 @@ if str(REPO / "src") not in sys.path:
 from tree_sitter import Parser  # noqa: E402
 
 from godot_rag.domain.chunking.gdscript import _language  # noqa: E402
+from godot_rag.domain.judging.rules import unescape_string_value  # noqa: E402
 from godot_rag.domain.patching import patch_files  # noqa: E402
+from godot_rag.domain.patching.builtin_scripts import escape_string_value  # noqa: E402
 from godot_rag.domain.patching.knowledge import shipped_knowledge  # noqa: E402
 
 CORPUS = REPO / "tests" / "corpus" / "patch" / "godot_converter_examples_3to4.jsonl"
@@ -61,7 +63,6 @@ R_TODO = "left as a TODO (not a mechanical change)"
 R_NO_RECEIVER = "fragment gives no receiver: the patch renames a member only where the receiver can have it"
 R_NOT_GDSCRIPT = "fragment is not valid GDScript on its own (no AST to patch)"
 R_KEYWORD_ALONE = "a keyword alone is no declaration (in one, the patch writes the annotation)"
-R_BUILTIN = "built-in script text (quotes escaped inside a .tscn): built-in scripts are not patched"
 R_MISSING = "rule the patch does not have"
 R_GRAMMAR = "the tree-sitter grammar does not parse this Godot 3 form"
 R_FILE_NAME = "a file name written as code: the patch renames the class in it (file names live in strings, never touched)"
@@ -227,6 +228,9 @@ GD_WRAPPERS: list[Wrapper] = [
 ]
 
 
+BUILTIN_HEAD = '[gd_scene load_steps=2 format=2]\n\n[sub_resource type="GDScript" id=1]\nscript/source = "'
+
+
 def _patch_text(path: str, text: str) -> tuple[str, list[str]]:
     result = patch_files({path: text})
     fp = result.files[0]
@@ -267,12 +271,21 @@ def run_case(i: int, row: dict, parser: Parser) -> Outcome:
         order = GD_WRAPPERS
         if before[:1] in ("\t", " ") or before.startswith("\n\t"):
             order = [w for w in GD_WRAPPERS if w[0] == "function body"] + [w for w in GD_WRAPPERS if w[0] != "function body"]
+        # A built-in script case is the escaped text of a scene's `script/source`: wrapped as a script,
+        # escaped into a scene and patched there (the wrappers add no quote or backslash, so they unwrap
+        # the escaped text as they do the plain one).
+        builtin = bool(row.get("builtin_script"))
         for name, wrap, unwrap in order:
-            text = wrap(before)
+            text = wrap(unescape_string_value(before) if builtin else before)
             if _parses(text, parser):
-                patched, todos = _patch_text("case.gd", text)
-                out.ours = unwrap(patched)
-                out.wrapping = name
+                if builtin:
+                    patched, todos = _patch_text("case.tscn", BUILTIN_HEAD + escape_string_value(text) + '"\n')
+                    out.ours = unwrap(patched.removeprefix(BUILTIN_HEAD).removesuffix('"\n'))
+                    out.wrapping = f"{name}, built-in script of a .tscn"
+                else:
+                    patched, todos = _patch_text("case.gd", text)
+                    out.ours = unwrap(patched)
+                    out.wrapping = name
                 break
     if out.ours == expected or (out.wrapping and out.ours.strip("\n") == expected.strip("\n") and before.strip("\n") != before):
         out.status = AGREE
@@ -335,11 +348,8 @@ def equivalent(converter: str, ours: str) -> bool:
 
 def _explain(out: Outcome, row: dict, todos: list[str]) -> None:
     before = out.before
-    if before in NOTES and not row.get("builtin_script"):
+    if before in NOTES:
         out.reason_category, out.reason = NOTES[before]
-        return
-    if row.get("builtin_script"):
-        out.reason_category = R_BUILTIN
         return
     if not out.wrapping:
         out.reason_category = R_NOT_GDSCRIPT

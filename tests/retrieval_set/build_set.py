@@ -1188,6 +1188,23 @@ connection("d-conn-tween", "Tween", "tween_completed", [A + "change:tween-comple
 connection("d-conn-popup", "PopupMenu", "about_to_show", [A + "rename:gdscript_signals_renames:about_to_show"])
 connection("d-conn-dialog", "ConfirmationDialog", "cancelled", [A + "rename:gdscript_signals_renames:cancelled"])
 connection("d-conn-tabs", "Tabs", "tab_close", [A + "rename:gdscript_signals_renames:tab_close"])
+# A built-in script: its code's engine names are the sub-resource's search terms.
+direct(
+    "d-builtin-script-g3",
+    "player.tscn",
+    "[gd_scene load_steps=3 format=2]\n\n"
+    '[sub_resource type="GDScript" id=1]\n'
+    'script/source = "extends KinematicBody2D\n\nvar velocity = Vector2()\n\n'
+    "func _physics_process(delta):\n"
+    "\tvelocity = move_and_slide(velocity, Vector2.UP)\n"
+    '\tif is_on_floor() and Input.is_action_just_pressed(\\"jump\\"):\n'
+    "\t\tvelocity.y = -400\n"
+    '\t$AnimatedSprite.play(\\"run\\")\n'
+    '\tyield(get_tree().create_timer(1.0), \\"timeout\\")\n"\n\n'
+    '[node name="Player" type="KinematicBody2D"]\nscript = SubResource( 1 )\n',
+    "sub_resource:1",
+    [A + "change:move-and-slide", A + "change:kinematicbody2d|" + A + "rename:class_renames:KinematicBody2D"],
+)
 
 if __name__ == "__main__":
     out = HERE / "cases.jsonl"

@@ -432,6 +432,52 @@ def test_a_built_in_shader_of_a_resource_is_read_as_shader_code(knowledge):
     assert hj.signal in ("godot3", "neutral")
 
 
+def test_a_built_in_script_of_a_scene_is_read_as_gdscript(knowledge):
+    """`script/source = "..."` is a script's code, escaped into the scene: its Godot 3 API and syntax are
+    evidence and migration notes at the scene's own lines; strings and comments inside it are not."""
+    g3 = (
+        "[gd_scene load_steps=2 format=2]\n\n"
+        '[sub_resource type="GDScript" id=1]\n'
+        'script/source = "extends KinematicBody2D\n\n'
+        "var velocity = Vector2()\n\n"
+        "func _physics_process(delta):\n"
+        "\tvelocity = move_and_slide(velocity, Vector2.UP)\n"
+        '\tprint(\\"yield( in a string, a \\\\ backslash\\")  # yield( in a comment\n'
+        '\tyield(get_tree().create_timer(1.0), \\"timeout\\")\n"\n\n'
+        '[node name="Player" type="KinematicBody2D"]\nscript = SubResource( 1 )\n'
+    )
+    judged = {c.chunk_kind: (c, j) for c, j in _judge_direct(knowledge, "player.tscn", "scene", g3)}
+    _, j = judged["sub_resource"]
+    assert j.signal == "godot3" and j.needs_migration
+    assert {"godot3:api", "godot3:syntax"} <= set(j.evidence_kinds)
+    notes = [(n.line, n.old) for n in j.migration_notes]
+    assert (4, "KinematicBody2D") in notes and (9, "move_and_slide(velocity)") in notes and (11, "yield(") in notes
+    assert not any(line == 10 for line, _ in notes)  # the string and the comment
+    assert "(built-in script)" in j.explanation
+
+    g4 = (
+        '[gd_scene load_steps=2 format=3 uid="uid://b1"]\n\n'
+        '[sub_resource type="GDScript" id="GDScript_1"]\n'
+        'script/source = "extends CharacterBody2D\n\nfunc _physics_process(delta):\n\tmove_and_slide()\n'
+        '\tawait get_tree().create_timer(1.0).timeout\n"\n'
+    )
+    (_, j4), *_ = [(c, j) for c, j in _judge_direct(knowledge, "player4.tscn", "scene", g4) if c.chunk_kind == "sub_resource"]
+    assert j4.signal == "godot4" and "godot4:syntax" in j4.evidence_kinds
+
+    # A method the script declares itself is the project's, not Godot 3's API.
+    own = (
+        '[gd_scene format=2]\n\n[sub_resource type="GDScript" id=1]\n'
+        'script/source = "extends Node\n\nfunc set_fixed_process(on):\n\tpass\n\nfunc _ready():\n\tset_fixed_process(true)\n"\n'
+    )
+    (_, jo), *_ = [(c, j) for c, j in _judge_direct(knowledge, "own.tscn", "scene", own) if c.chunk_kind == "sub_resource"]
+    assert jo.signal == "neutral"
+
+    # An unterminated source over a long file: one linear scan.
+    hostile = '[sub_resource type="GDScript" id=1]\nscript/source = "extends Node' + "a\\" * 100_000 + "\n"
+    (_, hj), *_ = _judge_direct(knowledge, "hostile.tscn", "scene", hostile)
+    assert hj.signal in ("godot3", "neutral")
+
+
 def test_theme_overrides_and_packed_arrays_in_scenes(knowledge):
     g3 = (
         '[gd_scene load_steps=2 format=2]\n\n[node name="Score" type="Label"]\n'

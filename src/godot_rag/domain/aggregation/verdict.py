@@ -33,7 +33,7 @@ from godot_rag.domain.models import (
     Verdict,
 )
 
-AGGREGATOR_VERSION = "verdict/4"
+AGGREGATOR_VERSION = "verdict/5"
 
 KIND_WEIGHT = {
     "gdscript": 1.0,
@@ -58,6 +58,8 @@ GODOT2_CONFIDENCE = 0.5
 # the other version's grammar: one confident syntax chunk. A chunk whose facts
 # contradict each other stays below it (the judge caps it at 0.25).
 SYNTAX_FILE_WEIGHT = 0.8
+# The same for a scene's or resource's built-in script or shader: one confident chunk at a scene's weight.
+BUILT_IN_SYNTAX_WEIGHT = SYNTAX_FILE_WEIGHT * KIND_WEIGHT["scene"]
 # A removed type counts from a judgment at least this sure of it.
 REMOVED_TYPE_CONFIDENCE = 0.5
 # Judgments without evidence kinds (a model's): a file is written for the other
@@ -253,6 +255,9 @@ def _written_for(f: _File, side: str, own: str) -> str:
         # about its version is the file format, which the project's version loads.
         if s.removed_type:
             return f"type {_NAME[own]} does not have"
+        if s.syntax >= BUILT_IN_SYNTAX_WEIGHT and s.syntax > mine.syntax:
+            # A built-in script or shader in the other version's grammar: the project's version refuses its code.
+            return f"built-in script or shader in {name} syntax"
         if side == SIGNAL_GODOT4 and s.file_format > 0:
             return "Godot 4 file format"
     # project.godot states the version; import metadata and .uid files are the

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from godot_rag.domain.chunking.gdscript import parse_gdscript
 from godot_rag.domain.chunking.positions import byte_position as _position
 from godot_rag.domain.models import (
     PARSE_EMPTY,
@@ -29,7 +31,7 @@ from godot_rag.domain.models import (
     Span,
 )
 
-CHUNKER_VERSION = "direct/3"  # bump when output for some input changes
+CHUNKER_VERSION = "direct/4"  # bump when output for some input changes
 
 # Kinds cut by the INI/variant scanner vs. the plain line-based ones.
 _SCENE_KINDS = frozenset({SourceKind.SCENE, SourceKind.RESOURCE})
@@ -586,7 +588,7 @@ def _string_refs(content: str, res: list[str], uids: list[str]) -> None:
     uids.extend(_UID_IN_TEXT.findall(content))
 
 
-def _dedupe(values: list[str]) -> tuple[str, ...]:
+def _dedupe(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v for v in values if v))
 
 
@@ -605,6 +607,7 @@ def _variant_candidates(seg: _Segment, lines: list[_Line], ext: dict[str, _ExtRe
     ext_ids: list[str] = []
     keys: list[str] = []
     signals: list[str] = []
+    script_calls: list[str] = []
     for item in seg.items:
         if item.kind == "comment":
             continue
@@ -614,6 +617,11 @@ def _variant_candidates(seg: _Segment, lines: list[_Line], ext: dict[str, _ExtRe
         if item.kind == "header" and item.comment_col >= 0:
             text = text[: item.comment_col]
         toks = _tokens(text)
+        if item.kind == "property" and item.key == "script/source" and toks and toks[-1][0] == "str":
+            # A built-in script: the engine names its code uses are what its search looks for.
+            script = _builtin_script_candidates(_unquote(toks[-1][1]))
+            symbols.extend(script.symbols)
+            script_calls.extend(script.api_calls)
         for idx, (kind, value) in enumerate(toks):
             nxt = toks[idx + 1] if idx + 1 < len(toks) else ("", "")
             nxt2 = toks[idx + 2] if idx + 2 < len(toks) else ("", "")
@@ -646,8 +654,17 @@ def _variant_candidates(seg: _Segment, lines: list[_Line], ext: dict[str, _ExtRe
                 elif value not in _NOT_SYMBOLS:
                     symbols.append(value)
     keyed = seg.kind in _KEYED_KINDS and not (seg.kind == "section" and seg.name in _FORMAT_SECTIONS)
-    api = _dedupe(keys) if keyed else _dedupe(signals)
+    api = _dedupe(keys + script_calls) if keyed else _dedupe(signals)
     return _Candidates(_dedupe(symbols), api, _dedupe(res) + tuple(u for u in _dedupe(uids) if u not in res), _dedupe(ext_ids))
+
+
+def _builtin_script_candidates(source: str) -> _Candidates:
+    """The symbol and API call candidates of a built-in script's code, as the GDScript chunker finds them."""
+    chunks = parse_gdscript("built-in.gd", source.encode("utf-8")).chunks
+    return _Candidates(
+        symbols=_dedupe(s for c in chunks for s in c.symbol_candidates),
+        api_calls=_dedupe(a for c in chunks for a in c.api_call_candidates),
+    )
 
 
 def _text_candidates(text: str) -> _Candidates:

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
+from godot_rag.domain.chunking.gdscript import parse_gdscript
 from godot_rag.domain.judging.project_index import FileScope, read_ident
 from godot_rag.domain.judging.receivers import ReceiverResolver
 from godot_rag.domain.models import (
@@ -43,7 +44,7 @@ from godot_rag.domain.models import (
 )
 from godot_rag.prompts import contract_schema
 
-RULES_JUDGE_VERSION = "rules/10"
+RULES_JUDGE_VERSION = "rules/11"
 
 # What a fact rests on. The verdict weighs them differently
 # (docs/judge.md, "Verdict rules"):
@@ -1977,6 +1978,9 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fac
         # A built-in shader: its code is the string value of `code = "..."` in a Shader resource.
         for at, code in embedded_shaders(chunk.code_text):
             facts.extend(shader_facts(chunk, code, at, index))
+        # A built-in script: its code is the string value of `script/source = "..."` in a GDScript resource.
+        for at, source in embedded_scripts(chunk.code_text):
+            facts.extend(builtin_script_facts(chunk, source, at, index))
     elif source_kind == "import_meta":
         # Import metadata is the editor's cache: each version re-imports from the
         # source asset, so everything in it is file format.
@@ -2053,6 +2057,50 @@ def embedded_shaders(text: str) -> Iterator[tuple[int, str]]:
         if "shader_type" in text[start:k]:
             yield start, text[start:k]
         pos = k + 1
+
+
+# The start of `script/source = "`, the source of a built-in GDScript in a scene or resource.
+_SCRIPT_SOURCE_RE = re.compile(r'^script/source[ \t]*=[ \t]*"', re.M)
+# The text format escapes a string's backslashes and double quotes, nothing else (newlines stay as they are).
+_STRING_ESCAPE_RE = re.compile(r'\\([\\"])')
+
+
+def builtin_script_spans(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of every built-in script's escaped source (`script/source = "..."`) in ``text``; one linear pass."""
+    pos = 0
+    while (m := _SCRIPT_SOURCE_RE.search(text, pos)) is not None:
+        start = k = m.end()
+        while k < len(text) and text[k] != '"':
+            k += 2 if text[k] == "\\" else 1
+        yield start, min(k, len(text))
+        pos = k + 1
+
+
+def unescape_string_value(raw: str) -> str:
+    """A string value of the text format as the engine reads it (``\\\\`` and ``\\"``; line breaks stay)."""
+    return _STRING_ESCAPE_RE.sub(r"\1", raw)
+
+
+def embedded_scripts(text: str) -> Iterator[tuple[int, str]]:
+    """(offset, source) of every built-in script in ``text``, unescaped. Unescaping keeps every line break,
+    so a line of the source is a line of ``text`` from the offset's."""
+    for start, end in builtin_script_spans(text):
+        yield start, unescape_string_value(text[start:end])
+
+
+def builtin_script_facts(chunk: Chunk, source: str, offset: int, index: RenameIndex) -> list[Fact]:
+    """The facts of a built-in script (``source``, at ``offset`` in the chunk's text), read as the script
+    file it would be: parsed and chunked by the GDScript chunker, each of its chunks under the GDScript rules,
+    with the names it declares its own. Lines are the chunk's file's."""
+    parsed = parse_gdscript("built-in.gd", source.encode("utf-8"))
+    declared = declared_names(parsed.chunks)
+    first = _line_of(chunk, offset) - 1
+    facts: list[Fact] = []
+    for part in parsed.chunks:
+        for f in _gdscript_kinds(part, gdscript_facts(part, index, declared), index.vocabulary):
+            if f.signal != SIGNAL_NEUTRAL:
+                facts.append(replace(f, what=f"{f.what} (built-in script)", line=first + f.line))
+    return facts
 
 
 def shader_code_mask(code: str) -> str:

@@ -22,6 +22,7 @@ from godot_rag.domain.chunking.direct import chunk_direct
 from godot_rag.domain.chunking.gdscript import _language, parse_gdscript
 from godot_rag.domain.judging.rules import RenameEntry, RenameIndex, chunk_facts, csproj_sdk, declared_names
 from godot_rag.domain.models import SIGNAL_GODOT3
+from godot_rag.domain.patching.builtin_scripts import builtin_script_edits
 from godot_rag.domain.patching.gdscript import patch_gdscript
 from godot_rag.domain.patching.knowledge import PatchKnowledge, shipped_knowledge
 from godot_rag.domain.patching.model import Basis, EditConflict, FilePatch, Hunk, PatchResult, Todo, apply_edits
@@ -130,6 +131,8 @@ def patch_file(path: str, text: str, knowledge: PatchKnowledge, index: ProjectSy
         edits, todos = patch_project_godot(path, text, knowledge)
     elif kind in ("scene", "resource"):
         edits, todos = patch_scene(path, text, knowledge)
+        script_edits, script_todos = builtin_script_edits(path, text, knowledge, index, parser)
+        edits, todos = edits + script_edits, todos + script_todos
     elif kind == "shader":
         edits, todos = patch_shader(path, text, knowledge)
     else:
