@@ -75,6 +75,32 @@ print("chunks", judge_all("extends Node\\n" + "func _init(\\n" * 2_000 + "func a
     "identifier_lookback_100k_line": """
 print("chunks", judge_all("func f():\\n\\tx = " + "a." * 50_000 + "b\\n\\ty = " + "$a/" * 33_000 + ".c\\n"))
 """,
+    # The look-ahead at each identifier: 300,000 tokens on one line (it copied the rest of the text per token).
+    "identifier_lookahead_long_line": """
+print("chunks", judge_all("extends Node\\n\\nfunc f(x):\\n\\tmatch x:\\n\\t\\t1" + " when x" * 300_000 + ":\\n\\t\\t\\tpass\\n"))
+""",
+    # A scene's built-in script of 40,000 functions, chunked and judged, and one whose string never closes, patched
+    # too. (The GDScript patcher's own cost grows with the square of one file's edits: 5,000 here, see the notes.)
+    "builtin_script_2mb": """
+from godot_rag.pipeline.patch import patch_project
+body = 'func f():\\n\\tyield(a, \\\\"b\\\\")\\n'
+head = '[gd_scene format=2]\\n\\n[sub_resource type="GDScript" id=1]\\nscript/source = "extends Node\\n'
+for text in (head + body * 40_000 + '"\\n', head + body * 5_000 + "a\\\\" * 100_000):
+    out = chunk_file("a.tscn", "scene", text.encode())
+    for c in out.chunks:
+        judge_chunk(c, "scene", [], INDEX)
+patch_project({"a.tscn": head + body * 5_000 + '"\\n'})
+patch_project({"a.tscn": text})
+print("chunks", len(out.chunks))
+""",
+    # The patch's diff of a scene of 4,000 like nodes (line matching took 65 s at 1,000 and grew as the square).
+    "patch_diff_like_lines": """
+from godot_rag.pipeline.patch import patch_project
+nodes = "".join(f'[node name="N{i}" type="Spatial" parent="."]\\nvisible = false\\n\\n' for i in range(4_000))
+result = patch_project({"a.tscn": '[gd_scene format=2]\\n\\n[node name="R" type="Spatial"]\\n\\n' + nodes})
+assert len(result.hunks) >= 1 and result.diff.count("+[node") == 4_001
+print("chunks", len(result.hunks))
+""",
     # Scene and resource header rules of the judge on a 2 MB scene of unclosed headers.
     "scene_rules_2mb": """
 from godot_rag.domain.models import Chunk

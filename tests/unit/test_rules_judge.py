@@ -500,3 +500,21 @@ def test_theme_overrides_and_packed_arrays_in_scenes(knowledge):
     )
     judged = {c.chunk_id.split(":", 1)[1]: j for c, j in _judge_direct(knowledge, "hud.tscn", "scene", g4)}
     assert judged["node:Score"].signal == judged["node:Score/Tiles"].signal == "godot4"
+
+
+@pytest.mark.parametrize(
+    "body,signal",
+    [
+        ("\tmatch x:\n\t\t1 when x > 0:\n\t\t\tpass\n\t\t_:\n\t\t\tpass\n", "godot4"),
+        ("\tmatch x:\n\t\t[var a, var b] when a > b:\n\t\t\tpass\n", "godot4"),
+        ("\tmatch x:\n\t\t1:\n\t\t\tpass\n", "neutral"),
+        ("\tvar when = x\n\tif when:\n\t\tpass\n", "neutral"),  # Godot 3 may name a variable `when`
+        ("\tif x and when:\n\t\tpass\n", "neutral"),
+        ('\tprint("1 when x:")  # 2 when y:\n', "neutral"),  # a string and a comment
+    ],
+)
+def test_match_pattern_guards_are_godot4_syntax(knowledge, body, signal):
+    judged = judge_source("extends Node\n\nfunc f(x):\n" + body, knowledge)
+    (mine,) = [j for key, j in judged.items() if key.startswith("function:")]
+    assert mine.signal == signal, mine.explanation
+

@@ -24,7 +24,7 @@ Facts come from four places:
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -531,6 +531,36 @@ class _LambdaScan:
             start = end + 1
 
 
+class _PatternGuardScan:
+    """A match pattern with a guard, ``<pattern> when <condition>:`` (Godot 4.3): an indented line that is not
+    a statement (it starts with no keyword), with ``when`` after some pattern text and a ``:`` ending the line.
+    Godot 3 parses no such line: a pattern or an expression ends before ``when``. One linear pass per line."""
+
+    _WHEN = re.compile(r"[ \t]when[ \t]")
+    _STATEMENT = re.compile(
+        r"[ \t]+(?:if|elif|else|while|for|func|static|var|const|match|return|signal|class|enum|await|assert|pass|break|continue)\b"
+    )
+
+    def finditer(self, text: str) -> Iterator[_At]:
+        start = 0
+        n = len(text)
+        while start < n:
+            end = text.find("\n", start)
+            end = n if end < 0 else end
+            line = text[start:end]
+            guard = self._WHEN.search(line)
+            if (
+                guard is not None
+                and line[:1] in (" ", "\t")
+                and line.strip()[:1] not in ("", "#", ":")
+                and self._STATEMENT.match(line) is None
+                and line.rstrip().endswith(":")
+                and line[guard.end() :].rstrip()[:-1].strip()
+            ):
+                yield _At(start + guard.start() + 1)
+            start = end + 1
+
+
 class _HeadParenScan:
     """``head ( ... ) tail`` where the parentheses may span lines: each ')' found once, from the head on."""
 
@@ -611,7 +641,7 @@ _G3_SYNTAX: list[tuple[re.Pattern[str] | _HeadParenScan, str, float, str, str]] 
     ),
 ]
 
-_G4_SYNTAX: list[tuple[re.Pattern[str] | _LambdaScan, str, float]] = [
+_G4_SYNTAX: list[tuple[re.Pattern[str] | _LambdaScan | _PatternGuardScan, str, float]] = [
     (
         re.compile(r"(?:^|[ \t;])@(export\w*|onready|tool|icon|rpc|warning_ignore\w*|static_unload|abstract)\b", re.M),
         "annotation (Godot 4 only)",
@@ -638,6 +668,7 @@ _G4_SYNTAX: list[tuple[re.Pattern[str] | _LambdaScan, str, float]] = [
         "typed signal parameter (Godot 4 only)",
         0.9,
     ),
+    (_PatternGuardScan(), "match pattern guard `when` (Godot 4.3+)", 0.9),
 ]
 
 # The syntax-table entries that are really a name (a call another version names
@@ -706,7 +737,14 @@ _NODE_PATH_RE = re.compile(r"\$[A-Za-z_][\w/]*|(?<![\w)\]\s])%[A-Za-z_][\w/]*")
 
 
 def _line_of(chunk: Chunk, offset: int) -> int:
-    return chunk.span.start_line + chunk.code_text.count("\n", 0, offset)
+    # A line break index per text, not a count per call: a long line of many facts was quadratic.
+    return chunk.span.start_line + bisect_left(_line_breaks(chunk.code_text), offset)
+
+
+@lru_cache(maxsize=64)
+def _line_breaks(text: str) -> list[int]:
+    """Offsets of ``text``'s line breaks (shared, never modified)."""
+    return [m.start() for m in re.finditer("\n", text)]
 
 
 def _in_code(chunk: Chunk, offset: int) -> bool:
@@ -740,8 +778,10 @@ def _tokens(mask: str) -> list[_Token]:
         # A bounded look-back keeps this linear in the chunk size.
         before = mask[max(0, start - 160) : start].rstrip(" \t")
         prev_char = before[-1:] if before else ""
-        after = mask[end:].lstrip(" \t")
-        next_char = after[:1]
+        after = end  # the next character after blanks, without a copy of the rest of the text per token
+        while after < len(mask) and mask[after] in " \t":
+            after += 1
+        next_char = mask[after : after + 1]
         # Hand scans backwards (the patterns they replace were retried from every start of the window).
         prev_word = _trailing_ident(before)[1]
         receiver = ""

@@ -12,9 +12,10 @@ judge's own description, so what remains is listed rather than hidden.
 
 from __future__ import annotations
 
-import difflib
 import re
+from bisect import bisect_right
 from collections.abc import Mapping
+from dataclasses import replace
 
 from tree_sitter import Parser
 
@@ -25,7 +26,7 @@ from godot_rag.domain.models import SIGNAL_GODOT3
 from godot_rag.domain.patching.builtin_scripts import builtin_script_edits
 from godot_rag.domain.patching.gdscript import patch_gdscript
 from godot_rag.domain.patching.knowledge import PatchKnowledge, shipped_knowledge
-from godot_rag.domain.patching.model import Basis, EditConflict, FilePatch, Hunk, PatchResult, Todo, apply_edits
+from godot_rag.domain.patching.model import Basis, Edit, EditConflict, FilePatch, Hunk, PatchResult, Todo, apply_edits
 from godot_rag.domain.patching.shaders import patch_shader
 from godot_rag.domain.patching.symbols import ProjectSymbols, SharedProjectSymbols
 from godot_rag.domain.patching.text_files import patch_project_godot, patch_scene
@@ -156,12 +157,79 @@ def patch_file(path: str, text: str, knowledge: PatchKnowledge, index: ProjectSy
     return fp
 
 
+def _range(start: int, length: int) -> str:
+    """A unified diff's line range (difflib's ``_format_range_unified``): ``start`` is 0-based."""
+    if length == 1:
+        return f"{start + 1}"
+    return f"{start if length == 0 else start + 1},{length}"
+
+
+def _changes(fp: FilePatch) -> list[tuple[int, int, list[str]]]:
+    """The patched file as blocks of replaced lines, from its edits: (first old line, 0-based; old line count;
+    the new lines). The lines an edit touches are replaced as a block; edits on the same lines share one."""
+    old = fp.original.encode("utf-8")
+    old_lines = fp.original.splitlines(keepends=True)
+    starts = [0]
+    for line in old_lines:
+        starts.append(starts[-1] + len(line.encode("utf-8")))
+    last = max(len(old_lines) - 1, 0)
+    blocks: list[tuple[int, int, list[Edit]]] = []
+    for e in sorted(fp.edits, key=lambda e: (e.start, e.end)):
+        a = min(bisect_right(starts, e.start) - 1, last)
+        b = max(a, min(bisect_right(starts, max(e.start, e.end - 1)) - 1, last))
+        if blocks and a <= blocks[-1][1]:
+            blocks[-1] = (blocks[-1][0], max(blocks[-1][1], b), [*blocks[-1][2], e])
+        else:
+            blocks.append((a, b, [e]))
+    changes: list[tuple[int, int, list[str]]] = []
+    for a, b, edits in blocks:
+        base = starts[a]
+        moved = [replace(e, start=e.start - base, end=e.end - base) for e in edits]
+        new_text = apply_edits(old[base : starts[b + 1]], moved).decode("utf-8")
+        changes.append((a, b - a + 1, new_text.splitlines(keepends=True)))
+    return changes
+
+
+def unified_diff(fp: FilePatch, context: int = DIFF_CONTEXT) -> list[str]:
+    """The unified diff of a patched file, in difflib's form (header lines, then hunks), made from its edits.
+
+    The edits say which lines changed, so no line matching is needed: difflib's took minutes on a scene of a
+    thousand like nodes (quadratic in repeated lines). Changes fewer than ``2 * context`` lines apart share
+    a hunk, as in difflib.
+    """
+    old_lines = fp.original.splitlines(keepends=True)
+    changes = _changes(fp)
+    out = [f"--- a/{fp.path}\n", f"+++ b/{fp.path}\n"]
+    delta = 0  # new line numbers run ahead of the old ones by the changes before
+    i = 0
+    while i < len(changes):
+        j = i
+        while j + 1 < len(changes) and changes[j + 1][0] - (changes[j][0] + changes[j][1]) <= 2 * context:
+            j += 1
+        lo = max(0, changes[i][0] - context)
+        hi = min(len(old_lines), changes[j][0] + changes[j][1] + context)
+        body: list[str] = []
+        pos = lo
+        grown = 0
+        for a, n, new_lines in changes[i : j + 1]:
+            body.extend(" " + line for line in old_lines[pos:a])
+            body.extend("-" + line for line in old_lines[a : a + n])
+            body.extend("+" + line for line in new_lines)
+            grown += len(new_lines) - n
+            pos = a + n
+        body.extend(" " + line for line in old_lines[pos:hi])
+        old_len = hi - lo
+        out.append(f"@@ -{_range(lo, old_len)} +{_range(lo + delta, old_len + grown)} @@\n")
+        out.extend(body)
+        delta += grown
+        i = j + 1
+    return out
+
+
 def _hunks(fp: FilePatch) -> list[Hunk]:
     if not fp.changed:
         return []
-    old_lines = fp.original.splitlines(keepends=True)
-    new_lines = fp.patched.splitlines(keepends=True)
-    diff = list(difflib.unified_diff(old_lines, new_lines, f"a/{fp.path}", f"b/{fp.path}", n=DIFF_CONTEXT))
+    diff = unified_diff(fp)
     data = fp.original.encode("utf-8")
     # Each edit's original line range, to tie it to the hunk that shows it.
     spans = [(_line_of(data, e.start), _line_of(data, max(e.start, e.end - 1)), e) for e in fp.edits]
@@ -261,13 +329,18 @@ def _map_lines(fp: FilePatch) -> dict[int, int]:
     """Patched line -> original line, through the diff's equal blocks (changed lines map to their block start)."""
     if not fp.changed:
         return {}
-    old = fp.original.splitlines()
-    new = fp.patched.splitlines()
+    total = len(fp.original.splitlines())
     out: dict[int, int] = {}
-    sm = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
-    for tag, a0, _a1, b0, b1 in sm.get_opcodes():
-        for k in range(b1 - b0):
-            out[b0 + k + 1] = (a0 + k + 1) if tag == "equal" else a0 + 1
+    old_at = new_at = 0  # 0-based: the next old and new line
+    for a, n, new_lines in [*_changes(fp), (total, 0, [])]:
+        while old_at < a:  # unchanged lines, one to one
+            out[new_at + 1] = old_at + 1
+            old_at += 1
+            new_at += 1
+        for _ in new_lines:
+            out[new_at + 1] = a + 1
+            new_at += 1
+        old_at = a + n
     return out
 
 
