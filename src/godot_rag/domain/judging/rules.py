@@ -2087,16 +2087,23 @@ _SHADER_COMMENT_RE = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.S)
 _CODE_VALUE_RE = re.compile(r'^code[ \t]*=[ \t]*"', re.M)
 
 
-def embedded_shaders(text: str) -> Iterator[tuple[int, str]]:
-    """(offset, source) of every `code = "..."` string in ``text`` that holds shader code; one linear pass."""
+def string_value_spans(opening: re.Pattern[str], text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of the escaped text of every string value whose opening quote ``opening`` ends on; an
+    unclosed one runs to the end of ``text``. One linear pass."""
     pos = 0
-    while (m := _CODE_VALUE_RE.search(text, pos)) is not None:
+    while (m := opening.search(text, pos)) is not None:
         start = k = m.end()
         while k < len(text) and text[k] != '"':
             k += 2 if text[k] == "\\" else 1
-        if "shader_type" in text[start:k]:
-            yield start, text[start:k]
+        yield start, min(k, len(text))
         pos = k + 1
+
+
+def embedded_shaders(text: str) -> Iterator[tuple[int, str]]:
+    """(offset, source) of every `code = "..."` string in ``text`` that holds shader code; one linear pass."""
+    for start, end in string_value_spans(_CODE_VALUE_RE, text):
+        if "shader_type" in text[start:end]:
+            yield start, text[start:end]
 
 
 # The start of `script/source = "`, the source of a built-in GDScript in a scene or resource.
@@ -2107,13 +2114,7 @@ _STRING_ESCAPE_RE = re.compile(r'\\([\\"])')
 
 def builtin_script_spans(text: str) -> Iterator[tuple[int, int]]:
     """(start, end) of every built-in script's escaped source (`script/source = "..."`) in ``text``; one linear pass."""
-    pos = 0
-    while (m := _SCRIPT_SOURCE_RE.search(text, pos)) is not None:
-        start = k = m.end()
-        while k < len(text) and text[k] != '"':
-            k += 2 if text[k] == "\\" else 1
-        yield start, min(k, len(text))
-        pos = k + 1
+    return string_value_spans(_SCRIPT_SOURCE_RE, text)
 
 
 def unescape_string_value(raw: str) -> str:
