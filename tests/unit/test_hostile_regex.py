@@ -4,8 +4,8 @@ Each case feeds a 100 KB crafted line or a 2 MB crafted file to the real code
 path (chunker, rules judge, project index, patcher, redaction) in a child
 process with a generous deadline (90 s). The patterns these cases target took
 minutes to hours on the same input (a 100 KB line: seconds; 2 MB: hours); the
-linear scans take 1 to 17 s here (the largest case chunks and judges 80,000
-scene sections), so the deadline only catches a regression back to
+linear scans take 1 to 25 s here (the largest cases chunk and judge 80,000
+scene sections, or patch one script with 45,000 edits), so the deadline only catches a regression back to
 super-linear work, not a loaded machine. No timing is
 asserted beyond that.
 """
@@ -80,7 +80,7 @@ print("chunks", judge_all("func f():\\n\\tx = " + "a." * 50_000 + "b\\n\\ty = " 
 print("chunks", judge_all("extends Node\\n\\nfunc f(x):\\n\\tmatch x:\\n\\t\\t1" + " when x" * 300_000 + ":\\n\\t\\t\\tpass\\n"))
 """,
     # A scene's built-in script of 40,000 functions, chunked and judged, and one whose string never closes, patched
-    # too. (The GDScript patcher's own cost grows with the square of one file's edits: 5,000 here, see the notes.)
+    # too.
     "builtin_script_2mb": """
 from godot_rag.pipeline.patch import patch_project
 body = 'func f():\\n\\tyield(a, \\\\"b\\\\")\\n'
@@ -99,6 +99,15 @@ from godot_rag.pipeline.patch import patch_project
 nodes = "".join(f'[node name="N{i}" type="Spatial" parent="."]\\nvisible = false\\n\\n' for i in range(4_000))
 result = patch_project({"a.tscn": '[gd_scene format=2]\\n\\n[node name="R" type="Spatial"]\\n\\n' + nodes})
 assert len(result.hunks) >= 1 and result.diff.count("+[node") == 4_001
+print("chunks", len(result.hunks))
+""",
+    # One script with 45,000 edits: each edit's checks and each hunk's basis looked at every other edit (6,000
+    # edits: 18 s, growing as the square); the edits are now kept sorted and found by bisection.
+    "patch_edits_of_one_script": """
+from godot_rag.pipeline.patch import patch_project
+body = "".join(f"func f{i}():\\n\\tyield(get_tree(), \\"idle_frame\\")\\n\\tupdate()\\n\\tOS.window_fullscreen = true\\n" for i in range(15_000))
+result = patch_project({"a.gd": "extends Node2D\\n\\n" + body, "project.godot": "config_version=4\\n"})
+assert result.diff.count("+\\tawait get_tree().process_frame") == 15_000
 print("chunks", len(result.hunks))
 """,
     # Scene and resource header rules of the judge on a 2 MB scene of unclosed headers.

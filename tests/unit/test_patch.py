@@ -668,3 +668,22 @@ def test_a_built_in_script_the_patch_cannot_write_back_is_left_with_a_todo():
     assert "extends KinematicBody2D" in fp.patched  # the script is untouched...
     assert '[node name="Player" type="CharacterBody2D"]' in fp.patched  # ...the scene's own rules still apply
     assert any(t.rule == "built-in-script" and t.line == 4 for t in result.todos)
+
+
+def test_a_built_in_script_is_patched_with_its_own_base_class_and_declarations():
+    # `var velocity` in a built-in KinematicBody2D script collides with CharacterBody2D's own property, and its
+    # own `func update()` is not CanvasItem.update: the script's extends and declarations decide, as in a file.
+    source = (
+        'script/source = "extends KinematicBody2D\n\n'
+        "var velocity = Vector2()\n\n"
+        "func update():\n\tpass\n\n"
+        "func _process(delta):\n\tupdate()\n"
+        '"\n'
+    )
+    scene = BUILT_IN_G3.split('script/source = "')[0] + source + '\n[node name="P" type="KinematicBody2D"]\n'
+    result = patch_files({"player.tscn": scene})
+    (fp,) = result.files
+    assert "var velocity" not in fp.patched
+    assert "\tupdate()\n" in fp.patched and "queue_redraw" not in fp.patched
+    rules = {b.rule for e in fp.edits for b in e.basis}
+    assert "inherited-velocity" in rules

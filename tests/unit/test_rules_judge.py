@@ -517,4 +517,3 @@ def test_match_pattern_guards_are_godot4_syntax(knowledge, body, signal):
     judged = judge_source("extends Node\n\nfunc f(x):\n" + body, knowledge)
     (mine,) = [j for key, j in judged.items() if key.startswith("function:")]
     assert mine.signal == signal, mine.explanation
-

@@ -59,7 +59,10 @@ def builtin_script_edits(
                 )
             )
             continue
-        script_edits, script_todos, _kept, _clean = patch_gdscript(f"{path} (built-in script)", source, knowledge, index, parser)
+        script_path = f"{path} (built-in script)"
+        script_edits, script_todos, _kept, _clean = patch_gdscript(
+            script_path, source, knowledge, index.with_script(script_path, source), parser
+        )
         todos.extend(Todo(path, first_line + max(t.line, 1) - 1, t.rule, t.symbol, t.note, t.record_id) for t in script_todos)
         if not script_edits:
             continue

@@ -13,7 +13,7 @@ judge's own description, so what remains is listed rather than hidden.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -118,8 +118,8 @@ def residual_godot3(
     return sorted(set(out))
 
 
-def _line_of(data: bytes, offset: int) -> int:
-    return data.count(b"\n", 0, offset) + 1
+def _line_starts(data: bytes) -> list[int]:
+    return [0] + [m.end() for m in re.finditer(rb"\n", data)]
 
 
 def patch_file(path: str, text: str, knowledge: PatchKnowledge, index: ProjectSymbols, parser: Parser | None = None) -> FilePatch:
@@ -232,7 +232,10 @@ def _hunks(fp: FilePatch) -> list[Hunk]:
     diff = unified_diff(fp)
     data = fp.original.encode("utf-8")
     # Each edit's original line range, to tie it to the hunk that shows it.
-    spans = [(_line_of(data, e.start), _line_of(data, max(e.start, e.end - 1)), e) for e in fp.edits]
+    starts = _line_starts(data)
+    # Sorted by start and never overlapping (apply_edits checked), so their last lines are sorted too.
+    spans = [(bisect_right(starts, e.start), bisect_right(starts, max(e.start, e.end - 1)), e) for e in fp.edits]
+    last_lines = [b for _, b, _ in spans]
     hunks: list[Hunk] = []
     i = 2
     while i < len(diff):
@@ -248,10 +251,12 @@ def _hunks(fp: FilePatch) -> list[Hunk]:
         lo, hi = (os_, os_ + max(ol, 1) - 1) if ol else (os_ + 1, os_ + 1)
         basis: list[Basis] = []
         lines: list[int] = []
-        for a, b, e in spans:
-            if a <= hi and b >= lo:
-                basis.extend(e.basis)
-                lines.extend([a] * len(e.basis))
+        k = bisect_left(last_lines, lo)
+        while k < len(spans) and spans[k][0] <= hi:
+            a, _, e = spans[k]
+            basis.extend(e.basis)
+            lines.extend([a] * len(e.basis))
+            k += 1
         text = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in body)
         hunks.append(Hunk(fp.path, os_, ol, ns, nl, text, tuple(basis), tuple(lines)))
         i = j

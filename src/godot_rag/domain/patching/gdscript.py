@@ -28,6 +28,7 @@ carries the basis of each.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass, field
 
 from tree_sitter import Node, Parser
@@ -244,7 +245,10 @@ class GDScriptPatcher:
         self.k = knowledge
         self.index = index
         self.tree = (parser or Parser(_language())).parse(src)
-        self.edits: list[Edit] = []
+        # Accepted edits by span, in the order they were accepted, and their spans sorted: the edits never
+        # overlap, so the few an edit can touch are found by bisection (a file with thousands of edits stays linear).
+        self._edits: dict[tuple[int, int], Edit] = {}
+        self._spans: list[tuple[int, int]] = []
         self.todos: list[Todo] = []
         self.kept: list[Kept] = []
         self.base = index.engine_base(path)  # Godot 3 engine class the script extends ("" unknown)
@@ -263,6 +267,8 @@ class GDScriptPatcher:
                 self._strings.append((n.start_byte, n.end_byte))
             else:
                 stack.extend(n.children)
+        self._comments.sort()
+        self._strings.sort()
         # Lines a rule inserts end like the file's own.
         self.nl = "\r\n" if b"\r\n" in src else "\n"
 
@@ -294,9 +300,46 @@ class GDScriptPatcher:
     def keep(self, node: Node, symbol: str, reason: str) -> None:
         self.kept.append(Kept(self.path, self.line(node.start_byte), symbol, reason))
 
+    @property
+    def edits(self) -> list[Edit]:
+        return list(self._edits.values())
+
+    def _edits_within(self, start: int, end: int) -> list[Edit]:
+        """Accepted edits inside [start, end]."""
+        out: list[Edit] = []
+        for i in range(bisect_left(self._spans, (start, start)), len(self._spans)):
+            s, e = self._spans[i]
+            if s > end:
+                break
+            if e <= end:
+                out.append(self._edits[(s, e)])
+        return out
+
+    def _edits_touching(self, start: int, end: int) -> list[Edit]:
+        """Accepted edits that share at least a point with [start, end] (candidates for add()'s checks)."""
+        i = bisect_right(self._spans, (start, end))
+        while i > 0 and self._spans[i - 1][1] >= start:
+            i -= 1
+        out: list[Edit] = []
+        while i < len(self._spans) and self._spans[i][0] <= end:
+            if self._spans[i][1] >= start:
+                out.append(self._edits[self._spans[i]])
+            i += 1
+        return out
+
+    @staticmethod
+    def _spans_within(spans: list[tuple[int, int]], start: int, end: int) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        for i in range(bisect_left(spans, (start, start)), len(spans)):
+            if spans[i][0] > end:
+                break
+            if spans[i][1] <= end:
+                out.append(spans[i])
+        return out
+
     def render(self, start: int, end: int, overrides: tuple[tuple[int, int, str], ...] = ()) -> str:
         """source[start:end] with the accepted edits (and ``overrides``) inside it applied."""
-        pieces = [(e.start, e.end, e.replacement) for e in self.edits if start <= e.start and e.end <= end]
+        pieces = [(e.start, e.end, e.replacement) for e in self._edits_within(start, end)]
         pieces = [p for p in pieces if not any(o[0] <= p[0] and p[1] <= o[1] for o in overrides)] + list(overrides)
         out: list[bytes] = []
         pos = start
@@ -310,8 +353,9 @@ class GDScriptPatcher:
     def rn(self, node: Node) -> str:
         return self.render(node.start_byte, node.end_byte)
 
-    def add(self, start: int, end: int, replacement: str, basis: Basis) -> bool:
-        """Accept an edit; one containing earlier edits absorbs them (their basis included).
+    def add(self, start: int, end: int, replacement: str, basis: Basis, extra: tuple[Basis, ...] = ()) -> bool:
+        """Accept an edit (``extra``: more bases of the same change); one containing earlier edits absorbs them
+        (their basis included).
 
         Refused, with a TODO, when it overlaps another edit, when it would drop a comment inside its
         range, or a string literal (except the signal and method names the call-shape rules turn into
@@ -323,7 +367,7 @@ class GDScriptPatcher:
             return False
 
         inner: list[Edit] = []
-        for e in self.edits:
+        for e in self._edits_touching(start, end):
             if start == end == e.start == e.end:
                 return refuse("two insertions at the same place")
             if start <= e.start and e.end <= end and (e.start, e.end) != (start, end):
@@ -332,17 +376,19 @@ class GDScriptPatcher:
                 inner.append(e)
             elif e.start < end and start < e.end:
                 return refuse("overlaps another change on the same code")
-        for a, b in self._comments:
-            if start <= a and b <= end and self.src[a:b].decode("utf-8") not in replacement:
+        for a, b in self._spans_within(self._comments, start, end):
+            if self.src[a:b].decode("utf-8") not in replacement:
                 return refuse("a comment inside the change would be lost")
         if basis.rule not in _STRING_RULES:
-            for a, b in self._strings:
-                if start <= a and b <= end and self.src[a:b].decode("utf-8") not in replacement:
+            for a, b in self._spans_within(self._strings, start, end):
+                if self.src[a:b].decode("utf-8") not in replacement:
                     return refuse("a string literal inside the change would be altered")
         for e in inner:
-            self.edits.remove(e)
-        all_basis = (basis,) + tuple(b for e in inner for b in e.basis)
-        self.edits.append(Edit(start, end, replacement, all_basis))
+            del self._edits[(e.start, e.end)]
+            del self._spans[bisect_left(self._spans, (e.start, e.end))]
+        all_basis = (basis,) + tuple(b for e in inner for b in e.basis) + extra
+        self._edits[(start, end)] = Edit(start, end, replacement, all_basis)
+        insort(self._spans, (start, end))
         return True
 
     def replace(self, node: Node, replacement: str, basis: Basis) -> bool:
@@ -1444,9 +1490,7 @@ class GDScriptPatcher:
         )
 
     def _signal_edit(self, span: tuple[int, int], text: str, basis: Basis, extra: tuple[Basis, ...]) -> None:
-        if self.add(span[0], span[1], text, basis) and extra:
-            e = self.edits[-1]
-            self.edits[-1] = Edit(e.start, e.end, e.replacement, e.basis + extra)
+        self.add(span[0], span[1], text, basis, extra)
 
     def yield_await(self, node: Node, args: list[Node], scope: _Scope) -> None:
         if not args:
@@ -1489,10 +1533,7 @@ class GDScriptPatcher:
         sig_new, basis = self.signal_rename(sig, receiver, obj)
         wrapped = obj_text if obj.type in ("identifier", "attribute", "call", "get_node") else f"({obj_text})"
         b = Basis("yield-await", "change:yield-await", 0.95, receiver.describe(), f'yield(obj, "{sig}") -> await obj.{sig_new}')
-        if self.replace(node, f"await {wrapped}.{sig_new}", b) and basis is not None:
-            self.edits[-1] = Edit(
-                self.edits[-1].start, self.edits[-1].end, self.edits[-1].replacement, self.edits[-1].basis + (basis,)
-            )
+        self.add(node.start_byte, node.end_byte, f"await {wrapped}.{sig_new}", b, (basis,) if basis is not None else ())
 
     def signal_rename(self, sig: str, receiver: Receiver, node: Node) -> tuple[str, Basis | None]:
         r = self.k.rename("gdscript_signals_renames", sig)

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from godot_rag.domain.judging.project_index import ClassSymbols, ProjectIndex, script_key
+from godot_rag.domain.judging.project_index import ClassSymbols, ProjectIndex, scan_script, script_key
 
 # Receiver kinds.
 SELF = "self"  # bare name or self.name inside the script
@@ -79,6 +79,9 @@ class ProjectSymbols(Protocol):
         """For ``$node_path`` in ``script``: (Godot 3 engine type, attached script or "") as the scenes that
         attach the script say; None when no scene says or they disagree."""
 
+    def with_script(self, script: str, text: str) -> ProjectSymbols:
+        """These symbols with one more script: a scene's built-in script, under a path of its own."""
+
 
 class SharedProjectSymbols:
     """``ProjectSymbols`` over the shared ``ProjectIndex`` (see the module docstring).
@@ -93,6 +96,8 @@ class SharedProjectSymbols:
         self.engine_classes = engine_classes
         self.everywhere: frozenset[str] = index.all_member_names()
         self._nodes: dict[str, dict[str, tuple[str, str]]] = {}
+        self._members: dict[str, frozenset[str]] = {}
+        self._declared: dict[str, frozenset[str]] = {}
 
     @classmethod
     def from_sources(cls, files: Mapping[str, str], engine_classes: frozenset[str] | set[str]) -> SharedProjectSymbols:
@@ -107,6 +112,12 @@ class SharedProjectSymbols:
         if not index.scripts and any(p.endswith(".gd") for p in files):
             index = ProjectIndex.build(sorted(files.items()))
         return cls(index, engine_classes)
+
+    def with_script(self, script: str, text: str) -> SharedProjectSymbols:
+        # A built-in script is in no index (the index holds .gd files): its own extends and declarations decide
+        # what `self` is there, as they do for a script file.
+        index = ProjectIndex({**self.index.scripts, script: scan_script(script, text)}, self.index.scenes, self.index.autoloads)
+        return SharedProjectSymbols(index, self.engine_classes)
 
     # ------------------------------------------------------------ helpers
 
@@ -123,8 +134,11 @@ class SharedProjectSymbols:
         return script_key(path) if path in self.index.scripts else ""
 
     def _chain_members(self, key: str) -> frozenset[str]:
-        info = self.index.type_info(key, "")
-        return info.members if info is not None else frozenset()
+        # Asked at every engine-named member of a script: computed once per class (the index does not change).
+        if key not in self._members:
+            info = self.index.type_info(key, "")
+            self._members[key] = info.members if info is not None else frozenset()
+        return self._members[key]
 
     # ------------------------------------------------------------ ProjectSymbols
 
@@ -137,16 +151,16 @@ class SharedProjectSymbols:
         return engine if engine in self.engine_classes else ""
 
     def declared_in(self, script: str) -> frozenset[str]:
-        top = self.index.scripts.get(script)
-        if top is None:
-            return frozenset()
-        out: set[str] = set()
-        stack: list[ClassSymbols] = [top]
-        while stack:  # inner classes' members count: a bare name in them is still the script's own
-            c = stack.pop()
-            out.update(c.members)
-            stack.extend(c.inner.values())
-        return frozenset(out)
+        if script not in self._declared:
+            top = self.index.scripts.get(script)
+            out: set[str] = set()
+            stack: list[ClassSymbols] = [top] if top is not None else []
+            while stack:  # inner classes' members count: a bare name in them is still the script's own
+                c = stack.pop()
+                out.update(c.members)
+                stack.extend(c.inner.values())
+            self._declared[script] = frozenset(out)
+        return self._declared[script]
 
     def script_of(self, name: str) -> str:
         key = self._key_of(name) if (name in self.index.class_names or name in self.index.autoloads) else ""
