@@ -1,4 +1,4 @@
-"""The web screen's request rules and request shapes, apart from the HTTP wiring (services/gateway/web.py).
+"""The web screen's request rules and request shapes, apart from the HTTP wiring (services/gateway/web.py, web_pages.py, web_api.py).
 
 Pure: which requests are refused (Host against DNS rebinding, Origin/Referer
 against cross-site requests), how a form, a query or a JSON body becomes the
