@@ -30,8 +30,16 @@ docs/retrieval.md has the tables):
   words: 0.926); and a third of a project's chunks then need neither a query
   vector nor a vector search.
 - Prompt terms stay out of the lexical keys (they are in no record's keys and
-  in every guide page's prose); they reach the search through the embedding
-  text and through the intent's table priority.
+  in every guide page's prose) and out of the embedding text; they reach the
+  search through the intent's table priority.
+- The embedding text is the chunk's code and its symbol candidates (engine
+  class names), not the API call candidates, the references or the prompt
+  terms (the design's reference code had all five). Measured on the set's 295
+  chunks, hybrid Recall@5 / MRR 0.992 / 0.921 -> 0.992 / 0.932 and vector-only
+  0.675 / 0.644 -> 0.695 / 0.631: the call candidates repeat names already in
+  the code and the prompt's words pull every vector toward the same guide
+  pages. A function's text is 22 % fewer tokens (81 -> 63 on the bench
+  corpus), and the query model's time is about that much shorter.
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ from godot_rag.domain.chunking.direct import STRUCTURED_CHUNK_KINDS
 from godot_rag.domain.models import Chunk, RetrieverQuery
 
 # Bump when query building or search changes what a chunk retrieves.
-RETRIEVAL_VERSION = "retrieval/3"
+RETRIEVAL_VERSION = "retrieval/4"
 
 INTENT_EXPLAIN = "explain"
 INTENT_MIGRATION = "migration"
@@ -172,12 +180,5 @@ def build_retriever_query(*, prompt: str, chunk: Chunk) -> RetrieverQuery:
 
 
 def build_embedding_text(query: RetrieverQuery) -> str:
-    return "\n".join(
-        [
-            query.raw_chunk_text,
-            " ".join(query.api_call_candidates),
-            " ".join(query.symbol_candidates),
-            " ".join(query.reference_candidates),
-            " ".join(query.prompt_terms),
-        ]
-    )
+    """The text the query model embeds: the chunk's code, then its engine class names (module docstring)."""
+    return query.raw_chunk_text + "\n" + " ".join(query.symbol_candidates)
