@@ -687,3 +687,24 @@ def test_a_built_in_script_is_patched_with_its_own_base_class_and_declarations()
     assert "\tupdate()\n" in fp.patched and "queue_redraw" not in fp.patched
     rules = {b.rule for e in fp.edits for b in e.basis}
     assert "inherited-velocity" in rules
+
+
+def test_var_before_a_parameter_is_removed_and_commented_out_lines_do_not_stop_the_patch():
+    # Both shapes are common in Godot 3 projects and both broke tree-sitter-gdscript: the file was left
+    # unpatched with a parse TODO. The tolerant parse (chunking/tolerant.py) reads them as Godot does.
+    source = (
+        "extends KinematicBody2D\n\n"
+        "func spawn(var x: int, y, var z := 3) -> void:\n"
+        "\tif x:\n"
+        "#\t\tprint(x)\n"
+        '\t\tyield(get_tree(), "idle_frame")\n'
+        "\telse:\n"
+        "\t\tpass\n"
+    )
+    result = patch_files({"a.gd": source, "project.godot": "config_version=4\n"})
+    fp = next(f for f in result.files if f.path == "a.gd")
+    assert "func spawn(x: int, y, z := 3) -> void:\n" in fp.patched
+    assert "#\t\tprint(x)\n\t\tawait get_tree().process_frame\n" in fp.patched
+    assert not [t for t in result.todos if t.rule in ("parse", "residual")]
+    rules = [b.rule for e in fp.edits for b in e.basis]
+    assert rules.count("parameter-var") == 2

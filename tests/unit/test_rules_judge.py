@@ -517,3 +517,18 @@ def test_match_pattern_guards_are_godot4_syntax(knowledge, body, signal):
     judged = judge_source("extends Node\n\nfunc f(x):\n" + body, knowledge)
     (mine,) = [j for key, j in judged.items() if key.startswith("function:")]
     assert mine.signal == signal, mine.explanation
+
+
+@pytest.mark.parametrize(
+    "head, signal",
+    [
+        ("func f(var x: int, var y: int) -> int:", "godot3"),  # Godot 3's parser skips the `var`
+        ("static func f(a, var b = 2):", "godot3"),
+        ("func f(variant, var_y):", "neutral"),  # names that start with var
+        ('func f(a = "(var x"):', "neutral"),  # a string
+    ],
+)
+def test_var_before_a_parameter_is_godot3_syntax(knowledge, head, signal):
+    judged = judge_source("extends Node\n\n" + head + "\n\treturn 1\n", knowledge)
+    (mine,) = [j for key, j in judged.items() if key.startswith("function:")]
+    assert mine.signal == signal, mine.explanation

@@ -2,7 +2,9 @@
 
 ``parse_gdscript(source_file, source_bytes)`` parses the file with
 tree-sitter-gdscript (which accepts Godot 3 and Godot 4 syntax; a clean parse
-says nothing about the version) and returns a ``ChunkingResult`` whose chunks
+says nothing about the version; where the grammar fails on shapes Godot reads, comment lines indented less than
+their block and ``var`` before a parameter, the file is parsed as ``chunking.tolerant`` rewrites it, same
+offsets) and returns a ``ChunkingResult`` whose chunks
 cover every non-blank line exactly once, in file order.  It never raises on
 bad input; it reports a status instead:
 
@@ -158,6 +160,7 @@ from tree_sitter import Language, Node, Parser, Query, QueryCursor, Range
 
 from godot_rag.domain.chunking import candidates as cand
 from godot_rag.domain.chunking.positions import byte_position as _position
+from godot_rag.domain.chunking.tolerant import parse_tolerant
 from godot_rag.domain.models import (
     PARSE_EMPTY,
     PARSE_FAILED,
@@ -170,7 +173,7 @@ from godot_rag.domain.models import (
     Span,
 )
 
-PARSER_VERSION = "gdscript-ast/1"
+PARSER_VERSION = "gdscript-ast/2"
 SOURCE_KIND = SourceKind.GDSCRIPT
 
 KIND_TOOL = "tool"
@@ -358,6 +361,7 @@ class _Chunker:
     def __init__(self, source_file: str, src: bytes, body_start: int, body_text: str) -> None:
         self.source_file = source_file
         self.src = src
+        self.parsed_src = src  # what tree-sitter reads: src, or tolerant_source(src) (same offsets)
         self.body_start = body_start
         self.body_text = body_text
         # One character per byte: offsets need no conversion.
@@ -433,7 +437,7 @@ class _Chunker:
     # ------------------------------------------------------------------ run
     def run(self) -> tuple[tuple[Chunk, ...], tuple[SourceError, ...]]:
         parser = Parser(_language())
-        tree = parser.parse(self.src)
+        tree, self.parsed_src = parse_tolerant(parser, self.src)
         root = tree.root_node
         if root.type == "ERROR":
             self._error_region(root, ())
@@ -696,7 +700,7 @@ class _Chunker:
         end_line = self.line_of(max(end_byte - 1, start_byte))
         end_point = (end_line, end_byte - self.starts[end_line])
         sub = Parser(_language(), included_ranges=[Range(start_point, end_point, start_byte, end_byte)])
-        sub_root = sub.parse(self.src).root_node
+        sub_root = sub.parse(self.parsed_src).root_node
         if not sub_root.has_error and sub_root.type != "ERROR":
             self._build(sub_root.children, scope)
             return []

@@ -44,7 +44,7 @@ from godot_rag.domain.models import (
 )
 from godot_rag.prompts import contract_schema
 
-RULES_JUDGE_VERSION = "rules/11"
+RULES_JUDGE_VERSION = "rules/12"
 
 # What a fact rests on. The verdict weighs them differently
 # (docs/judge.md, "Verdict rules"):
@@ -631,6 +631,14 @@ _G3_SYNTAX: list[tuple[re.Pattern[str] | _HeadParenScan, str, float, str, str]] 
         0.95,
         "_init().()",
         "super()",
+    ),
+    (
+        # Godot 3's parser skips a `var` before a parameter name; Godot 4's expects the name.
+        re.compile(r"^[ \t]*(?:static[ \t]+)?func[ \t]+\w+[ \t]*\((?:[^()\n]*,)?[ \t]*var[ \t]+[A-Za-z_]", re.M),
+        "`var` before a parameter (Godot 4 rejects it)",
+        0.9,
+        "func f(var x)",
+        "func f(x)",
     ),
     (
         re.compile(r"(?<![\w.])move_and_slide_with_snap[ \t]*\("),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from tree_sitter import Parser
 
 from godot_rag.domain.chunking.gdscript import _language
+from godot_rag.domain.chunking.tolerant import parse_tolerant
 from godot_rag.domain.judging.rules import builtin_script_spans, unescape_string_value
 from godot_rag.domain.patching.gdscript import patch_gdscript
 from godot_rag.domain.patching.knowledge import PatchKnowledge
@@ -73,7 +74,7 @@ def builtin_script_edits(
                 Todo(path, first_line, "conflict", path, f"two changes of the built-in script overlap ({exc}): not patched")
             )
             continue
-        if (parser or Parser(_language())).parse(patched).root_node.has_error:
+        if parse_tolerant(parser or Parser(_language()), patched)[0].root_node.has_error:
             todos.append(
                 Todo(
                     path,

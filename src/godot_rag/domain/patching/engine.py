@@ -21,6 +21,7 @@ from tree_sitter import Parser
 
 from godot_rag.domain.chunking.direct import chunk_direct
 from godot_rag.domain.chunking.gdscript import _language, parse_gdscript
+from godot_rag.domain.chunking.tolerant import parse_tolerant
 from godot_rag.domain.judging.rules import RenameEntry, RenameIndex, chunk_facts, csproj_sdk, declared_names
 from godot_rag.domain.models import SIGNAL_GODOT3
 from godot_rag.domain.patching.builtin_scripts import builtin_script_edits
@@ -146,7 +147,7 @@ def patch_file(path: str, text: str, knowledge: PatchKnowledge, index: ProjectSy
         fp.todos.append(Todo(path, 1, "conflict", path, f"two changes overlap ({exc}): the file is left as it is"))
         return fp
     if kind == "gdscript" and edits:
-        tree = (parser or Parser(_language())).parse(patched.encode("utf-8"))
+        tree, _ = parse_tolerant(parser or Parser(_language()), patched.encode("utf-8"))
         if tree.root_node.has_error:
             fp.todos.append(
                 Todo(path, 1, "parse", path, "the patched text would not parse cleanly with tree-sitter: the file is left as it is")

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node, Parser
 
 from godot_rag.domain.chunking.gdscript import _language
+from godot_rag.domain.chunking.tolerant import parse_tolerant
 from godot_rag.domain.patching.knowledge import PatchKnowledge, Rename
 from godot_rag.domain.patching.model import Basis, Edit, Kept, Todo
 from godot_rag.domain.patching.symbols import ENGINE, NODE, SELF, UNKNOWN, USER, ProjectSymbols, Receiver
@@ -244,7 +245,8 @@ class GDScriptPatcher:
         self.src = src
         self.k = knowledge
         self.index = index
-        self.tree = (parser or Parser(_language())).parse(src)
+        # Offsets of the tolerant parse are the source's own (chunking/tolerant.py); text is read from src.
+        self.tree, _ = parse_tolerant(parser or Parser(_language()), src)
         # Accepted edits by span, in the order they were accepted, and their spans sorted: the edits never
         # overlap, so the few an edit can touch are found by bisection (a file with thousands of edits stays linear).
         self._edits: dict[tuple[int, int], Edit] = {}
@@ -767,6 +769,27 @@ class GDScriptPatcher:
         kw = _child(node, "remote_keyword")
         if kw is not None:
             self.rpc_keyword(kw)
+        params = _child(node, "parameters")
+        if params is not None:
+            self.parameter_var(params)
+
+    def parameter_var(self, params: Node) -> None:
+        """``func f(var x)``: Godot 3 skips a ``var`` before a parameter name, Godot 4 rejects it (the tolerant
+        parse read it as blank, so it lies between a parameter and the ``(`` or ``,`` before it)."""
+        prev_end = params.start_byte
+        for child in params.children:
+            if child.type in ("(", ",", ")"):
+                prev_end = child.end_byte
+                continue
+            m = re.match(rb"[ \t\r\n\\]*(var[ \t]+)", self.src[prev_end : child.start_byte])
+            if m is not None:
+                self.add(
+                    prev_end + m.start(1),
+                    prev_end + m.end(1),
+                    "",
+                    Basis("parameter-var", "", 0.95, "", f"(var {self.text(child)}) -> ({self.text(child)})"),
+                )
+            prev_end = child.end_byte
 
     def rpc_keyword(self, kw: Node) -> None:
         word = self.text(kw).strip()
