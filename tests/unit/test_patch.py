@@ -708,3 +708,33 @@ def test_var_before_a_parameter_is_removed_and_commented_out_lines_do_not_stop_t
     assert not [t for t in result.todos if t.rule in ("parse", "residual")]
     rules = [b.rule for e in fp.edits for b in e.basis]
     assert rules.count("parameter-var") == 2
+
+
+def test_a_node_an_inherited_or_instanced_scene_does_not_type_is_typed_by_its_base_scene():
+    base = (
+        "[gd_scene load_steps=2 format=2]\n\n"
+        '[ext_resource path="res://ui/Tooltip.tscn" type="PackedScene" id=1]\n\n'
+        '[node name="Entity" type="KinematicBody2D"]\n\n'
+        '[node name="Tooltip" parent="." instance=ExtResource( 1 )]\n'
+    )
+    tooltip = (
+        '[gd_scene format=2]\n\n[node name="Tooltip" type="Control"]\n\n'
+        '[node name="Margin" type="MarginContainer" parent="."]\nmargin_right = 4.0\n'
+    )
+    inherited = (
+        "[gd_scene load_steps=2 format=2]\n\n"
+        '[ext_resource path="res://entities/Entity.tscn" type="PackedScene" id=1]\n\n'
+        '[node name="Chad" instance=ExtResource( 1 )]\n\n'
+        '[node name="Margin" parent="Tooltip" index="0"]\n'
+        "margin_right = 31.0\n"
+        "custom_constants/margin_bottom = 2\n"
+    )
+    files = {"entities/Entity.tscn": base, "ui/Tooltip.tscn": tooltip, "entities/Chad.tscn": inherited}
+    result = patch_files(files)
+    chad = next(f for f in result.files if f.path == "entities/Chad.tscn")
+    assert "offset_right = 31.0\ntheme_override_constants/margin_bottom = 2\n" in chad.patched
+    assert [b.receiver for e in chad.edits for b in e.basis] == ["property of MarginContainer", "Control MarginContainer"]
+    # Without the base scenes the node's type is unknown: only the theme override prefix, which no other
+    # property has, is renamed.
+    alone = patch_files({"entities/Chad.tscn": inherited}).files[0]
+    assert "margin_right = 31.0\ntheme_override_constants/margin_bottom = 2\n" in alone.patched

@@ -952,6 +952,28 @@ class ProjectIndex:
         self._derived["members"] = frozenset(out)
         return self._derived["members"]
 
+    def scene_node_type(self, scene: str, node_path: str, depth: int = 0) -> str:
+        """The engine type of the node at ``node_path`` ("" = the root) of ``scene``, read through instanced and
+        inherited scenes (a node an inherited scene only overrides has no type of its own); "" when unknown."""
+        by_path = self._derived.setdefault("scene_nodes", {})
+        if scene not in by_path:
+            by_path[scene] = {n.path: n for n in self.scenes.get(scene, ())}
+        nodes = by_path[scene]
+        node = nodes.get(node_path)
+        if node is not None and node.type:
+            return node.type
+        if depth >= _MAX_CHAIN:
+            return ""
+        if node is not None and node.instance:
+            return self.scene_node_type(node.instance, "", depth + 1)
+        # The deepest ancestor that instances a scene (the root of an inherited scene included) holds the node.
+        parts = node_path.split("/") if node_path else []
+        for cut in range(len(parts) - 1, -1, -1):
+            ancestor = nodes.get("/".join(parts[:cut]))
+            if ancestor is not None and ancestor.instance:
+                return self.scene_node_type(ancestor.instance, "/".join(parts[cut:]), depth + 1)
+        return ""
+
     def _holders(self) -> dict[str, list[tuple[str, SceneNode]]]:
         """Script path -> (scene, node) pairs of every node that attaches it."""
         if "holders" not in self._derived:

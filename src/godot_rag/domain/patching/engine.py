@@ -132,7 +132,7 @@ def patch_file(path: str, text: str, knowledge: PatchKnowledge, index: ProjectSy
     elif kind == "project_config":
         edits, todos = patch_project_godot(path, text, knowledge)
     elif kind in ("scene", "resource"):
-        edits, todos = patch_scene(path, text, knowledge)
+        edits, todos = patch_scene(path, text, knowledge, lambda node_path: index.scene_node_type(path, node_path))
         script_edits, script_todos = builtin_script_edits(path, text, knowledge, index, parser)
         edits, todos = edits + script_edits, todos + script_todos
     elif kind == "shader":

@@ -82,6 +82,10 @@ class ProjectSymbols(Protocol):
     def with_script(self, script: str, text: str) -> ProjectSymbols:
         """These symbols with one more script: a scene's built-in script, under a path of its own."""
 
+    def scene_node_type(self, scene: str, node_path: str) -> str:
+        """The Godot 3 engine type of a scene's node ("" = the root), through instanced and inherited scenes;
+        "" when unknown."""
+
 
 class SharedProjectSymbols:
     """``ProjectSymbols`` over the shared ``ProjectIndex`` (see the module docstring).
@@ -109,9 +113,12 @@ class SharedProjectSymbols:
     ) -> SharedProjectSymbols:
         """The index stored with an analysis; rebuilt from ``files`` when it is missing or of another version."""
         index = ProjectIndex.from_json(index_json)
-        if not index.scripts and any(p.endswith(".gd") for p in files):
+        if not index.scripts and not index.scenes and any(p.endswith((".gd", ".tscn")) for p in files):
             index = ProjectIndex.build(sorted(files.items()))
         return cls(index, engine_classes)
+
+    def scene_node_type(self, scene: str, node_path: str) -> str:
+        return self.index.scene_node_type(scene, node_path)
 
     def with_script(self, script: str, text: str) -> SharedProjectSymbols:
         # A built-in script is in no index (the index holds .gd files): its own extends and declarations decide

@@ -26,6 +26,7 @@ TODOs so that the residual Godot 3 signal is explained.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from godot_rag.domain.patching.knowledge import PatchKnowledge
 from godot_rag.domain.patching.model import Basis, Edit, Todo
@@ -278,18 +279,24 @@ def _joypad(k: PatchKnowledge, start: int, line: str, edits: list[Edit]) -> None
             )
 
 
-def patch_scene(path: str, text: str, k: PatchKnowledge) -> tuple[list[Edit], list[Todo]]:
+def patch_scene(
+    path: str, text: str, k: PatchKnowledge, node_type: Callable[[str], str] | None = None
+) -> tuple[list[Edit], list[Todo]]:
+    """Edits and TODOs of a scene or resource. ``node_type`` gives the engine type of a node the section does not
+    type ("" = the root; a node of an inherited or instanced scene), from the project's other scenes."""
     edits: list[Edit] = []
     todos: list[Todo] = []
     section_kind = ""
     section_type = ""
     node_types: dict[str, str] = {}  # node path relative to the root ("." for the root) -> Godot 3 type
     root_type = ""
+    untyped_owner = ""
     lines = _lines(text)
     keys_of = _section_keys(lines)
     for n, (start, line) in enumerate(lines, 1):
         section = parse_section(line)
         if section is not None:
+            untyped_owner = ""  # the engine type of a node this section does not type, from node_type
             section_kind = section.tag
             attrs: dict[str, tuple[str, int]] = {}
             for a in section.attrs:
@@ -316,6 +323,11 @@ def patch_scene(path: str, text: str, k: PatchKnowledge) -> tuple[list[Edit], li
                 parent = attrs.get("parent", (None, 0))[0]
                 parent = parent.strip('"') if parent else None
                 node_path = "." if parent is None else (name if parent == "." else f"{parent}/{name}")
+                if not section_type and node_type is not None:
+                    inherited = node_type("" if node_path == "." else node_path)
+                    if inherited:
+                        node_types[node_path] = inherited
+                        untyped_owner = inherited
                 if section_type:
                     node_types[node_path] = section_type
             if section_kind == "resource":
@@ -382,6 +394,8 @@ def patch_scene(path: str, text: str, k: PatchKnowledge) -> tuple[list[Edit], li
         key = km.group(1)
         head = key.split("/")[0]
         owner = section_type if section_kind in ("node", "sub_resource", "resource") else ""
+        if not owner and section_kind == "node":
+            owner = untyped_owner
         if owner:
             r = k.rename("gdscript_properties_renames", head)
             if r is not None and k.has_member3(owner, head):
@@ -413,16 +427,24 @@ def patch_scene(path: str, text: str, k: PatchKnowledge) -> tuple[list[Edit], li
                                 ),
                             )
                         )
-            # Theme override prefixes apply to Controls: only Control and its
-            # descendants have rect_min_size in Godot 3.
+        # Theme override prefixes apply to Controls: only Control and its descendants have rect_min_size in
+        # Godot 3. A node whose type no scene of the input says (its base scene is not there) still is one: no
+        # other property of a Godot 3 node starts with custom_constants/, custom_colors/... and a slash.
+        control = k.has_member3(owner, "rect_min_size") if owner else section_kind == "node"
+        if control:
             for old, tr in k.renames.get("theme_override_renames", {}).items():
-                if old.endswith("/") and key.startswith(old) and k.has_member3(owner, "rect_min_size"):
+                if old.endswith("/") and key.startswith(old):
+                    receiver = f"Control {owner}" if owner else "node of a scene the input lacks"
                     edits.append(
                         Edit(
                             start,
                             start + len(old.encode()),
                             tr.new,
-                            (Basis("rename-theme-override", tr.record_id, 0.95, f"Control {owner}", f"{old} -> {tr.new}"),),
+                            (
+                                Basis(
+                                    "rename-theme-override", tr.record_id, 0.95 if owner else 0.85, receiver, f"{old} -> {tr.new}"
+                                ),
+                            ),
                         )
                     )
                     break
