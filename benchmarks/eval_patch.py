@@ -41,6 +41,7 @@ if str(REPO / "src") not in sys.path:
 from tree_sitter import Parser  # noqa: E402
 
 from godot_rag.domain.chunking.gdscript import _language  # noqa: E402
+from godot_rag.domain.chunking.tolerant import parse_tolerant  # noqa: E402
 from godot_rag.domain.judging.rules import unescape_string_value  # noqa: E402
 from godot_rag.domain.patching import patch_files  # noqa: E402
 from godot_rag.domain.patching.builtin_scripts import escape_string_value  # noqa: E402
@@ -64,7 +65,6 @@ R_NO_RECEIVER = "fragment gives no receiver: the patch renames a member only whe
 R_NOT_GDSCRIPT = "fragment is not valid GDScript on its own (no AST to patch)"
 R_KEYWORD_ALONE = "a keyword alone is no declaration (in one, the patch writes the annotation)"
 R_MISSING = "rule the patch does not have"
-R_GRAMMAR = "the tree-sitter grammar does not parse this Godot 3 form"
 R_FILE_NAME = "a file name written as code: the patch renames the class in it (file names live in strings, never touched)"
 R_STEP = "converter test isolates one step; the patch applies every rule"
 R_FORM = "equivalent Godot 4 code, different text"
@@ -156,8 +156,6 @@ NOTES: dict[str, tuple[str, str]] = {
         "lists the warning as a TODO",
     ),
     "\n\nmastersync func": (R_CONVERTER_WRONG, "as for master func: an uncommented sentence breaks the script"),
-    "\n\nsync func": (R_GRAMMAR, "tree-sitter-gdscript does not know `sync`, a deprecated Godot 3 alias of remotesync"),
-    "\n\nslave func": (R_GRAMMAR, "tree-sitter-gdscript does not know `slave`, a deprecated Godot 3 alias of puppet"),
 }
 _KEYWORDS_ALONE = {"onready", "export", "tool"}
 
@@ -177,7 +175,8 @@ class Outcome:
 
 
 def _parses(text: str, parser: Parser) -> bool:
-    return not parser.parse(text.encode("utf-8")).root_node.has_error
+    """As the patch reads a script: the tolerant parse (``sync``/``slave``, ``var`` parameters...)."""
+    return not parse_tolerant(parser, text.encode("utf-8"))[0].root_node.has_error
 
 
 def _indent(text: str, prefix: str = "\t") -> str:

@@ -28,6 +28,7 @@ def parser() -> Parser:
         PARAM_VAR,
         b"static func f(\n\t\tvar a, b = Vector2(1, 2),\n\t\tvar c := 'var, (x)') -> void:\n\tpass\n",
         COMMENTED_BLOCK.replace(b"\n", b"\r\n"),
+        b"extends Node\n\nsync func f():\n\tpass\n\nslave var x = 1\n",  # Godot 3's older RPC keywords
     ],
 )
 def test_the_grammar_fails_and_the_tolerant_parse_does_not(parser: Parser, src: bytes):

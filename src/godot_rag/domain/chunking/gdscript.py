@@ -3,8 +3,8 @@
 ``parse_gdscript(source_file, source_bytes)`` parses the file with
 tree-sitter-gdscript (which accepts Godot 3 and Godot 4 syntax; a clean parse
 says nothing about the version; where the grammar fails on shapes Godot reads, comment lines indented less than
-their block and ``var`` before a parameter, the file is parsed as ``chunking.tolerant`` rewrites it, same
-offsets) and returns a ``ChunkingResult`` whose chunks
+their block, ``var`` before a parameter and the RPC keywords ``sync``/``slave``, the file is parsed as
+``chunking.tolerant`` rewrites it, same offsets) and returns a ``ChunkingResult`` whose chunks
 cover every non-blank line exactly once, in file order.  It never raises on
 bad input; it reports a status instead:
 

@@ -8,10 +8,13 @@ Two shapes common in real projects break the grammar (6.1) while Godot parses th
   column for the block's, closes the block and fails at the next ``else:``, or at the first statement of a
   block that begins with such a line.
 - ``var`` before a parameter (``func f(var x: int)``), accepted by Godot 3's parser (Godot 4 rejects it).
+- The RPC keywords ``sync`` and ``slave`` (Godot 3's older names of ``remotesync`` and ``puppet``), which the
+  grammar lacks while it knows the others.
 
 ``tolerant_source`` rewrites only those spots and keeps every byte offset and line: a comment line is given
 the indentation of the code line after it (its ``#`` moved, padding or the comment's first characters
-traded for the width), and a parameter's ``var`` becomes spaces. Tree-sitter node offsets therefore hold for
+traded for the width), and a parameter's ``var`` and a ``sync``/``slave`` keyword become spaces (the patch reads
+the keyword from the source before the member). Tree-sitter node offsets therefore hold for
 the original bytes, which is what every caller slices. ``parse_tolerant`` parses the original first and the
 rewritten text only when the original has errors, so a clean file is parsed once, as it is.
 """
@@ -25,6 +28,7 @@ from tree_sitter import Parser, Tree
 _COMMENT_LINE = re.compile(rb"^([ \t]*)#")
 _FUNC_HEAD = re.compile(rb"\bfunc\b[ \t]*[A-Za-z_][A-Za-z_0-9]*[ \t]*\(")
 _PARAM_VAR = re.compile(rb"var(?=[ \t])")
+_OLD_RPC_KEYWORD = re.compile(rb"^([ \t]*)(sync|slave)(?=[ \t]+(?:func|var|onready|static)\b)", re.M)
 
 
 def parse_tolerant(parser: Parser, src: bytes) -> tuple[Tree, bytes]:
@@ -42,6 +46,7 @@ def tolerant_source(src: bytes) -> bytes:
     lines = src.split(b"\n")
     _reindent_comment_lines(lines)
     out = b"\n".join(lines)
+    out = _OLD_RPC_KEYWORD.sub(lambda m: m.group(1) + b" " * len(m.group(2)), out)
     return _blank_parameter_var(out)
 
 

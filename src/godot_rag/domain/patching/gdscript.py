@@ -766,9 +766,7 @@ class GDScriptPatcher:
                 )
                 if n in _VIRTUAL_NOTES:
                     self.todo(name, "rename-virtual", n, _VIRTUAL_NOTES[n], r.record_id)
-        kw = _child(node, "remote_keyword")
-        if kw is not None:
-            self.rpc_keyword(kw)
+        self.rpc_keyword_of(node)
         params = _child(node, "parameters")
         if params is not None:
             self.parameter_var(params)
@@ -791,14 +789,26 @@ class GDScriptPatcher:
                 )
             prev_end = child.end_byte
 
-    def rpc_keyword(self, kw: Node) -> None:
-        word = self.text(kw).strip()
+    def rpc_keyword_of(self, member: Node) -> None:
+        """The RPC keyword of a function or variable: its ``remote_keyword`` node, or ``sync``/``slave``, which the
+        grammar lacks and the tolerant parse read as blank, in the source before the member on its line."""
+        kw = _child(member, "remote_keyword")
+        if kw is not None:
+            self.rpc_keyword(kw.start_byte, kw.end_byte, member.type in _VAR_NODES)
+            return
+        line_start = self._line_starts[self.line(member.start_byte) - 1]
+        m = re.match(rb"[ \t]*(sync|slave)[ \t]+$", self.src[line_start : member.start_byte])
+        if m is not None:
+            self.rpc_keyword(line_start + m.start(1), line_start + m.end(1), member.type in _VAR_NODES)
+
+    def rpc_keyword(self, start: int, end: int, on_variable: bool) -> None:
+        word = self.src[start:end].decode("utf-8").strip()
         annotation = _RPC.get(word)
         if annotation is None:
             return
-        if kw.parent is not None and kw.parent.type in _VAR_NODES:
+        if on_variable:
             self.todo(
-                kw,
+                start,
                 "rpc-keyword",
                 word,
                 "RPC keywords on variables (rset) are removed in Godot 4: synchronise the "
@@ -806,10 +816,10 @@ class GDScriptPatcher:
                 "change:rset-removed",
             )
             return
-        self.replace(kw, annotation, Basis("rpc-annotation", "change:rpc-keywords", 0.9, "", f"{word} -> {annotation}"))
+        self.add(start, end, annotation, Basis("rpc-annotation", "change:rpc-keywords", 0.9, "", f"{word} -> {annotation}"))
         if word in ("master", "mastersync"):
             self.todo(
-                kw,
+                start,
                 "rpc-annotation",
                 word,
                 "`master` RPCs are not supported in Godot 4: the function is now callable "
@@ -833,9 +843,7 @@ class GDScriptPatcher:
         self.move_and_slide(node, scope)
 
     def on_variable_statement(self, node: Node, scope: _Scope) -> None:
-        kw = _child(node, "remote_keyword")
-        if kw is not None:
-            self.rpc_keyword(kw)
+        self.rpc_keyword_of(node)
         if node.parent is not None and node.parent.type == "body":
             self.move_and_slide(node, scope)
         elif node.parent is not None and node.parent.type == "source":
