@@ -532,3 +532,20 @@ def test_var_before_a_parameter_is_godot3_syntax(knowledge, head, signal):
     judged = judge_source("extends Node\n\n" + head + "\n\treturn 1\n", knowledge)
     (mine,) = [j for key, j in judged.items() if key.startswith("function:")]
     assert mine.signal == signal, mine.explanation
+
+
+def test_a_deprecated_godot4_property_godot3_stored_is_no_sign_of_godot4(knowledge):
+    # Godot 3 scenes store a MultiMesh as transform_array / color_array, which its class reference never listed;
+    # Godot 4's lists them, deprecated (it stores `buffer`). Found in a public Godot 3 project's level scene.
+    g3 = (
+        '[gd_scene load_steps=2 format=2]\n\n[sub_resource type="MultiMesh" id=1]\n'
+        "transform_format = 1\ninstance_count = 1\n"
+        "transform_array = PoolVector3Array( 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0 )\n"
+    )
+    (chunk, judged), *_ = [(c, j) for c, j in _judge_direct(knowledge, "level.tscn", "scene", g3) if "sub_resource" in c.chunk_id]
+    assert judged.signal == "godot3", judged.explanation
+    assert "transform_array" not in judged.explanation
+    # A property Godot 4 added and did not deprecate still counts.
+    g4 = '[gd_scene format=3 uid="uid://c"]\n\n[sub_resource type="MultiMesh" id="1"]\nbuffer = PackedFloat32Array(1, 0)\n'
+    (_, judged4), *_ = [(c, j) for c, j in _judge_direct(knowledge, "level.tscn", "scene", g4) if "sub_resource" in c.chunk_id]
+    assert judged4.signal == "godot4", judged4.explanation

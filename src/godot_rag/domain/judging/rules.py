@@ -44,7 +44,7 @@ from godot_rag.domain.models import (
 )
 from godot_rag.prompts import contract_schema
 
-RULES_JUDGE_VERSION = "rules/12"
+RULES_JUDGE_VERSION = "rules/13"
 
 # What a fact rests on. The verdict weighs them differently
 # (docs/judge.md, "Verdict rules"):
@@ -148,6 +148,9 @@ class EngineVocabulary:
     # Member names that only editor classes declare (EditorPlugin.build), per version.
     editor_only3: frozenset[str] = frozenset()
     editor_only4: frozenset[str] = frozenset()
+    # (declaring class, property) of Godot 4 properties the reference marks deprecated: kept for compatibility,
+    # often the Godot 3 storage names its reference never listed (MultiMesh.transform_array).
+    deprecated_properties4: frozenset[tuple[str, str]] = frozenset()
 
     @classmethod
     def from_class_references(cls, rows3: Iterable[dict], rows4: Iterable[dict]) -> EngineVocabulary:
@@ -175,6 +178,7 @@ class EngineVocabulary:
             accessor_names4=v4["accessor_names"],
             editor_only3=v3["editor_only"],
             editor_only4=v4["editor_only"],
+            deprecated_properties4=v4["deprecated_properties"],
         )
 
     def declaring_class(self, version: str, klass: str, member: str) -> str:
@@ -240,6 +244,7 @@ def _version_vocabulary(rows: Iterable[dict]) -> dict:
     types: dict[str, dict[str, str]] = {}
     records: dict[tuple[str, str], str] = {}
     accessors: dict[str, set[str]] = {}
+    deprecated_properties: set[tuple[str, str]] = set()
     ids = ClassReferenceIds()
     for r in rows:
         klass, kind, name = r["class"], r.get("kind"), r.get("name") or ""
@@ -264,6 +269,8 @@ def _version_vocabulary(rows: Iterable[dict]) -> dict:
                 singletons.add(name)
             continue
         own.setdefault(klass, set()).add(name)
+        if kind == "property" and r.get("deprecated"):
+            deprecated_properties.add((klass, name))
         if kind == "property":
             # A property's setter and getter are methods scripts call (node.set_name()), though
             # the reference lists them only with the property.
@@ -299,6 +306,7 @@ def _version_vocabulary(rows: Iterable[dict]) -> dict:
         "parents": parent,
         "types": types,
         "records": records,
+        "deprecated_properties": frozenset(deprecated_properties),
     }
 
 
@@ -2248,7 +2256,8 @@ def _property_facts(chunk: Chunk, text: str, index: RenameIndex) -> list[Fact]:
                         kind=KIND_API,
                     )
                 )
-            elif in4 and not in3:
+            elif in4 and not in3 and (vocab.declaring_class("4", type4, prop), prop) not in vocab.deprecated_properties4:
+                # A deprecated Godot 4 property is kept for what older files hold: no sign of Godot 4.
                 facts.append(
                     Fact(
                         SIGNAL_GODOT4, 0.8, f"Godot 4 property `{prop}` of {type4} (not in Godot 3's {type3})", line, kind=KIND_API
