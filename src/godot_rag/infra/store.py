@@ -154,36 +154,47 @@ RECORDS_HELD = 8192
 # The names of stored hit records a process remembers (about 100 bytes each), before it forgets them all.
 RECORDS_REMEMBERED = 200_000
 
-# Every retrieval version with its hits: a version row names its hit list (``hit_lists``, one row per
-# distinct list, migration 0024); rows written before keep their own hits.
-RETRIEVAL_VERSIONS = f"""(select v.analysis_id, v.chunk_id, v.version_id, v.retrieval_key, v.kb_version, v.query,
+
+def _retrieval_versions(where: str = "") -> str:
+    """Every retrieval version with its hits: a version row names its hit list (``hit_lists``, one row per
+    distinct list, migration 0024); rows written before keep their own hits."""
+    return f"""(select v.analysis_id, v.chunk_id, v.version_id, v.retrieval_key, v.kb_version, v.query,
       coalesce(v.hits, {SCHEMA}.expand_hits(l.hits)) as hits, v.hits_sha256, v.created_at
     from {SCHEMA}.retrieval_versions v
-    left join {SCHEMA}.hit_lists l on l.sha256 = v.hits_sha256)"""
+    left join {SCHEMA}.hit_lists l on l.sha256 = v.hits_sha256 {where})"""
 
-# Each chunk's current retrieval, with its hits: they are stored once, in the version row the
-# current row names (migration 0020) or its hit list; a current row without a version keeps its own.
-CURRENT_RETRIEVALS = f"""(select r.analysis_id, r.chunk_id, r.version_id, r.retrieval_key, r.kb_version, r.query,
+
+def _current_retrievals(where: str = "") -> str:
+    """Each chunk's current retrieval, with its hits: they are stored once, in the version row the current row
+    names (migration 0020) or its hit list; a current row without a version keeps its own."""
+    return f"""(select r.analysis_id, r.chunk_id, r.version_id, r.retrieval_key, r.kb_version, r.query,
       coalesce(r.hits, v.hits, {SCHEMA}.expand_hits(l.hits)) as hits, v.hits_sha256, r.created_at
     from {SCHEMA}.retrievals r
     left join {SCHEMA}.retrieval_versions v on v.analysis_id = r.analysis_id and v.chunk_id = r.chunk_id
       and v.version_id = r.version_id
-    left join {SCHEMA}.hit_lists l on l.sha256 = v.hits_sha256)"""
+    left join {SCHEMA}.hit_lists l on l.sha256 = v.hits_sha256 {where})"""
+
+
+RETRIEVAL_VERSIONS = _retrieval_versions()
+CURRENT_RETRIEVALS = _current_retrievals()
+
+# Per-row forms, for ``left join lateral ... on true``. Joined to a table's rows by a plain condition instead,
+# the planner may compute every row's hits of the analysis once per row: with the statistics of a table that
+# has just grown (a new analysis), one Get of 361 chunks took 112 s, expanding 130,000 hit lists. ``offset 0``
+# keeps the subquery from being pulled up into that same plan: it runs per row, by the key columns.
 
 
 def current_retrieval_of(outer: str) -> str:
-    """CURRENT_RETRIEVALS of the chunk of row ``outer`` (its analysis_id and chunk_id), for ``left join lateral ... on
-    true``. Joined by a plain condition instead, the planner may compute every row's hits of the analysis once per
-    chunk: with the statistics of a table that has just grown (a new analysis), one Get of 361 chunks took 112 s,
-    expanding 130,000 hit lists. ``offset 0`` keeps the subquery from being pulled up into that same plan: it runs
-    per chunk, by both key columns."""
-    return f"""(select r.version_id, r.retrieval_key, r.kb_version, r.query,
-      coalesce(r.hits, v.hits, {SCHEMA}.expand_hits(l.hits)) as hits, v.hits_sha256, r.created_at
-    from {SCHEMA}.retrievals r
-    left join {SCHEMA}.retrieval_versions v on v.analysis_id = r.analysis_id and v.chunk_id = r.chunk_id
-      and v.version_id = r.version_id
-    left join {SCHEMA}.hit_lists l on l.sha256 = v.hits_sha256
-    where r.analysis_id = {outer}.analysis_id and r.chunk_id = {outer}.chunk_id offset 0)"""
+    """CURRENT_RETRIEVALS of the chunk of row ``outer`` (its analysis_id and chunk_id)."""
+    return _current_retrievals(f"where r.analysis_id = {outer}.analysis_id and r.chunk_id = {outer}.chunk_id offset 0")
+
+
+def retrieval_version_of(outer: str, version_column: str) -> str:
+    """RETRIEVAL_VERSIONS of the chunk of row ``outer``, the version its ``version_column`` names."""
+    return _retrieval_versions(
+        f"where v.analysis_id = {outer}.analysis_id and v.chunk_id = {outer}.chunk_id"
+        f" and v.version_id = {outer}.{version_column} offset 0"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -1514,10 +1525,7 @@ class Store:
         rows = await self._fetchall(
             f"""select j.chunk_id, j.version_id, j.retrieval_version, j.judgment, j.created_at, r.hits, r.query, r.kb_version
             from {SCHEMA}.judgment_versions j
-            left join lateral (select v.query, v.kb_version, coalesce(v.hits, {SCHEMA}.expand_hits(l.hits)) as hits
-              from {SCHEMA}.retrieval_versions v left join {SCHEMA}.hit_lists l on l.sha256 = v.hits_sha256
-              where v.analysis_id = j.analysis_id and v.chunk_id = j.chunk_id and v.version_id = j.retrieval_version
-              offset 0) r on true  -- per row, as current_retrieval_of explains
+            left join lateral {retrieval_version_of("j", "retrieval_version")} r on true
             where j.analysis_id = %s and (%s = '' or j.chunk_id = %s) order by j.chunk_id, j.created_at desc""",
             (analysis_id, chunk_id, chunk_id),
         )

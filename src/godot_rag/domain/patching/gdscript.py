@@ -308,14 +308,7 @@ class GDScriptPatcher:
 
     def _edits_within(self, start: int, end: int) -> list[Edit]:
         """Accepted edits inside [start, end]."""
-        out: list[Edit] = []
-        for i in range(bisect_left(self._spans, (start, start)), len(self._spans)):
-            s, e = self._spans[i]
-            if s > end:
-                break
-            if e <= end:
-                out.append(self._edits[(s, e)])
-        return out
+        return [self._edits[span] for span in self._spans_within(self._spans, start, end)]
 
     def _edits_touching(self, start: int, end: int) -> list[Edit]:
         """Accepted edits that share at least a point with [start, end] (candidates for add()'s checks)."""
