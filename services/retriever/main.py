@@ -33,4 +33,8 @@ def main() -> None:
     async def start_consumers(ctx):
         return await consumer.start(ctx, holder["stage"])
 
-    run_main(run_service("retriever", settings, settings.retriever_port, register, start_consumers), settings)
+    try:
+        run_main(run_service("retriever", settings, settings.retriever_port, register, start_consumers), settings)
+    finally:
+        if "stage" in holder and holder["stage"].embedder is not None:
+            holder["stage"].embedder.close()

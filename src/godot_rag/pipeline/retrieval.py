@@ -15,6 +15,8 @@ import dataclasses
 import hashlib
 import json
 import logging
+import queue
+import threading
 import time
 from array import array
 from collections.abc import Sequence
@@ -52,6 +54,22 @@ KB_VERSION_TTL_S = 5.0
 
 log = logging.getLogger(__name__)
 
+# A text queued for the model: the loop to answer on, the model name, the text's sha256, the text, its future.
+_Job = tuple[asyncio.AbstractEventLoop, str, str, str, "asyncio.Future[list[float]]"]
+
+
+def _post(loop: asyncio.AbstractEventLoop, callback, *args) -> None:
+    """Run ``callback(*args)`` on ``loop`` from the model's thread; a loop already closed has nobody to answer."""
+    try:
+        loop.call_soon_threadsafe(callback, *args)
+    except RuntimeError:
+        pass
+
+
+def _fail(fut: asyncio.Future, exc: BaseException) -> None:
+    if not fut.done():
+        fut.set_exception(exc)
+
 
 class QueryEmbedder:
     """Query vectors: an in-process LRU, then the embedding cache table, then the model, in batches.
@@ -71,9 +89,9 @@ class QueryEmbedder:
         # 384 Python floats takes 12 KB, and 8,192 of them held a third of the retriever's memory.
         self._lru: Lru[str, array] = Lru(capacity)
         self._inflight: dict[str, asyncio.Future[list[float]]] = {}
-        self._queue: list[tuple[str, str, asyncio.Future[list[float]]]] = []
-        self._wakeup = asyncio.Event()
-        self._worker: asyncio.Task | None = None
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._unsaved: list[tuple[str, str]] = []
         self._saving: set[asyncio.Task] = set()
         self._name = ""
 
@@ -114,40 +132,64 @@ class QueryEmbedder:
         cached = await self.store.get_cached_embedding(model, sha)
         if cached is not None:
             return cached
-        queued: asyncio.Future[list[float]] = asyncio.get_running_loop().create_future()
-        self._queue.append((sha, text, queued))
-        self._wakeup.set()
-        if self._worker is None or self._worker.done():
-            self._worker = asyncio.create_task(self._embed_batches())
+        loop = asyncio.get_running_loop()
+        queued: asyncio.Future[list[float]] = loop.create_future()
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._model_thread, name="query-model", daemon=True)
+            self._thread.start()
+        self._jobs.put((loop, model, sha, text, queued))
         return await queued
 
-    async def _embed_batches(self) -> None:
-        model = await self.name()
+    def _model_thread(self) -> None:
+        """The model's own thread: it takes the next texts as soon as a call returns.
+
+        The event loop only queues texts and receives vectors. When the loop handed
+        each call to a worker thread, the model sat idle after every text until the
+        loop, busy with a search or a save, came round to start the next one.
+        """
         while True:
-            await self._wakeup.wait()
-            self._wakeup.clear()
-            # Let every handler that is ready to ask for a vector do so before the batch is cut.
-            await asyncio.sleep(0)
-            unsaved: list[tuple[str, str]] = []
-            while self._queue:
-                batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
+            first = self._jobs.get()
+            if first is None:
+                return
+            batch = [first]
+            while len(batch) < self.max_batch:
                 try:
-                    vectors = await asyncio.to_thread(self.embedder.embed, [text for _, text, _ in batch])
-                except Exception as exc:  # noqa: BLE001 -- handed to every waiter, which maps it at the bus edge
-                    for _, _, fut in batch:
-                        if not fut.done():
-                            fut.set_exception(RetryableError(f"embedding failed: {exc}"))
-                    continue
-                # Answered first: the cache write is for later analyses, not for these handlers.
-                for (_, _, fut), vec in zip(batch, vectors):
-                    if not fut.done():
-                        fut.set_result(vec)
-                unsaved.extend((sha, vector_literal(v)) for (sha, _, _), v in zip(batch, vectors))
-                if len(unsaved) >= SAVE_EVERY:
-                    self._save_later(model, unsaved)
-                    unsaved = []
-            if unsaved:
-                self._save_later(model, unsaved)
+                    job = self._jobs.get_nowait()
+                except queue.Empty:
+                    break
+                if job is None:
+                    self._jobs.put(None)
+                    break
+                batch.append(job)
+            try:
+                vectors = self.embedder.embed([text for _, _, _, text, _ in batch])
+            except Exception as exc:  # noqa: BLE001 -- handed to every waiter, which maps it at the bus edge
+                for loop, _, _, _, fut in batch:
+                    _post(loop, _fail, fut, RetryableError(f"embedding failed: {exc}"))
+                continue
+            idle = self._jobs.empty()
+            for i, ((loop, model, sha, _, fut), vec) in enumerate(zip(batch, vectors)):
+                _post(loop, self._answer, model, sha, fut, vec, idle and i == len(batch) - 1)
+
+    def _answer(self, model: str, sha: str, fut: asyncio.Future[list[float]], vec: list[float], idle: bool) -> None:
+        # Answered first: the cache write is for later analyses, not for these handlers.
+        if not fut.done():
+            fut.set_result(vec)
+        self._unsaved.append((sha, vector_literal(vec)))
+        if len(self._unsaved) >= SAVE_EVERY or idle:
+            self._save_later(model, self._unsaved)
+            self._unsaved = []
+
+    def close(self) -> None:
+        """Stop the model's thread after its current call (a service's shutdown: nobody waits for the rest)."""
+        while True:
+            try:
+                self._jobs.get_nowait()
+            except queue.Empty:
+                break
+        if self._thread is not None and self._thread.is_alive():
+            self._jobs.put(None)
+            self._thread.join(timeout=10)
 
     def _save_later(self, model: str, items: list[tuple[str, str]]) -> None:
         task = asyncio.create_task(self._save(model, items))
