@@ -170,3 +170,47 @@ def test_without_a_knowledge_base_or_with_a_failing_store_the_warm_up_only_logs(
     assert "no knowledge base to load yet" in caplog.text
     assert "warm-up incomplete: StoreError: database unavailable" in caplog.text
     assert backend.calls == []  # nothing was searched, so the model was left for the first query
+
+
+class FailingOnceEmbedder(FakeEmbedder):
+    """Fails the call that holds ``bad``; every other call answers."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if "bad" in texts:
+            self.calls.append(list(texts))
+            raise RuntimeError("model crashed on this input")
+        return super().embed(texts)
+
+
+def test_a_failed_model_call_fails_its_texts_as_retryable_and_the_model_thread_goes_on():
+    from godot_rag.errors import RetryableError
+
+    async def run():
+        embedder = FailingOnceEmbedder(texts_per_call=1)
+        qe = QueryEmbedder(embedder, FakeStore())  # type: ignore[arg-type]
+        results = await asyncio.gather(qe.vector("bad"), qe.vector("good"), return_exceptions=True)
+        later = await qe.vector("later")
+        qe.close()
+        return results, later, qe
+
+    results, later, qe = asyncio.run(run())
+    assert isinstance(results[0], RetryableError) and "model crashed" in str(results[0])
+    assert results[1] == [4.0, 1.0] and later == [5.0, 1.0]
+    assert qe._thread is not None and not qe._thread.is_alive()
+
+
+def test_the_model_thread_takes_the_next_text_without_waiting_for_the_event_loop():
+    async def run():
+        embedder = FakeEmbedder(texts_per_call=1, seconds_per_text=0.02)
+        qe = QueryEmbedder(embedder, FakeStore())  # type: ignore[arg-type]
+        await qe.name()
+        tasks = [asyncio.ensure_future(qe.vector(f"text {n}")) for n in range(5)]
+        await asyncio.sleep(0.005)
+        # The loop is blocked (a long synchronous search): the model goes on with the queued texts.
+        time.sleep(0.15)
+        done_while_blocked = len(embedder.calls)
+        await asyncio.gather(*tasks)
+        qe.close()
+        return done_while_blocked
+
+    assert asyncio.run(run()) >= 4
