@@ -15,6 +15,10 @@ from typing import Any
 import platformdirs
 
 ENV_PREFIX = "GODOT_RAG_"
+# The retriever is the stage a first analysis waits for: its query model runs on its own thread, and a
+# second process gives that work the second core (two cores: +11-40 % chunks/s on function-sized chunks,
+# +24 % on mixed projects; docs/benchmarks.md). Each process holds the model (about 350 MB).
+DEFAULT_RETRIEVER_WORKERS = 2
 
 
 class SettingsError(ValueError):
@@ -124,8 +128,8 @@ class Settings:
     retriever_max_ack_pending: int = 0
     judge_max_ack_pending: int = 0  # with judge=llm the default is llm_max_concurrency
     aggregator_max_ack_pending: int = 0
-    # Processes of one chunk stage on the embedded stack; 0 = stage_workers. The retriever holds the
-    # pipeline back on a small machine (docs/benchmarks.md): a second one uses the cores the others leave.
+    # Processes of one chunk stage on the embedded stack; 0 = stage_workers, and for the retriever at
+    # least DEFAULT_RETRIEVER_WORKERS where the machine has the cores (workers_for).
     parser_workers: int = 0
     chunker_workers: int = 0
     retriever_workers: int = 0
@@ -175,9 +179,14 @@ class Settings:
         return default
 
     def workers_for(self, stage: str) -> int:
-        """Processes the embedded stack starts for one chunk stage: its own setting, else ``stage_workers``."""
+        """Processes the embedded stack starts for one chunk stage: its own setting, else ``stage_workers``
+        (the retriever: at least one per core up to ``DEFAULT_RETRIEVER_WORKERS``)."""
         configured = getattr(self, f"{stage}_workers", 0)
-        return configured if configured > 0 else self.stage_workers
+        if configured > 0:
+            return configured
+        if stage == "retriever":
+            return max(self.stage_workers, min(DEFAULT_RETRIEVER_WORKERS, os.cpu_count() or 1))
+        return self.stage_workers
 
     def to_env(self) -> dict[str, str]:
         """The environment that reproduces these settings in a child process."""

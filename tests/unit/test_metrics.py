@@ -138,6 +138,23 @@ async def test_poll_consumers_stops_when_told():
     assert value(metrics, "godot_rag_consumer_pending_messages", stream="GRAG_CHUNKS", durable="judge") == 3
 
 
+async def test_a_consumer_not_created_yet_is_read_again_soon_not_after_a_whole_period(monkeypatch):
+    monkeypatch.setattr(m, "UNREAD_RETRY_S", 0.01)
+    metrics = m.Metrics()
+    js = FakeJs({("GRAG_CHUNKS", "judge"): NotFoundError()})
+    stop = asyncio.Event()
+    task = asyncio.create_task(m.poll_consumers(js, [("GRAG_CHUNKS", "judge")], every_s=3600, stop=stop, metrics=metrics))
+    while not js.calls:
+        await asyncio.sleep(0.005)
+    js.answers[("GRAG_CHUNKS", "judge")] = Info(7, 2, 0)  # the service's consumer now exists
+    await asyncio.sleep(0.1)
+    stop.set()
+    await asyncio.wait_for(task, timeout=5)
+    # Read again within the retry delay, then left for the (hour-long) period.
+    assert len(js.calls) == 2
+    assert value(metrics, "godot_rag_consumer_pending_messages", stream="GRAG_CHUNKS", durable="judge") == 7
+
+
 async def test_metrics_endpoint_serves_the_registry_on_a_free_port():
     metrics = m.Metrics()
     metrics.observe_handled("chunker", 0.05, ok=True)

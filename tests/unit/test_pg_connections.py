@@ -7,10 +7,11 @@ from godot_rag.supervisor import SPARE_PG_CONNECTIONS, pg_connections_needed
 
 
 def test_the_default_stack_fits_postgresqls_default():
-    settings = load_settings({})
+    settings = load_settings({"GODOT_RAG_RETRIEVER_WORKERS": "2"})
     assert pg_connections_needed(settings) == 100
-    # Five stages, the gateway and the retriever's search pool, eight connections each.
-    assert 7 * settings.pg_pool_size + SPARE_PG_CONNECTIONS <= 100
+    # Five stages (two retriever processes, the default on two cores or more), the gateway and
+    # each retriever's search pool, eight connections each.
+    assert 9 * settings.pg_pool_size + SPARE_PG_CONNECTIONS <= 100
 
 
 def test_more_workers_get_room_for_every_pool():

@@ -35,7 +35,17 @@ def test_each_chunk_stage_can_have_its_own_number_of_processes(tmp_path: Path):
     s = load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_STAGE_WORKERS": "2", "GODOT_RAG_RETRIEVER_WORKERS": "3"})
     assert s.workers_for("retriever") == 3
     assert [s.workers_for(stage) for stage in ("parser", "chunker", "judge", "aggregator")] == [2, 2, 2, 2]
-    assert load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path)}).workers_for("retriever") == 1
+    defaults = load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path)})
+    assert [defaults.workers_for(stage) for stage in ("parser", "chunker", "judge", "aggregator")] == [1, 1, 1, 1]
+
+
+def test_the_retriever_runs_one_process_per_core_up_to_two_unless_told(tmp_path: Path, monkeypatch):
+    for cores, expected in ((1, 1), (2, 2), (16, 2), (None, 1)):
+        monkeypatch.setattr("os.cpu_count", lambda cores=cores: cores)
+        assert load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path)}).workers_for("retriever") == expected
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    assert load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_RETRIEVER_WORKERS": "1"}).workers_for("retriever") == 1
+    assert load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_STAGE_WORKERS": "4"}).workers_for("retriever") == 4
     with pytest.raises(SettingsError, match="GODOT_RAG_JUDGE_WORKERS"):
         load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_JUDGE_WORKERS": "-1"})
 

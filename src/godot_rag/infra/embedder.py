@@ -17,7 +17,8 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -167,10 +168,13 @@ class MiniLMEmbedder:
                 import onnxruntime as ort
 
                 path = self.onnx_path()
-                if not path.is_file():
-                    export_minilm_onnx(self.model_dir(), path)
-                if self.backend == "onnx-int8":
-                    path = quantize_onnx_int8(path, self.onnx_int8_path())
+                # Several retriever processes start together on a new data folder: one makes the files,
+                # the others wait for it instead of each spending seconds of CPU on the same export.
+                with _exclusive(path.with_name(path.name + ".lock")):
+                    if not path.is_file():
+                        export_minilm_onnx(self.model_dir(), path)
+                    if self.backend == "onnx-int8":
+                        path = quantize_onnx_int8(path, self.onnx_int8_path())
                 opts = ort.SessionOptions()
                 if self.threads:
                     opts.intra_op_num_threads = self.threads
@@ -270,6 +274,20 @@ def length_groups(lengths: Sequence[int], batch_size: int, token_budget: int) ->
     if current:
         groups.append(current)
     return groups
+
+
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_path`` (created if missing) across processes."""
+    import fcntl
+
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def default_model_cache() -> Path:

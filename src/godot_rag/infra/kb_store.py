@@ -10,6 +10,7 @@ which a caller that searches often keeps (``RecordDetails``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterable, Sequence
 
@@ -235,7 +236,9 @@ async def load_vector_index(conn) -> VectorIndex:
     threadpool_limits(1, user_api="blas")
     cur = await psycopg.AsyncCursor(conn, row_factory=tuple_row).execute(_VECTORS_SQL)
     rows = await cur.fetchall()
-    return VectorIndex.from_rows(rows[0][0] if rows else "", ((table, rid, vector) for _, table, rid, vector in rows))
+    return await asyncio.to_thread(
+        VectorIndex.from_rows, rows[0][0] if rows else "", ((table, rid, vector) for _, table, rid, vector in rows)
+    )
 
 
 # One statement, so the version and the records come from one snapshot. The tsvectors travel in their
@@ -253,7 +256,11 @@ async def load_lexical_index(conn) -> LexicalIndex:
     if not rows:
         return LexicalIndex("")
     counts = {table: float(n) for table, n in json.loads(rows[0][1] or "{}").items()}
-    return LexicalIndex.from_rows(rows[0][0], ((t, rid, title, sym, text) for _, _, t, rid, title, sym, text in rows), counts)
+    # About a second of parsing (more while the other services start): in a thread, so the event loop
+    # keeps the messages in hand alive (their progress acks) instead of letting JetStream redeliver them.
+    return await asyncio.to_thread(
+        LexicalIndex.from_rows, rows[0][0], ((t, rid, title, sym, text) for _, _, t, rid, title, sym, text in rows), counts
+    )
 
 
 async def read_details(conn, wanted: Sequence[tuple[str, str]], known: RecordDetails) -> None:

@@ -200,6 +200,10 @@ def set_analyses_by_status(counts: dict[str, int]) -> None:
     METRICS.set_analyses_by_status(counts)
 
 
+# How soon a consumer that could not be read (not created yet, a NATS timeout) is read again.
+UNREAD_RETRY_S = 1.0
+
+
 async def read_consumers(js, consumers: Iterable[tuple[str, str]], metrics: Metrics = METRICS) -> int:
     """Read each (stream, durable) consumer's info once into the gauges; returns how many were read.
 
@@ -226,12 +230,17 @@ async def read_consumers(js, consumers: Iterable[tuple[str, str]], metrics: Metr
 async def poll_consumers(
     js, consumers: Iterable[tuple[str, str]], every_s: float, stop: asyncio.Event, metrics: Metrics = METRICS
 ) -> None:
-    """Read the consumers' backlog every ``every_s`` seconds until ``stop`` is set."""
+    """Read the consumers' backlog every ``every_s`` seconds until ``stop`` is set.
+
+    A read that missed a consumer is tried again within ``UNREAD_RETRY_S``: the first read of a
+    starting service comes before its consumer is created, and its gauges would otherwise be
+    missing from /metrics for a whole period.
+    """
     consumers = list(consumers)
     while not stop.is_set():
-        await read_consumers(js, consumers, metrics)
+        read = await read_consumers(js, consumers, metrics)
         try:
-            await asyncio.wait_for(stop.wait(), timeout=every_s)
+            await asyncio.wait_for(stop.wait(), timeout=every_s if read == len(consumers) else min(every_s, UNREAD_RETRY_S))
         except TimeoutError:
             continue
 
