@@ -183,6 +183,43 @@ def test_a_resource_of_a_removed_type_makes_a_godot4_project_mixed():
     assert any("font.tres (type Godot 4 does not have)" in b for b in v.basis)
 
 
+def test_godot3_type_names_in_a_godot4_format_scene_are_a_prerelease_leftover_not_a_mix():
+    # A Godot 4.0 alpha saved this scene (format=3) with a node type renamed before 4.0's release (Position2D).
+    main = [
+        chunk("main.tscn", "godot4", ("godot4:file_format",), 0.95, kind="scene", chunk_kind="header"),
+        chunk("main.tscn", "godot3", ("godot3:removed_type",), 0.9, kind="scene", chunk_kind="node"),
+    ]
+    shader = [chunk("color.gdshader", "godot3", ("godot3:syntax", "godot4:file_format"), 0.85, kind="shader", chunk_kind="block")]
+    v = compute_verdict([config(5), *godot4_scripts(), *main, *shader])
+    assert v.label == "godot4"
+    line = next(
+        b for b in v.basis if b.startswith("leftover: Godot 3 type or shader names in 2 files saved in Godot 4's own format")
+    )
+    assert "main.tscn" in line and "color.gdshader" in line
+    assert not any(b.startswith("mixed") for b in v.basis)
+    # The same node in a Godot 3 format scene, or a Godot 3 shader named .shader: files written for Godot 3.
+    old = [
+        chunk("old.tscn", "godot3", ("godot3:file_format",), 0.6, kind="scene", chunk_kind="header"),
+        chunk("old.tscn", "godot3", ("godot3:removed_type",), 0.9, kind="scene", chunk_kind="node"),
+    ]
+    assert compute_verdict([config(5), *godot4_scripts(), *old]).label == "mixed"
+    named3 = [chunk("water.shader", "godot3", ("godot3:syntax", "godot3:file_format"), 0.9, kind="shader", chunk_kind="block")]
+    assert compute_verdict([config(5), *godot4_scripts(), *main, *named3]).label == "mixed"
+    # Without a pre-release scene, a .gdshader in Godot 3's shading language is a Godot 3 shader renamed.
+    assert compute_verdict([config(5), *godot4_scripts(), *shader]).label == "mixed"
+    # A built-in script in Godot 3's grammar was not written by a Godot 4 editor, whatever the scene's format.
+    built_in = [
+        chunk("ui.tscn", "godot4", ("godot4:file_format",), 0.95, kind="scene", chunk_kind="header"),
+        chunk("ui.tscn", "godot3", ("godot3:removed_type", "godot3:syntax"), 0.9, kind="scene", chunk_kind="sub_resource"),
+    ]
+    assert compute_verdict([config(5), *godot4_scripts(), *built_in]).label == "mixed"
+    # In a Godot 3 project nothing changes: a Godot 4 format file stays one Godot 3 cannot load.
+    assert (
+        compute_verdict([config(4), *[chunk(f"s{i}.gd", "godot3", ("godot3:syntax",), 0.95) for i in range(3)], *main]).label
+        == "mixed"
+    )
+
+
 def test_a_weak_removed_type_judgment_does_not_count():
     font = [chunk("font.tres", "godot3", ("godot3:removed_type", "godot4:syntax"), 0.3, chunk_kind="header")]
     assert compute_verdict([config(5), *godot4_scripts(), *font]).label == "godot4"

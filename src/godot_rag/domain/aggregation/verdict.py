@@ -13,7 +13,9 @@ in two steps (docs/judge.md, "Verdict rules"):
    the project's version does not have; for a Godot 3 project, a scene or
    resource saved in Godot 4's format. Any such file makes the project
    ``mixed``. Everything else of the other version is a leftover: listed in the
-   basis (Godot 3 file format, import caches, API names), never a flip.
+   basis (Godot 3 file format, import caches, API names), never a flip; so are
+   the Godot 3 names a Godot 4 pre-release left in files it saved in Godot 4's
+   format (``_godot4_prerelease_files``).
 
 Every chunk is accounted for: counted once under its signal or as failed.
 """
@@ -33,7 +35,7 @@ from godot_rag.domain.models import (
     Verdict,
 )
 
-AGGREGATOR_VERSION = "verdict/5"
+AGGREGATOR_VERSION = "verdict/6"
 
 KIND_WEIGHT = {
     "gdscript": 1.0,
@@ -99,6 +101,8 @@ class _Side:
     unknown: float = 0.0
     godot2: float = 0.0  # chunks resting on Godot 1/2 project files or formats
     removed_type: bool = False
+    # Any chunk of the file names this side's file format (format=3, a .gdshader name), whatever its own signal.
+    format_named: bool = False
 
 
 @dataclass
@@ -153,7 +157,12 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
             continue
         w = chunk_weight(o)
         kinds = _kinds_of(o)
-        side = files.setdefault(o.source_file, _File(o.source_file, o.source_kind)).sides[o.signal]
+        f = files.setdefault(o.source_file, _File(o.source_file, o.source_kind))
+        for named in o.evidence_kinds:
+            named_side, _, named_kind = named.partition(":")
+            if named_kind == FILE_FORMAT and named_side in f.sides:
+                f.sides[named_side].format_named = True
+        side = f.sides[o.signal]
         side.weight += w
         if CONFIG in kinds:
             side.config += w
@@ -197,12 +206,10 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
     other = SIGNAL_GODOT4 if own == SIGNAL_GODOT3 else SIGNAL_GODOT3
     basis.insert(0, source)
 
-    blocking: list[tuple[str, str]] = []  # (file, why)
-    for f in sorted(files.values(), key=lambda f: f.source_file):
-        why = _written_for(f, other, own)
-        if why:
-            blocking.append((f.source_file, why))
-    leftovers = _leftovers(files, other, {name for name, _ in blocking})
+    written_for = {name: why for name, f in sorted(files.items()) if (why := _written_for(f, other, own))}
+    prerelease = _godot4_prerelease_files(files, written_for, other, own)
+    blocking = [(name, why) for name, why in written_for.items() if name not in prerelease]  # (file, why)
+    leftovers = _leftovers(files, other, {name for name, _ in blocking}, prerelease)
 
     if blocking:
         label = VERDICT_MIXED
@@ -265,13 +272,41 @@ def _written_for(f: _File, side: str, own: str) -> str:
     return ""
 
 
-def _leftovers(files: dict[str, _File], other: str, blocking: set[str]) -> list[str]:
+def _godot4_prerelease_files(files: dict[str, _File], written_for: dict[str, str], side: str, own: str) -> set[str]:
+    """Files of a Godot 4 project that a Godot 4 pre-release (4.0 alpha/beta) wrote, with names renamed before
+    4.0's release: a Godot 4 file with leftover names, not a file written for Godot 3 (the project is not mixed).
+
+    A scene or resource in Godot 4's own file format (format=3, which no Godot 3 editor writes) holding a Godot 3
+    type (``Position2D``, ``FontData``) is one. Once the project has one, its ``.gdshader`` files with Godot 3
+    shader names (``hint_color``) are taken as the same pre-release's; without one, a .gdshader in Godot 3's
+    shading language is a Godot 3 shader renamed, which Godot 4 cannot compile.
+    """
+    if own != SIGNAL_GODOT4 or side != SIGNAL_GODOT3:
+        return set()
+    found = {
+        name
+        for name in written_for
+        if files[name].source_kind in ("scene", "resource")
+        and files[name].sides[own].format_named
+        and files[name].sides[side].removed_type
+        # A built-in script in Godot 3's grammar was not written by a Godot 4 editor (GDScript 2.0 came with the alphas).
+        and files[name].sides[side].syntax < BUILT_IN_SYNTAX_WEIGHT
+    }
+    if found:
+        found |= {name for name in written_for if files[name].source_kind == "shader" and files[name].sides[own].format_named}
+    return found
+
+
+def _leftovers(files: dict[str, _File], other: str, blocking: set[str], prerelease: set[str]) -> list[str]:
     """What of the other version is left in files the project's version still loads."""
     name = _NAME[other]
     groups: dict[str, list[str]] = {}
     for f in sorted(files.values(), key=lambda f: f.source_file):
         s = f.sides[other]
         if f.source_file in blocking or s.weight <= 0:
+            continue
+        if f.source_file in prerelease:
+            groups.setdefault("prerelease", []).append(f.source_file)
             continue
         if f.source_kind in ("scene", "resource"):
             if s.file_format > 0:
@@ -308,6 +343,12 @@ def _leftovers(files: dict[str, _File], other: str, blocking: set[str]) -> list[
                 )
             else:
                 head = f"{n} scene/resource file{'s' * (n != 1)} in the Godot 4 file format"
+        elif key == "prerelease":
+            head = (
+                f"{name} type or shader names in {n} file{'s' * (n != 1)} saved in Godot 4's own format "
+                "(written by a Godot 4 pre-release, 4.0 alpha or beta, before these names changed; "
+                "rename them, see the migration notes)"
+            )
         elif key == "properties":
             head = (
                 f"{name} property, type or built-in shader names in {n} scene/resource file{'s' * (n != 1)} "
@@ -341,7 +382,20 @@ def _leftovers(files: dict[str, _File], other: str, blocking: set[str]) -> list[
         else:
             head = f"{name} settings or text in {n} file{'s' * (n != 1)}"
         lines.append(f"leftover: {head}: " + _list(names))
-    order = ("syntax", "api", "shader", "native", "csharp", "properties", "judged", "format", "import", "uid", "other")
+    order = (
+        "syntax",
+        "api",
+        "prerelease",
+        "shader",
+        "native",
+        "csharp",
+        "properties",
+        "judged",
+        "format",
+        "import",
+        "uid",
+        "other",
+    )
     keys = list(groups)
     return [line for _, line in sorted(zip(keys, lines), key=lambda kv: order.index(kv[0]))]
 
