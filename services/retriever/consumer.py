@@ -16,5 +16,5 @@ async def start(ctx: ServiceContext, stage: RetrieveStage) -> list[asyncio.Task]
     async def handle_batch(deliveries: list[Delivery]) -> list[BaseException | None]:
         return await run_chunk_stage_batch(ctx, Stage.RETRIEVE, deliveries, stage, stage.run_batch)
 
-    stage.start_warm_up()
+    await stage.warm_up_within()
     return [consume(ctx, RETRIEVER, handle, handle_batch)]

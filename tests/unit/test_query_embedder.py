@@ -214,3 +214,47 @@ def test_the_model_thread_takes_the_next_text_without_waiting_for_the_event_loop
         return done_while_blocked
 
     assert asyncio.run(run()) >= 4
+
+
+class SlowKbStore(WarmUpStore):
+    """A store whose knowledge-base row takes ``delay_s`` to read (a database busy while the stack starts)."""
+
+    def __init__(self, kb, delay_s: float):
+        super().__init__(kb)
+        self.delay_s = delay_s
+
+    async def kb_version(self):
+        await asyncio.sleep(self.delay_s)
+        return self.kb
+
+
+def test_the_retriever_takes_messages_after_its_warm_up_or_its_time_limit_or_a_stop(caplog):
+    from types import SimpleNamespace
+
+    from godot_rag.infra.rows import KbVersionRow
+    from godot_rag.pipeline.retrieval import RetrieveStage
+
+    kb = KbVersionRow("current", "d1", "fake-model", 2, {}, datetime.now(UTC))
+
+    async def run(delay_s: float, timeout_s: float, stop_after_s: float | None = None):
+        store = SlowKbStore(kb, delay_s)
+        ctx = SimpleNamespace(store=store, stop=asyncio.Event(), background=[])
+        stage = RetrieveStage(ctx, QueryEmbedder(FakeEmbedder(texts_per_call=1), store))  # type: ignore[arg-type]
+        if stop_after_s is not None:
+            asyncio.get_running_loop().call_later(stop_after_s, ctx.stop.set)
+        started = time.monotonic()
+        await stage.warm_up_within(timeout_s)
+        waited = time.monotonic() - started
+        loaded_at_return = list(store.loaded)
+        for task in ctx.background:
+            task.cancel()
+        return waited, loaded_at_return, len(ctx.background)
+
+    waited, loaded, left = asyncio.run(run(delay_s=0.05, timeout_s=5))
+    assert loaded == [("lexical", "d1/fake-model"), ("vectors", "d1/fake-model")] and left == 0
+    with caplog.at_level("WARNING"):
+        waited, loaded, left = asyncio.run(run(delay_s=5, timeout_s=0.1))
+    assert waited < 2 and loaded == [] and left == 1  # goes on; the warm-up with it
+    assert "warm-up not finished" in caplog.text
+    waited, loaded, left = asyncio.run(run(delay_s=5, timeout_s=60, stop_after_s=0.1))
+    assert waited < 2 and loaded == []

@@ -51,6 +51,8 @@ MAX_EMBED_BATCH = 64
 # New vectors are written to the embedding cache table this many at a time (one statement).
 SAVE_EVERY = 32
 KB_VERSION_TTL_S = 5.0
+# How long a starting retriever loads its model and indexes before it takes messages (RetrieveStage.warm_up_within).
+WARM_UP_WAIT_S = 120.0
 
 log = logging.getLogger(__name__)
 
@@ -351,11 +353,19 @@ class RetrieveStage:
         self.cache = SearchCache()
         self.stored_lists = StoredHitLists()
         self._prompts: dict[str, str] = {}
-        self._warming: asyncio.Task | None = None
 
-    def start_warm_up(self) -> None:
-        """Load what the first searches need while the service waits for work (see ``warm_up``)."""
-        self._warming = asyncio.create_task(self.warm_up())
+    async def warm_up_within(self, timeout_s: float = WARM_UP_WAIT_S) -> None:
+        """``warm_up``, given at most ``timeout_s``: the service takes no message before, so none waits in its
+        hands while the model and indexes load (seconds on a machine where the whole stack is starting, longer
+        than a short AckWait: JetStream would hand the message to another worker as well). Past the limit the
+        service goes on (the warm-up with it) and the first searches wait for what is missing. A stop ends the wait."""
+        warming = asyncio.create_task(self.warm_up())
+        stopping = asyncio.create_task(self.ctx.stop.wait())
+        await asyncio.wait({warming, stopping}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not warming.done():
+            log.warning("warm-up not finished in %.0fs: taking messages; the first searches load the rest", timeout_s)
+            self.ctx.background.append(warming)
 
     async def warm_up(self) -> None:
         """The knowledge base's indexes (about 1 s) and the query model, loaded at start: otherwise the first

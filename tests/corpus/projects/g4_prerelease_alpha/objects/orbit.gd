@@ -9,7 +9,7 @@ var angle := 0.0
 
 func _physics_process(delta: float) -> void:
 	angle = wrapf(angle + delta * TAU / 2.0, 0.0, TAU)
-	update()
+	rotation = angle
 
 
 func _draw() -> void:
