@@ -4,6 +4,11 @@ from pathlib import Path
 
 import pytest
 
+# Imported before any test module imports grpc: the package sets how gRPC treats fork() (see
+# godot_rag/__init__.py), and a test process holds gRPC channels while the supervisor it runs
+# forks PostgreSQL.
+import godot_rag  # noqa: F401
+
 REPO = Path(__file__).resolve().parent.parent
 
 

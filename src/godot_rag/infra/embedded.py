@@ -251,8 +251,9 @@ class EmbeddedPostgres:
         except subprocess.CalledProcessError as exc:
             if not fresh:
                 raise
-            # A new data folder whose initdb died (a SIGSEGV was seen once, on a loaded machine) is
-            # half made and would never start: it holds nothing yet, so it is made again, once.
+            # A new data folder whose initdb died (a SIGSEGV was seen once: gRPC's fork handlers, since
+            # turned off in godot_rag/__init__.py, killed such children) is half made and would never
+            # start: it holds nothing yet, so it is made again, once.
             log.warning("PostgreSQL's initdb failed (%s); making the new data folder again", exc)
             shutil.rmtree(self.pgdata, ignore_errors=True)
             self.pgdata.mkdir()
