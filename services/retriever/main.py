@@ -36,5 +36,5 @@ def main() -> None:
     try:
         run_main(run_service("retriever", settings, settings.retriever_port, register, start_consumers), settings)
     finally:
-        if "stage" in holder and holder["stage"].embedder is not None:
-            holder["stage"].embedder.close()
+        if "stage" in holder:
+            holder["stage"].close()

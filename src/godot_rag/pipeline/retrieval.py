@@ -56,8 +56,8 @@ WARM_UP_WAIT_S = 120.0
 
 log = logging.getLogger(__name__)
 
-# A text queued for the model: the loop to answer on, the model name, the text's sha256, the text, its future.
-_Job = tuple[asyncio.AbstractEventLoop, str, str, str, "asyncio.Future[list[float]]"]
+# A text queued for the model: the loop to answer on, the text's sha256, the text, its future.
+_Job = tuple[asyncio.AbstractEventLoop, str, str, "asyncio.Future[list[float]]"]
 
 
 def _post(loop: asyncio.AbstractEventLoop, callback, *args) -> None:
@@ -130,8 +130,7 @@ class QueryEmbedder:
         return vec
 
     async def _lookup_or_embed(self, sha: str, text: str) -> list[float]:
-        model = await self.name()
-        cached = await self.store.get_cached_embedding(model, sha)
+        cached = await self.store.get_cached_embedding(await self.name(), sha)
         if cached is not None:
             return cached
         loop = asyncio.get_running_loop()
@@ -139,7 +138,7 @@ class QueryEmbedder:
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._model_thread, name="query-model", daemon=True)
             self._thread.start()
-        self._jobs.put((loop, model, sha, text, queued))
+        self._jobs.put((loop, sha, text, queued))
         return await queued
 
     def _model_thread(self) -> None:
@@ -164,22 +163,23 @@ class QueryEmbedder:
                     break
                 batch.append(job)
             try:
-                vectors = self.embedder.embed([text for _, _, _, text, _ in batch])
+                vectors = self.embedder.embed([text for _, _, text, _ in batch])
             except Exception as exc:  # noqa: BLE001 -- handed to every waiter, which maps it at the bus edge
-                for loop, _, _, _, fut in batch:
+                for loop, _, _, fut in batch:
                     _post(loop, _fail, fut, RetryableError(f"embedding failed: {exc}"))
                 continue
             idle = self._jobs.empty()
-            for i, ((loop, model, sha, _, fut), vec) in enumerate(zip(batch, vectors)):
-                _post(loop, self._answer, model, sha, fut, vec, idle and i == len(batch) - 1)
+            for i, ((loop, sha, _, fut), vec) in enumerate(zip(batch, vectors)):
+                _post(loop, self._answer, sha, fut, vec, idle and i == len(batch) - 1)
 
-    def _answer(self, model: str, sha: str, fut: asyncio.Future[list[float]], vec: list[float], idle: bool) -> None:
+    def _answer(self, sha: str, fut: asyncio.Future[list[float]], vec: list[float], idle: bool) -> None:
         # Answered first: the cache write is for later analyses, not for these handlers.
         if not fut.done():
             fut.set_result(vec)
         self._unsaved.append((sha, vector_literal(vec)))
         if len(self._unsaved) >= SAVE_EVERY or idle:
-            self._save_later(model, self._unsaved)
+            # The name is known: every text reached the queue after looking it up (_lookup_or_embed).
+            self._save_later(self._name, self._unsaved)
             self._unsaved = []
 
     def close(self) -> None:
@@ -353,6 +353,11 @@ class RetrieveStage:
         self.cache = SearchCache()
         self.stored_lists = StoredHitLists()
         self._prompts: dict[str, str] = {}
+
+    def close(self) -> None:
+        """Stop the query model's thread (the service is shutting down)."""
+        if self.embedder is not None:
+            self.embedder.close()
 
     async def warm_up_within(self, timeout_s: float = WARM_UP_WAIT_S) -> None:
         """``warm_up``, given at most ``timeout_s``: the service takes no message before, so none waits in its

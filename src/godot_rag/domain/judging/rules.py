@@ -269,9 +269,9 @@ def _version_vocabulary(rows: Iterable[dict]) -> dict:
                 singletons.add(name)
             continue
         own.setdefault(klass, set()).add(name)
-        if kind == "property" and r.get("deprecated"):
-            deprecated_properties.add((klass, name))
         if kind == "property":
+            if r.get("deprecated"):
+                deprecated_properties.add((klass, name))
             # A property's setter and getter are methods scripts call (node.set_name()), though
             # the reference lists them only with the property.
             for accessor in (r.get("setter"), r.get("getter")):
