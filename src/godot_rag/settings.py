@@ -128,6 +128,15 @@ class Settings:
     retriever_max_ack_pending: int = 0
     judge_max_ack_pending: int = 0  # with judge=llm the default is llm_max_concurrency
     aggregator_max_ack_pending: int = 0
+    # Processes that consume each stage's consumer together: each holds at most its share of the
+    # MaxAckPending above, so that one cannot take every message in flight while the others wait.
+    # 0 = 1. The embedded stack sets them to each stage's workers; deploy/k8s to each stage's
+    # maxReplicaCount, beside its MaxAckPending.
+    parser_replicas: int = 0
+    chunker_replicas: int = 0
+    retriever_replicas: int = 0
+    judge_replicas: int = 0
+    aggregator_replicas: int = 0
     # Processes of one chunk stage on the embedded stack; 0 = stage_workers, and for the retriever at
     # least DEFAULT_RETRIEVER_WORKERS where the machine has the cores (workers_for).
     parser_workers: int = 0
@@ -177,6 +186,10 @@ class Settings:
         if durable == "judge" and self.judge == "llm":
             return self.llm_max_concurrency
         return default
+
+    def process_in_flight_for(self, durable: str, default: int) -> int:
+        """What one process of the consumer holds at once: its share of ``max_ack_pending_for``."""
+        return -(-self.max_ack_pending_for(durable, default) // max(1, getattr(self, f"{durable}_replicas", 0)))
 
     def workers_for(self, stage: str) -> int:
         """Processes the embedded stack starts for one chunk stage: its own setting, else ``stage_workers``
@@ -250,6 +263,8 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
     for stage in ("parser", "chunker", "retriever", "judge", "aggregator"):
         if getattr(settings, f"{stage}_max_ack_pending") < 0:
             raise SettingsError(f"{ENV_PREFIX}{stage.upper()}_MAX_ACK_PENDING must be 0 (the stage default) or more")
+        if getattr(settings, f"{stage}_replicas") < 0:
+            raise SettingsError(f"{ENV_PREFIX}{stage.upper()}_REPLICAS must be 0 (one) or more")
         if getattr(settings, f"{stage}_workers") < 0:
             raise SettingsError(f"{ENV_PREFIX}{stage.upper()}_WORKERS must be 0 (GODOT_RAG_STAGE_WORKERS) or more")
     if settings.stream_retention_days <= 0:

@@ -50,6 +50,12 @@ CHUNK_STAGES = ("parser", "chunker", "retriever", "judge", "aggregator")
 SPARE_PG_CONNECTIONS = 20
 
 
+def stage_replicas(settings: Settings) -> dict[str, int]:
+    """The embedded stack's ``<stage>_replicas``: each chunk stage's processes, which share its consumer's
+    MaxAckPending (Settings.process_in_flight_for)."""
+    return {f"{name}_replicas": settings.workers_for(name) for name in CHUNK_STAGES}
+
+
 def pg_connections_needed(settings: Settings) -> int:
     """Connections the embedded PostgreSQL must allow: every service process's pool (a retriever has a
     second one, for its searches) at its largest, and spare ones; never below PostgreSQL's default."""
@@ -199,7 +205,11 @@ class Supervisor:
         ports = {name: getattr(s, f"{name}_port") or free_port(s.host) for name in SERVICES}
         web_port = s.web_port or free_port(s.host)
         self.child_settings = s.with_overrides(
-            pg_dsn=dsn, nats_url=nats_url, web_port=web_port, **{f"{n}_port": p for n, p in ports.items()}
+            pg_dsn=dsn,
+            nats_url=nats_url,
+            web_port=web_port,
+            **{f"{n}_port": p for n, p in ports.items()},
+            **stage_replicas(s),
         )
         logs = s.run_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -246,11 +256,19 @@ class Supervisor:
         host = self.settings.host
         return f"http://{f'[{host}]' if ':' in host else host}:{child.metrics_port}/metrics"
 
-    def _spawn(self, child: Child) -> None:
+    def child_env(self, child: Child) -> dict[str, str]:
+        """The environment of one service process: the stack's settings and this process's own."""
         # A restarted child keeps its ports, so runtime.json stays true.
         # parent_pid: the service arms its own death signal on this process (infra.embedded.die_with_parent).
-        overrides = {f"{child.name}_port": child.port, "metrics_port": child.metrics_port, "parent_pid": os.getpid()}
-        env = {**os.environ, **self.child_settings.with_overrides(**overrides).to_env(), "PYTHONUNBUFFERED": "1"}
+        overrides = {
+            f"{child.name}_port": child.port,
+            "metrics_port": child.metrics_port,
+            "parent_pid": os.getpid(),
+        }
+        return {**os.environ, **self.child_settings.with_overrides(**overrides).to_env(), "PYTHONUNBUFFERED": "1"}
+
+    def _spawn(self, child: Child) -> None:
+        env = self.child_env(child)
         fh = open(child.log_path, "ab")
         # SIGTERM to the service when the supervisor dies (even by kill -9): no orphan keeps consuming.
         child.proc = subprocess.Popen(

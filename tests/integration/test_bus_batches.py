@@ -152,3 +152,52 @@ async def test_publish_all_stores_every_message_once_and_raises_the_error_one_me
         await bus.publish_all([too_large, later])
     # The other message of the call was stored all the same.
     assert (await bus.js.stream_info(STREAM_CHUNKS)).state.messages == 601
+
+
+async def test_the_processes_of_a_consumer_share_its_messages_in_flight(bus):
+    """Two processes of one stage, each allowed half of the consumer's MaxAckPending: neither holds more than
+    its share, so both work (one that could take every message in flight left the other idle)."""
+    spec = replace(STEADY, max_ack_pending=8)
+    names = [f"s{n:03d}" for n in range(48)]
+    await _publish(bus, names)
+    held = {"a": 0, "b": 0}
+    most = {"a": 0, "b": 0}
+    handled: dict[str, list[str]] = {"a": [], "b": []}
+    done = asyncio.Event()
+
+    def handler_of(process: str):
+        async def handle(deliveries: list[Delivery]) -> list[BaseException | None]:
+            held[process] += len(deliveries)
+            most[process] = max(most[process], held[process])
+            await asyncio.sleep(0.05)
+            held[process] -= len(deliveries)
+            handled[process] += [d.data.decode() for d in deliveries]
+            if len(handled["a"]) + len(handled["b"]) == len(names):
+                done.set()
+            return [None] * len(deliveries)
+
+        return handle
+
+    async def one(delivery: Delivery) -> None:
+        raise AssertionError("a batched stage hands every message to its batch handler")
+
+    async def dead_letter(delivery: Delivery, reason: str) -> None:
+        raise AssertionError(reason)
+
+    stop = asyncio.Event()
+    tasks = [
+        asyncio.create_task(
+            bus.run_stage(spec, one, dead_letter, stop, batch_handler=handler_of(p), batch_size=8, process_in_flight=4)
+        )
+        for p in ("a", "b")
+    ]
+    try:
+        await asyncio.wait_for(done.wait(), 60)
+    finally:
+        stop.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), 30)
+    assert sorted(handled["a"] + handled["b"]) == names
+    assert most["a"] <= 4 and most["b"] <= 4, most
+    assert handled["a"] and handled["b"], {p: len(h) for p, h in handled.items()}
+    info = await settled_consumer_info(bus, spec.durable)
+    assert info.config.max_ack_pending == 8  # the consumer's bound stays the whole stage's

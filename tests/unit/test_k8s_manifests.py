@@ -558,6 +558,7 @@ def test_dev_runs_one_replica_of_everything_without_autoscalers(dev):
     assert not dev.objects("ScaledObject") and not dev.objects("HorizontalPodAutoscaler")
     for stage in STAGES:
         assert int(dev.scaling()[f"GODOT_RAG_{stage.upper()}_MAX_ACK_PENDING"]) >= 1
+        assert int(dev.scaling()[f"GODOT_RAG_{stage.upper()}_REPLICAS"]) == dev.one("Deployment", stage)["spec"]["replicas"]
 
 
 def test_prod_scales_each_stage_on_its_consumers_backlog(prod):
@@ -591,7 +592,7 @@ def test_prod_scales_each_stage_on_its_consumers_backlog(prod):
 def scaling_disagreements(scaled: dict[str, dict], scaling: dict[str, str], cm: dict[str, str], vllm: dict) -> list[str]:
     """What keeps each stage's MaxAckPending from agreeing with its replica bounds (empty = they agree)."""
     problems = []
-    if set(scaling) != {f"GODOT_RAG_{s.upper()}_MAX_ACK_PENDING" for s in STAGES}:
+    if set(scaling) != {f"GODOT_RAG_{s.upper()}_{what}" for s in STAGES for what in ("MAX_ACK_PENDING", "REPLICAS")}:
         problems.append(f"{SCALING} keys: {sorted(scaling)}")
     for stage, so in scaled.items():
         pending = int(scaling[f"GODOT_RAG_{stage.upper()}_MAX_ACK_PENDING"])
@@ -600,6 +601,9 @@ def scaling_disagreements(scaled: dict[str, dict], scaling: dict[str, str], cm: 
         # each pod the autoscaler may add gets an equal share, at least one.
         if pending < most or pending % most:
             problems.append(f"{stage}: MaxAckPending {pending} is not a multiple of its {most} pods")
+        # Each pod holds only that share (Settings.process_in_flight_for): it must know the pod count.
+        if scaling.get(f"GODOT_RAG_{stage.upper()}_REPLICAS") != str(most):
+            problems.append(f"{stage}: REPLICAS {scaling.get(f'GODOT_RAG_{stage.upper()}_REPLICAS')} for {most} pods")
     # The judge: one pod per GPU replica, each sending LLM_MAX_CONCURRENCY requests,
     # which is what one vLLM server runs at once.
     gpus = vllm["spec"]["replicas"]
@@ -638,6 +642,8 @@ def test_agreement_check_catches_drift(prod):
     vllm = json.loads(json.dumps(prod.one("StatefulSet", "vllm")))
     vllm["spec"]["replicas"] += 1
     assert len(problems(vllm=vllm)) == 2
+    scaling = {**prod.scaling(), "GODOT_RAG_RETRIEVER_REPLICAS": "1"}  # one pod would hold every message in flight
+    assert any(p.startswith("retriever: REPLICAS") for p in problems(scaling=scaling))
 
 
 # ---------------------------------------------------------------- NATS, vLLM, TEI

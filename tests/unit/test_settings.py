@@ -65,3 +65,18 @@ def test_throughput_settings_have_defaults_and_refuse_nonsense(tmp_path: Path):
     for name, value in (("STAGE_BATCH_SIZE", "0"), ("EMBEDDER_THREADS", "-1"), ("EVENT_LOOP", "trio")):
         with pytest.raises(SettingsError, match=f"GODOT_RAG_{name}"):
             load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), f"GODOT_RAG_{name}": value})
+
+
+def test_each_process_of_a_consumer_holds_its_share_of_max_ack_pending(tmp_path: Path):
+    alone = load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path)})
+    assert alone.process_in_flight_for("retriever", 64) == 64
+    two = load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_RETRIEVER_REPLICAS": "2"})
+    assert two.process_in_flight_for("retriever", 64) == 32
+    assert two.process_in_flight_for("judge", 32) == 32  # another stage's share is its own
+    three = load_settings(
+        {"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_JUDGE_REPLICAS": "3", "GODOT_RAG_JUDGE_MAX_ACK_PENDING": "8"}
+    )
+    assert three.process_in_flight_for("judge", 32) == 3  # rounded up: a share is never 0
+    assert three.max_ack_pending_for("judge", 32) == 8  # the consumer's own bound is unchanged
+    with pytest.raises(SettingsError, match="RETRIEVER_REPLICAS"):
+        load_settings({"GODOT_RAG_DATA_DIR": str(tmp_path), "GODOT_RAG_RETRIEVER_REPLICAS": "-1"})

@@ -347,6 +347,7 @@ def consume(ctx: ServiceContext, spec: ConsumerSpec, handler: Handler, batch_han
     a dead worker never settled is dead-lettered by whichever service is alive.
     """
     in_flight = ctx.settings.max_ack_pending_for(spec.durable, spec.max_ack_pending)
+    held = ctx.settings.process_in_flight_for(spec.durable, spec.max_ack_pending)
     ctx.background.append(
         asyncio.create_task(poll_consumers(ctx.bus.js, [(spec.stream, spec.durable)], ctx.settings.metrics_poll_s, ctx.stop))
     )
@@ -366,6 +367,7 @@ def consume(ctx: ServiceContext, spec: ConsumerSpec, handler: Handler, batch_han
             partial(settle_dead_letter, ctx),
             ctx.stop,
             max_ack_pending=in_flight,
+            process_in_flight=held,
             batch_handler=None if batch_handler is None else with_batch_fault_hook(ctx.settings, spec.durable, batch_handler),
             batch_size=ctx.settings.stage_batch_size,
         )
