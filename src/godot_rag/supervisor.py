@@ -256,19 +256,11 @@ class Supervisor:
         host = self.settings.host
         return f"http://{f'[{host}]' if ':' in host else host}:{child.metrics_port}/metrics"
 
-    def child_env(self, child: Child) -> dict[str, str]:
-        """The environment of one service process: the stack's settings and this process's own."""
+    def _spawn(self, child: Child) -> None:
         # A restarted child keeps its ports, so runtime.json stays true.
         # parent_pid: the service arms its own death signal on this process (infra.embedded.die_with_parent).
-        overrides = {
-            f"{child.name}_port": child.port,
-            "metrics_port": child.metrics_port,
-            "parent_pid": os.getpid(),
-        }
-        return {**os.environ, **self.child_settings.with_overrides(**overrides).to_env(), "PYTHONUNBUFFERED": "1"}
-
-    def _spawn(self, child: Child) -> None:
-        env = self.child_env(child)
+        overrides = {f"{child.name}_port": child.port, "metrics_port": child.metrics_port, "parent_pid": os.getpid()}
+        env = {**os.environ, **self.child_settings.with_overrides(**overrides).to_env(), "PYTHONUNBUFFERED": "1"}
         fh = open(child.log_path, "ab")
         # SIGTERM to the service when the supervisor dies (even by kill -9): no orphan keeps consuming.
         child.proc = subprocess.Popen(
