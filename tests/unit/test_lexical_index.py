@@ -13,6 +13,7 @@ import random
 
 import pytest
 
+from godot_rag.domain.retrieval import lexical_index
 from godot_rag.domain.retrieval.lexical_index import (
     LexicalIndex,
     LexicalQuery,
@@ -113,6 +114,20 @@ def test_candidates_are_the_key_candidates_and_the_ones_asked_for_each_with_ever
     # Without lexemes (the vector search alone) only the records asked for come back; the trigram still counts.
     alone = index.candidates("api_mapping", LexicalQuery.of([], ["yield"]), 5, also=["m:d"])
     assert [(r.id, r.key_score, r.text_score, r.trigram_score) for r in alone] == [("m:d", 0.0, 0.0, 1.0)]
+
+
+def test_candidates_text_scores_are_the_text_forms_ts_rank_while_the_parsed_texts_held_stay_bounded(monkeypatch):
+    # A candidate's text score comes from its parsed search_tsv, kept per record; it must be the ts_rank of the
+    # text form, and the records kept must not grow past TEXT_TERMS_HELD however many records become candidates.
+    monkeypatch.setattr(lexical_index, "TEXT_TERMS_HELD", 2)
+    index = _index()
+    query = LexicalQuery.of(["move_and_slide", "velocity", "kinematicbody2d"], [])
+    texts = {"m:a": "'move_and_slide':1A", "m:b": "'move_and_slide':1A 'velocity':2", "m:c": "'kinematicbody2d':1A"}
+    for _ in range(3):
+        found = {r.id: r.text_score for r in index.candidates("api_mapping", query, 5, also=["m:d"])}
+        assert found == {**{rid: rank(text, *query.lexemes) for rid, text in texts.items()}, "m:d": 0.0}
+        assert found["m:b"] > found["m:a"] > 0
+        assert len(index._tables["api_mapping"].terms) <= 2
 
 
 def test_whole_table_scores_cover_exactly_the_records_that_match():

@@ -104,12 +104,11 @@ def fuse(
     max_keys = max(float(r.get("key_score") or 0) for r in rows) or 1.0
     comps = []
     for r in rows:
+        # The raw figures go into the kept rows' components only (_with_raw): no score reads them.
         comp = {
             "keys": round(float(r.get("key_score") or 0) / max_keys, 6),
             "text": round(float(r["text_score"] or 0) / max_text, 6),
             "trigram": round(float(r["trigram_score"] or 0), 6),
-            "keys_raw": round(float(r.get("key_score") or 0), 6),
-            "text_raw": round(float(r["text_score"] or 0), 6),
         }
         if with_vector and r["vector_score"] is not None:
             comp["vector"] = round(max(0.0, float(r["vector_score"])), 6)
@@ -138,5 +137,19 @@ def fuse(
     else:
         wk, wt, wg = config.weights_lexical
         score = [wk * c["keys"] + wt * c["text"] + wg * c["trigram"] for c in comps]
-    order = sorted(range(len(rows)), key=lambda i: (-score[i], rows[i]["id"]))
-    return [(score[i], rows[i], comps[i]) for i in order[:limit]]
+    order = sorted(range(len(rows)), key=lambda i: (-score[i], rows[i]["id"]))[:limit]
+    return [(score[i], rows[i], _with_raw(comps[i], rows[i])) for i in order]
+
+
+def _with_raw(comp: dict, row: dict) -> dict:
+    """A kept row's components with its unnormalised key and text scores, in the order hits have always had."""
+    out = {
+        "keys": comp["keys"],
+        "text": comp["text"],
+        "trigram": comp["trigram"],
+        "keys_raw": round(float(row.get("key_score") or 0), 6),
+        "text_raw": round(float(row["text_score"] or 0), 6),
+    }
+    if "vector" in comp:
+        out["vector"] = comp["vector"]
+    return out

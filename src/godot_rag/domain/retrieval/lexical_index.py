@@ -36,6 +36,9 @@ import numpy as np
 _RANK_WEIGHT = {"A": np.float32(1.0), "B": np.float32(0.4), "C": np.float32(0.2), "D": np.float32(0.1)}
 # The key score's weight of a key by the weight of its first position (kb_store writes one position per key).
 KEY_WEIGHT = {"A": 1.0, "B": 0.4, "C": 0.2, "D": 0.1}
+# Records whose parsed search_tsv a table keeps (``_Table.terms_of``): about 30 lexemes and 2.6 KB each, so at
+# most about 21 MB per table; 5,240 searches of the bench corpora met 1,832 records of the class reference.
+TEXT_TERMS_HELD = 8192
 # tsrank.c's pi^2/6, a double constant.
 _PI2_6 = 1.64493406685
 
@@ -85,27 +88,31 @@ def as_real(value: float) -> float:
     return float(str(np.float32(value)))
 
 
-def text_rank(text: str, query: LexicalQuery) -> float:
-    """``ts_rank(tsvector, 'l1' | 'l2' | ...)`` with the default weights and no normalisation, on the
-    tsvector's text form with a blank in front (each query lexeme is found by its quoted form)."""
-    if not query.needles or len(text) < 2:
+def text_terms(text: str) -> dict[str, float]:
+    """Each lexeme of a tsvector's text form with its share of ``calc_rank_or`` (``term_rank`` of its positions)."""
+    return {lexeme: term_rank(positions) for lexeme, positions in parse_tsvector(text).items()}
+
+
+def rank_of_terms(terms: Mapping[str, float], query: LexicalQuery) -> float:
+    """``ts_rank(tsvector, 'l1' | 'l2' | ...)`` with the default weights and no normalisation, from the
+    tsvector's ``text_terms``: the shares of the query lexemes it has, added in the query's (sorted) order
+    as tsrank.c adds them, float + double stored back in a float, then divided by the query's size."""
+    if not query.lexemes or not terms:
+        return 0.0
+    common = query.lexeme_set & terms.keys()
+    if not common:
         return 0.0
     res = np.float32(0.0)
-    for needle in query.needles:
-        at = text.find(needle)
-        if at < 0:
-            continue
-        end = at + len(needle)
-        if end == len(text) or text[end] == " ":
-            positions = ""
-        elif text[end] == ":":
-            stop = text.find(" ", end)
-            positions = text[end + 1 : stop if stop >= 0 else len(text)]
-        else:
-            continue
-        # float + double, stored back in a float.
-        res = np.float32(float(res) + term_rank(positions))
-    return as_real(float(np.float32(res / np.float32(len(query.needles)))))
+    for lexeme in sorted(common) if len(common) > 1 else common:
+        res = np.float32(float(res) + terms[lexeme])
+    return as_real(float(np.float32(res / np.float32(len(query.lexemes)))))
+
+
+def text_rank(text: str, query: LexicalQuery) -> float:
+    """``ts_rank(tsvector, 'l1' | 'l2' | ...)`` on the tsvector's text form (``rank_of_terms``)."""
+    if not query.lexemes or not text.strip():
+        return 0.0
+    return rank_of_terms(text_terms(text), query)
 
 
 @dataclass(frozen=True)
@@ -118,6 +125,7 @@ class LexicalQuery:
     # trigram -> the terms (their places in term_trigrams) that have it: derived, so not compared
     term_index: Mapping[str, tuple[int, ...]] = field(default_factory=dict, compare=False, repr=False)
     term_grams: frozenset[str] = field(default=frozenset(), compare=False, repr=False)  # term_index's keys
+    lexeme_set: frozenset[str] = field(default=frozenset(), compare=False, repr=False)  # the lexemes, as a set
 
     @classmethod
     def of(cls, lexemes: Iterable[str], terms: Iterable[str]) -> LexicalQuery:
@@ -133,6 +141,7 @@ class LexicalQuery:
             term_trigrams,
             {gram: tuple(places) for gram, places in index.items()},
             frozenset(index),
+            frozenset(ranked),
         )
 
     def best_similarity(self, title: frozenset[str]) -> float:
@@ -193,6 +202,18 @@ class _Table:
     # key lexeme -> (places of the records with it, idf x key weight of each)
     keys: dict[str, tuple[np.ndarray, np.ndarray]]
     title_trigrams: dict[int, frozenset[str]] = field(default_factory=dict)
+    # place -> text_terms of its search_tsv, for the records that were candidates: a project's chunks find
+    # the same records again and again, and a lookup per query lexeme is cheaper than a scan of the text.
+    terms: dict[int, dict[str, float]] = field(default_factory=dict)
+
+    def terms_of(self, place: int) -> dict[str, float]:
+        got = self.terms.get(place)
+        if got is None:
+            if len(self.terms) >= TEXT_TERMS_HELD:
+                self.terms.clear()  # bounded: a long run's rare records do not pile up
+            got = text_terms(self.search_text[place])
+            self.terms[place] = got
+        return got
 
     def trigrams_of(self, place: int) -> frozenset[str]:
         got = self.title_trigrams.get(place)
@@ -218,7 +239,7 @@ class _Table:
                 id=self.ids[place],
                 title=self.titles[place],
                 key_score=float(keys[place]) if keys is not None else 0.0,
-                text_score=text_rank(self.search_text[place], query),
+                text_score=rank_of_terms(self.terms_of(place), query),
                 trigram_score=query.best_similarity(self.trigrams_of(place)),
             )
             for place in places
