@@ -375,3 +375,39 @@ def test_names_only_editor_classes_declare_and_declared_parameters_are_no_eviden
     judged = judge_project(files, knowledge)["worker.gd"]
     assert judged["function:run_once"].signal == "neutral", judged["function:run_once"].explanation  # EditorPlugin.build only
     assert judged["signal:resized"].signal == "neutral"  # a parameter named like Control.size
+
+
+def test_underscore_names_called_on_unknown_objects_are_the_projects_helpers_not_engine_virtuals(knowledge):
+    # Godot 4 declares _save, _load, _start, _reload, _update, _seek... as virtual methods of extension classes;
+    # a script of a partial project (or a pasted one) that calls its own helpers by those names is no Godot 4 code.
+    files = {
+        "menu.gd": 'extends "res://base_menu.gd"\n\n\nfunc _on_SaveButton_pressed():\n\t_save()\n\tgame_state._load()\n'
+        "\t$Player._start()\n\tarsenal.values()[current]._reload()\n\tweapon._update(0.1)\n",
+        "video.gd": "extends Node\n\n\nfunc scrub(player):\n\tplayer._seek(0.0)\n\tplayer._stop()\n",
+    }
+    judged = judge_project(files, knowledge, with_index=False)
+    for path, key in (("menu.gd", "function:_on_SaveButton_pressed"), ("video.gd", "function:scrub")):
+        assert judged[path][key].signal == "neutral", judged[path][key].explanation
+    # A name only one version has, not underscored, still counts on an unknown receiver.
+    window = judge_project({"m.gd": "extends Node\n\n\nfunc go(n):\n\tn.get_window()\n"}, knowledge)
+    assert window["m.gd"]["function:go"].signal == "godot4", window["m.gd"]["function:go"].explanation
+
+
+def test_a_renamed_class_godot4_still_has_is_decided_by_the_member_it_qualifies(knowledge):
+    # Godot 3's Viewport node is Godot 4's SubViewport, but Godot 4 keeps Viewport as their base class: its
+    # constants and enums are Godot 4 code, not a Godot 3 class to rename.
+    files = {
+        "gfx.gd": "extends Node\n\n\nfunc fsr():\n\treturn Viewport.SCALING_3D_MODE_FSR\n\n\n"
+        "func msaa():\n\tvar vp = get_viewport()\n\tvp.msaa_3d = Viewport.MSAA_4X\n\n\n"
+        "func both():\n\treturn Viewport.MSAA_4X\n\n\n"
+        "func typed() -> void:\n\tvar vp: Viewport = get_viewport()\n\tvp.scaling_3d_mode = 1\n",
+        "old.gd": "extends Viewport\n\n\nfunc _ready():\n\tpass\n",
+    }
+    judged = judge_project(files, knowledge)
+    gfx = judged["gfx.gd"]
+    assert (gfx["function:fsr"].signal, gfx["function:msaa"].signal) == ("godot4", "godot4"), gfx["function:msaa"].explanation
+    assert gfx["function:both"].signal == "neutral", gfx["function:both"].explanation  # MSAA_4X: both versions' Viewport
+    assert gfx["function:typed"].signal == "godot4", gfx["function:typed"].explanation  # a Viewport type hint: both
+    assert not [n for j in gfx.values() for n in j.migration_notes], "no Viewport -> SubViewport note for Godot 4 code"
+    # A script extending Viewport is a Godot 3 Viewport node's: that still counts.
+    assert any("`Viewport`" in j.explanation for j in judged["old.gd"].values() if j.signal == "godot3")

@@ -44,7 +44,7 @@ from godot_rag.domain.models import (
 )
 from godot_rag.prompts import contract_schema
 
-RULES_JUDGE_VERSION = "rules/13"
+RULES_JUDGE_VERSION = "rules/14"
 
 # What a fact rests on. The verdict weighs them differently
 # (docs/judge.md, "Verdict rules"):
@@ -1384,6 +1384,11 @@ def _rename_applies(entry: RenameEntry, t: _Token, declared: frozenset[str]) -> 
     ct = entry.change_type
     own = t.word in declared
     if ct in ("class", "builtin_type"):
+        if entry.old_in_godot4 and (t.next_char == "." or t.prev_char in (":", ">") or t.prev_word in ("as", "is")):
+            # Godot 4 still has the class (Viewport, Light2D, Texture are base classes there): as a qualifier
+            # (`Viewport.MSAA_4X`: the member decides) or a type (`var vp: Viewport = get_viewport()`, `-> Texture`)
+            # the name is valid in both versions; a node or script of that type (`extends Viewport`) is Godot 3's.
+            return False
         return t.prev_char != "." and not own
     if ct == "method":
         if t.next_char != "(":
@@ -1659,6 +1664,11 @@ def _member_name_fact(add, t: _Token, vocab: EngineVocabulary, member: _Member |
     """`obj.name` / a bare call whose name one version's whole reference lacks (the receiver is not known)."""
     w = t.word
     if len(w) < 4:
+        return False
+    if w.startswith("_"):
+        # The references' underscore names are virtual methods (1,356 in Godot 4's, 120 in Godot 3's), which the
+        # engine calls and scripts override. A script calling one on an object it cannot name, or bare from a base
+        # it cannot see, calls a project's own helper: `weapon._reload()`, `_save()`, `player._start()`.
         return False
     # A name one version declares and the other has only as a property accessor exists in both
     # (Node.set_name); a name one version has only as an accessor is too weak to count alone.
