@@ -411,3 +411,17 @@ def test_a_renamed_class_godot4_still_has_is_decided_by_the_member_it_qualifies(
     assert not [n for j in gfx.values() for n in j.migration_notes], "no Viewport -> SubViewport note for Godot 4 code"
     # A script extending Viewport is a Godot 3 Viewport node's: that still counts.
     assert any("`Viewport`" in j.explanation for j in judged["old.gd"].values() if j.signal == "godot3")
+
+
+def test_a_member_an_engine_typed_receiver_lacks_is_the_projects_when_the_project_declares_it(knowledge):
+    # `var gun: Node2D` holds one of the project's item scripts; `init` is no Node2D member in either version, and
+    # some Godot 3 class's `init` must not make the call Godot 3 when the project's scripts declare `init`.
+    holder = "extends Node2D\n\nvar gun: Node2D\n\n\nfunc arm(owner_node):\n\tgun.init(owner_node)\n"
+    item = "extends Node2D\n\n\nfunc init(owner_node: Node2D) -> void:\n\tpass\n"
+    judged = judge_project({"holder.gd": holder, "item.gd": item}, knowledge)
+    arm = judged["holder.gd"]["function:arm"]
+    assert arm.signal == "neutral", arm.explanation
+    assert "the project defines one" in arm.explanation
+    # Without the project's `init`, the name alone still decides (the object is some subclass).
+    alone = judge_project({"holder.gd": holder}, knowledge)["holder.gd"]["function:arm"]
+    assert alone.signal == "godot3", alone.explanation

@@ -926,6 +926,10 @@ class _Context:
             return _Member("engine", res.engine, f"{res.basis}, extends {res.engine}", res.engine4)
         return _Member("engine", res.engine, res.basis, res.engine4)
 
+    def set_aside(self, word: str, basis: str) -> None:
+        """An engine-named member judged the project's: said in the explanation, never counted."""
+        self._project(word, basis)
+
     def _project(self, word: str, basis: str) -> _Member:
         v = self.index.vocabulary
         if word not in self.discounted and (word in v.member_names3 or word in v.member_names4):
@@ -1611,6 +1615,11 @@ def _vocabulary_facts(
                     continue  # set_name() of a Node: the setter of a property the class has
                 if _value_type(c3, vocab) or _value_type(c4, vocab):
                     continue  # `saved.error` on a Dictionary is a key; a value type has no subclass to have the member
+                if not qualified and w in ctx.scope.project_names:
+                    # `var gun: Node2D` then `gun.init()`: the object is a subclass, and the project's scripts
+                    # declare an `init`: that is the method called, not a Godot 3 class's.
+                    ctx.set_aside(w, f"receiver `{r or '?'}` is typed {c4 or c3}, which has no `{w}`; the project defines one")
+                    continue
                 # Neither version's class has it: the object is a subclass of the declared
                 # type (`event: InputEvent` that is an InputEventKey); the name alone decides.
         if r and r[0].isupper() and r not in ("$node",):
