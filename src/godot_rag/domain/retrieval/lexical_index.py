@@ -97,21 +97,17 @@ def rank_of_terms(terms: Mapping[str, float], query: LexicalQuery) -> float:
     """``ts_rank(tsvector, 'l1' | 'l2' | ...)`` with the default weights and no normalisation, from the
     tsvector's ``text_terms``: the shares of the query lexemes it has, added in the query's (sorted) order
     as tsrank.c adds them, float + double stored back in a float, then divided by the query's size."""
-    if not query.lexemes or not terms:
-        return 0.0
     common = query.lexeme_set & terms.keys()
     if not common:
         return 0.0
     res = np.float32(0.0)
-    for lexeme in sorted(common) if len(common) > 1 else common:
+    for lexeme in sorted(common):
         res = np.float32(float(res) + terms[lexeme])
     return as_real(float(np.float32(res / np.float32(len(query.lexemes)))))
 
 
 def text_rank(text: str, query: LexicalQuery) -> float:
     """``ts_rank(tsvector, 'l1' | 'l2' | ...)`` on the tsvector's text form (``rank_of_terms``)."""
-    if not query.lexemes or not text.strip():
-        return 0.0
     return rank_of_terms(text_terms(text), query)
 
 
@@ -386,11 +382,13 @@ class LexicalIndex:
         found = self._tables.get(table)
         if found is None or not query.lexemes:
             return {}
-        return {
-            found.ids[place]: text_rank(text, query)
+        # A quoted lexeme found anywhere in the text picks the records to parse; the parse decides, as in a search.
+        ranked = (
+            (found.ids[place], text_rank(text, query))
             for place, text in enumerate(found.search_text)
-            if any(_has_entry(text, needle) for needle in query.needles)
-        }
+            if any(needle in text for needle in query.needles)
+        )
+        return {rid: score for rid, score in ranked if score > 0}
 
     def trigram_scores(self, table: str, query: LexicalQuery) -> dict[str, float]:
         """Every record's best similarity of a query term to its title."""
@@ -398,12 +396,6 @@ class LexicalIndex:
         if found is None:
             return {}
         return {rid: query.best_similarity(found.trigrams_of(place)) for place, rid in enumerate(found.ids)}
-
-
-def _has_entry(text: str, needle: str) -> bool:
-    at = text.find(needle)
-    end = at + len(needle)
-    return at >= 0 and (end == len(text) or text[end] in ": ")
 
 
 def _quote(lexeme: str) -> str:
