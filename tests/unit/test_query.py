@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from dataclasses import fields
 
 import pytest
@@ -22,6 +23,7 @@ from godot_rag.domain.retrieval.query import (
     build_retriever_query,
     extract_prompt_terms,
     primary_intent,
+    strip_comments,
 )
 from godot_rag.infra import kb_store
 
@@ -80,7 +82,8 @@ def test_seed_worked_example_query_text_is_reproduced():
 def test_embedding_text_is_chunk_then_its_engine_class_names():
     query = build_retriever_query(prompt=SEED_PROMPT, chunk=chunk_of(SEED_PROCESS))
     lines = build_embedding_text(query).split("\n")
-    assert "\n".join(lines[:-1]) == query.raw_chunk_text
+    code = re.sub(r"[()\[\]{},:;=]+", " ", strip_comments(query.raw_chunk_text))
+    assert "\n".join(lines[:-1]) == code
     assert lines[-1] == "Vector2 AnimatedSprite2D"
     # The prompt's words stay out of the vector (they pulled every chunk toward the same guide pages).
     other = build_retriever_query(prompt="What does this do?", chunk=chunk_of(SEED_PROCESS))
@@ -181,7 +184,22 @@ def test_comment_words_stay_out_of_the_keys():
     lexemes = fusion.query_lexemes(query)
     assert "kinematicbody2d" not in lexemes and "flash" not in lexemes
     assert {"modulate", "color", "show"} <= set(lexemes)
-    assert fusion.strip_comments('x = "a\\"#b" # c') == 'x = "a\\"#b" '
+    assert strip_comments('x = "a\\"#b" # c') == 'x = "a\\"#b" '
+    assert strip_comments("a # b\nc = '#' # d\n# e\nf") == "a \nc = '#' \n\nf"
+
+
+def test_embedding_text_leaves_out_comments_and_the_punctuation_between_names():
+    source = (
+        "func _ready():  # Godot 3 KinematicBody2D leftovers\n"
+        "\t# velocity = move_and_slide(velocity)\n"
+        '\tvar hit := {"a": [1, 2]}; label.text = "#%d" % hit.size()\n'
+    )
+    query = build_retriever_query(prompt=SEED_PROMPT, chunk=chunk_of(source, name="_ready"))
+    text = build_embedding_text(query)
+    assert "move_and_slide" not in text and "leftovers" not in text
+    assert not set("()[]{},:;=") & set(text)
+    # Names, member access, strings (a # inside one is no comment) and operators stay.
+    assert text.split() == ["func", "_ready", "var", "hit", '"a"', "1", "2", "label.text", '"#%d"', "%", "hit.size"]
 
 
 def direct_chunk_of(path: str, source: str, chunk_id: str):

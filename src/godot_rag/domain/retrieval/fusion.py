@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from godot_rag.domain.models import RetrieverQuery
 from godot_rag.domain.retrieval.knowledge import key_lexemes
+from godot_rag.domain.retrieval.query import strip_comments
 
 MODE_HYBRID = "hybrid"
 MODE_LEXICAL = "lexical"
@@ -34,30 +35,6 @@ class SearchConfig:
 
 
 DEFAULT_CONFIG = SearchConfig()
-
-
-def strip_comments(code: str) -> str:
-    """GDScript code without its ``#`` comments (a ``#`` inside a string literal stays)."""
-    out: list[str] = []
-    for line in code.split("\n"):
-        quote = ""
-        cut = len(line)
-        i = 0
-        while i < len(line):
-            ch = line[i]
-            if quote:
-                if ch == "\\":
-                    i += 1
-                elif ch == quote:
-                    quote = ""
-            elif ch in "\"'":
-                quote = ch
-            elif ch == "#":
-                cut = i
-                break
-            i += 1
-        out.append(line[:cut])
-    return "\n".join(out)
 
 
 def searches_vectors(query: RetrieverQuery) -> bool:

@@ -40,6 +40,16 @@ docs/retrieval.md has the tables):
   the code and the prompt's words pull every vector toward the same guide
   pages. A function's text is 22 % fewer tokens (81 -> 63 on the bench
   corpus), and the query model's time is about that much shorter.
+- The code in that text is without its comments and without the brackets,
+  commas, colons, semicolons and ``=`` between its names (``retrieval/5``):
+  the query model reads each as a token of its own, and they are a fifth of
+  a script chunk's tokens. Measured on the 295 chunks, hybrid Recall@5 / MRR
+  0.992 / 0.932 -> 0.992 / 0.933, vector-only 0.695 / 0.631 -> 0.707 / 0.639
+  (no category's Recall@5 lower); 25 % fewer tokens (57 -> 43 per script
+  chunk of 14 public projects, 65 -> 48 per function of the bench corpus).
+  Dropping more was measured worse: underscores (15 % of what is left) and
+  dots, vector-only 0.677 and 0.695, hybrid 0.990 each; numbers, hybrid 0.990.
+  The judge reads no comment either (the chunk's code mask).
 """
 
 from __future__ import annotations
@@ -50,7 +60,7 @@ from godot_rag.domain.chunking.direct import STRUCTURED_CHUNK_KINDS
 from godot_rag.domain.models import Chunk, RetrieverQuery
 
 # Bump when query building or search changes what a chunk retrieves.
-RETRIEVAL_VERSION = "retrieval/4"
+RETRIEVAL_VERSION = "retrieval/5"
 
 INTENT_EXPLAIN = "explain"
 INTENT_MIGRATION = "migration"
@@ -179,6 +189,37 @@ def build_retriever_query(*, prompt: str, chunk: Chunk) -> RetrieverQuery:
     )
 
 
+# Punctuation between names that the query model reads as tokens of their own (module docstring).
+_EMBEDDING_PUNCTUATION_RE = re.compile(r"[()\[\]{},:;=]+")
+
+
+def strip_comments(code: str) -> str:
+    """GDScript code without its ``#`` comments (a ``#`` inside a string literal stays)."""
+    if "#" not in code:
+        return code
+    return "\n".join(_line_without_comment(line) if "#" in line else line for line in code.split("\n"))
+
+
+def _line_without_comment(line: str) -> str:
+    quote = ""
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            return line[:i]
+        i += 1
+    return line
+
+
 def build_embedding_text(query: RetrieverQuery) -> str:
-    """The text the query model embeds: the chunk's code, then its engine class names (module docstring)."""
-    return query.raw_chunk_text + "\n" + " ".join(query.symbol_candidates)
+    """The text the query model embeds: the chunk's code without comments and bracket/separator
+    punctuation, then its engine class names (module docstring)."""
+    code = _EMBEDDING_PUNCTUATION_RE.sub(" ", strip_comments(query.raw_chunk_text))
+    return code + "\n" + " ".join(query.symbol_candidates)
