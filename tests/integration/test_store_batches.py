@@ -320,3 +320,50 @@ async def test_file_tasks_handled_together_read_in_one_statement_and_commit_in_o
         assert store._declared_reads.batches == 1 and store._declared_reads.items == len(asks)
     finally:
         await store.close()
+
+
+async def test_a_shaders_uniforms_are_among_the_names_its_file_declares(stack):
+    """A shader is chunked in blocks: the judge of one block learns the uniforms the other blocks declare
+    (`uniform sampler2D SCREEN_TEXTURE : hint_screen_texture` is the file's own name, not Godot 3's built-in)."""
+    aid = f"shader-names-{time.time_ns()}"
+    path, data = "fx/screen.gdshader", b"shader_type canvas_item;\n\nuniform sampler2D SCREEN_TEXTURE : hint_screen_texture;\n"
+    files = [
+        {
+            "source_file": path,
+            "source_kind": "shader",
+            "included": True,
+            "excluded_reason": "",
+            "sha256": f"sha-{aid}",
+            "size": len(data),
+            "data": data,
+        }
+    ]
+    blocks = [
+        ("1", "shader_type canvas_item;"),
+        ("3", "uniform sampler2D SCREEN_TEXTURE : hint_screen_texture;"),
+        ("5", "void fragment() {\n\tCOLOR = texture(SCREEN_TEXTURE, SCREEN_UV);\n}"),
+    ]
+    output = {
+        "source_file": path,
+        "status": "ok",
+        "chunks": [
+            {
+                "chunk_id": f"{path}:block:{name}",
+                "chunk_order": order,
+                "chunk_kind": "block",
+                "name": name,
+                "code_text": text,
+                "span": {"start_line": int(name), "end_line": int(name) + text.count("\n")},
+            }
+            for order, (name, text) in enumerate(blocks)
+        ],
+    }
+    store = await Store.open(stack.runtime["pg_dsn"])
+    try:
+        await store.create_analysis(
+            analysis_id=aid, project_id="p", prompt="q", source_origin="test", input_ref="t", pipeline_version="v", files=files
+        )
+        await store.save_file_chunks(aid, path, output, cache_as=(f"sha-{aid}", "shader", "v1"))
+        assert await store.file_declared_names(aid, path) == ["SCREEN_TEXTURE"]
+    finally:
+        await store.close()

@@ -415,6 +415,36 @@ def test_godot4_shading_language_and_the_file_names(knowledge):
     assert {j.signal for _, j in _judge_direct(knowledge, "new.gdshader", "shader", plain)[1:]} == {"neutral"}
 
 
+def test_a_uniform_named_as_a_godot3_built_in_is_the_shaders_own(knowledge):
+    """Godot's converter (and hand ports) keep `SCREEN_TEXTURE` as the name of the Godot 4 uniform that replaces it:
+    a block reading it, chunked apart from the declaration, uses the file's uniform, not Godot 3's built-in."""
+    from godot_rag.domain.chunking.files import chunk_file
+
+    text = (
+        "shader_type canvas_item;\n\n"
+        "uniform sampler2D SCREEN_TEXTURE : hint_screen_texture, filter_linear_mipmap;\n"
+        "uniform float depth[2] ; // uniform sampler2D DEPTH_TEXTURE; is a comment\n\n"
+        "void fragment() {\n\tCOLOR = texture(SCREEN_TEXTURE, SCREEN_UV) * texture(DEPTH_TEXTURE, SCREEN_UV);\n}\n"
+    )
+    chunks = chunk_file("vignette.gdshader", "shader", text.encode()).chunks
+    declared = declared_names(chunks)
+    assert {"SCREEN_TEXTURE", "depth"} <= declared and "DEPTH_TEXTURE" not in declared
+    fragment = next(c for c in chunks if "fragment" in c.code_text)
+    judged = judge_chunk(fragment, "shader", [], knowledge.index, declared)
+    assert [(n.old, n.line) for n in judged.migration_notes] == [("DEPTH_TEXTURE", 7)]
+    assert "`SCREEN_TEXTURE`" not in judged.explanation
+    # Without the file's declarations (the block alone) the built-in is Godot 3's, as before.
+    alone = judge_chunk(fragment, "shader", [], knowledge.index, frozenset())
+    assert {n.old for n in alone.migration_notes} == {"SCREEN_TEXTURE", "DEPTH_TEXTURE"}
+    # A built-in shader of a resource declares its uniforms in the same code string.
+    tres = (
+        '[gd_resource type="Shader" format=3]\n\n[resource]\n'
+        'code = "shader_type canvas_item;\nuniform sampler2D SCREEN_TEXTURE : hint_screen_texture;\n'
+        'void fragment() {\n\tCOLOR = texture(SCREEN_TEXTURE, SCREEN_UV);\n}\n"\n'
+    )
+    assert all(not j.migration_notes for _, j in _judge_direct(knowledge, "screen.tres", "resource", tres))
+
+
 def test_a_built_in_shader_of_a_resource_is_read_as_shader_code(knowledge):
     tres = (
         '[gd_resource type="ShaderMaterial" load_steps=2 format=3]\n\n'

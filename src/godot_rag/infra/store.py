@@ -751,13 +751,14 @@ class Store:
 
     async def files_declared_names(self, asks: Sequence[tuple[str, str]]) -> list[list[str]]:
         """``file_declared_names`` of many (analysis, file) pairs in one statement; only the chunks that
-        declare names are read, and only declarations' text."""
+        declare names are read (a shader's blocks with a uniform), and only declarations' text."""
         rows = await self._fetchall(
             f"""select i.n, c.chunk_kind as kind, c.chunk->>'name' as name,
                   case when c.chunk_kind <> 'function' then c.chunk->>'code_text' end as text
             from unnest(%(a)s::text[], %(f)s::text[]) with ordinality as i(a, f, n)
             join {SCHEMA}.chunks c on c.analysis_id = i.a and c.source_file = i.f
-            where c.chunk_kind in ('function', 'variable', 'const', 'signal')""",
+            where c.chunk_kind in ('function', 'variable', 'const', 'signal')
+               or (c.chunk_kind = 'block' and strpos(c.chunk->>'code_text', 'uniform') > 0)""",
             {"a": [a for a, _ in asks], "f": [f for _, f in asks]},
         )
         per_file: list[list[tuple[str, str, str]]] = [[] for _ in asks]

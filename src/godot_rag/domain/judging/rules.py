@@ -44,7 +44,7 @@ from godot_rag.domain.models import (
 )
 from godot_rag.prompts import contract_schema
 
-RULES_JUDGE_VERSION = "rules/14"
+RULES_JUDGE_VERSION = "rules/15"
 
 # What a fact rests on. The verdict weighs them differently
 # (docs/judge.md, "Verdict rules"):
@@ -376,6 +376,8 @@ def declared_names_of(chunks: Iterable[tuple[str, str, str]]) -> frozenset[str]:
             names.add(name)
         elif kind in ("variable", "const", "signal"):
             names.update(declared_in(text))
+        elif kind == "block":
+            names.update(shader_declared_names(text))
     return frozenset(names)
 
 
@@ -1939,7 +1941,7 @@ def _csproj_facts(chunk: Chunk, text: str) -> list[Fact]:
     return [Fact(signal, strength, what, _line_of(chunk, at), kind=KIND_REMOVED_TYPE)]
 
 
-def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fact]:
+def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex, declared_names: frozenset[str] = frozenset()) -> list[Fact]:
     """Facts of a project.godot, scene, resource, .import or .uid chunk, each with its kind.
 
     The file format (format=2, numeric ids, ``ExtResource( 1 )``, the import
@@ -2072,7 +2074,7 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex) -> list[Fac
     elif source_kind == "uid":
         add(r"^uid://", SIGNAL_GODOT4, 0.9, ".uid sidecar file (Godot 4.4+; Godot 3 ignores it)", KIND_FILE_FORMAT)
     elif source_kind == "shader":
-        facts.extend(shader_facts(chunk, chunk.code_text, 0, index))
+        facts.extend(shader_facts(chunk, chunk.code_text, 0, index, declared_names))
     return facts
 
 
@@ -2184,13 +2186,30 @@ def shader_code_mask(code: str) -> str:
     return _SHADER_COMMENT_RE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), code)
 
 
-def shader_facts(chunk: Chunk, code: str, offset: int, index: RenameIndex) -> list[Fact]:
+# A uniform's name: the last name before its hint, default value, array size or the end of the statement.
+_SHADER_UNIFORM_RE = re.compile(r"\buniform\b[^;{}]*?\b([A-Za-z_][A-Za-z0-9_]*)[ \t]*(?=[:=;\[])")
+
+
+def shader_declared_names(code: str) -> frozenset[str]:
+    """The uniforms shader ``code`` declares (comments left out)."""
+    if "uniform" not in code:
+        return frozenset()
+    return frozenset(m.group(1) for m in _SHADER_UNIFORM_RE.finditer(shader_code_mask(code)))
+
+
+def shader_facts(
+    chunk: Chunk, code: str, offset: int, index: RenameIndex, declared_names: frozenset[str] = frozenset()
+) -> list[Fact]:
     """Godot shading language one version's compiler rejects, in ``code`` (at ``offset`` in the chunk's text).
 
     Renamed built-ins and hints (`hint_color`, `WORLD_MATRIX`, `NORMALMAP`) rest on the converter's shader
-    renames; they are syntax: the other version's shader compiler refuses them.
+    renames; they are syntax: the other version's shader compiler refuses them. A name the shader declares
+    itself (``declared_names``: the file's uniforms; those of ``code`` are added) is its own: a Godot 4
+    shader that reads the screen through `uniform sampler2D SCREEN_TEXTURE : hint_screen_texture` (as
+    Godot's converter writes it) uses no Godot 3 built-in.
     """
     mask = shader_code_mask(code)
+    own = declared_names | shader_declared_names(code)
     facts: list[Fact] = []
     seen: set[tuple[str, int]] = set()
 
@@ -2202,6 +2221,8 @@ def shader_facts(chunk: Chunk, code: str, offset: int, index: RenameIndex) -> li
 
     for m in _SHADER_WORD_RE.finditer(mask):
         w = m.group()
+        if w in own:
+            continue
         renamed = next((e for e in index.by_old.get(w, ()) if e.enabled and e.change_type == "shader"), None)
         if renamed is not None:
             add(
@@ -2418,7 +2439,7 @@ def chunk_facts(
     if source_kind == "gdscript":
         facts = _gdscript_kinds(chunk, gdscript_facts(chunk, index, declared_names, hits, scope), index.vocabulary)
     else:
-        facts = direct_facts(chunk, source_kind, index)
+        facts = direct_facts(chunk, source_kind, index, declared_names)
     return [f for f in facts if f.signal != SIGNAL_NEUTRAL]
 
 
