@@ -749,3 +749,36 @@ def test_the_older_rpc_keywords_sync_and_slave_become_annotations():
     assert '@rpc("any_peer", "call_local") func f():\n' in fp.patched and "@rpc func g():\n" in fp.patched
     assert "slave var x = 1\n" in fp.patched  # rset is gone in Godot 4: a TODO, not an edit
     assert [t.line for t in result.todos if t.rule == "rpc-keyword"] == [9]
+
+
+def test_a_viewport_typed_from_get_viewport_or_the_root_stays_viewport():
+    """Godot 4 renamed the Viewport node SubViewport and kept `Viewport` as the base of Window and SubViewport:
+    what `get_viewport()` or the tree's root returns is a Window for most scripts, so typing it `SubViewport`
+    fails at run time. A scene's Viewport node is still a SubViewport."""
+    text = (
+        "extends Node\n\n"
+        "onready var vp: Viewport = get_viewport()\n"
+        "var sub: Viewport = $Viewport\n"
+        "var root: Viewport = get_tree().root\n\n"
+        "func f():\n"
+        "\tvar a = get_viewport() as Viewport\n"
+        '\tvar b: Viewport = $"/root"\n'
+        "\tvar c = $Viewport as Viewport\n"
+        "\tvar d: Viewport = $Sprite.get_viewport()\n"
+        "\tvar e: Viewport = get_tree().get_root()\n"
+        "\tif c is Viewport:\n"
+        "\t\tpass\n"
+    )
+    f, _ = patch_one(text)
+    lines = f.patched.splitlines()
+    assert lines[2] == "@onready var vp: Viewport = get_viewport()"
+    assert lines[3] == "var sub: SubViewport = $Viewport"
+    assert lines[4] == "var root: Viewport = get_tree().root"
+    assert lines[7:13] == [
+        "\tvar a = get_viewport() as Viewport",
+        '\tvar b: Viewport = $"/root"',
+        "\tvar c = $Viewport as SubViewport",
+        "\tvar d: Viewport = $Sprite.get_viewport()",
+        "\tvar e: Viewport = get_tree().get_root()",
+        "\tif c is SubViewport:",
+    ]

@@ -39,6 +39,15 @@ from godot_rag.domain.patching.knowledge import PatchKnowledge, Rename
 from godot_rag.domain.patching.model import Basis, Edit, Kept, Todo
 from godot_rag.domain.patching.symbols import ENGINE, NODE, SELF, UNKNOWN, USER, ProjectSymbols, Receiver
 
+_VARIABLE_STATEMENTS = ("variable_statement", "onready_variable_statement", "export_variable_statement")
+# The viewport a node is in (`get_viewport()`, `$A/B.get_viewport()`) or the root window
+# (`get_tree().root`, `get_tree().get_root()`, `get_node("/root")`, `$"/root"`), without whitespace.
+_VIEWPORT_VALUE_RE = re.compile(
+    r"(?:(?:self|[A-Za-z_]\w*(?:\(\))?|\$[\w/]+|\$\"[^\"]*\")\.)*get_viewport\(\)"
+    r"|get_tree\(\)\.(?:root|get_root\(\))"
+    r"|get_node\([\"']/root[\"']\)|\$[\"']/root[\"']"
+)
+
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PUNCT = frozenset({"(", ")", ",", "[", "]", "{", "}"})
 _STATEMENTS = frozenset({"expression_statement", "variable_statement", "return_statement"})
@@ -618,6 +627,10 @@ class GDScriptPatcher:
             ):
                 self.keep(node, name, f"the project declares `{name}`")
                 return
+            if r.old_in_godot4 and self.types_a_viewport_value(node):
+                # Godot 4 keeps `Viewport` as the base of Window and SubViewport, and what `get_viewport()`
+                # or the tree's root returns is a Window for most scripts: `SubViewport` would fail there.
+                return
             conf = 0.8 if r.old_in_godot4 else 0.95
             self.replace(node, r.new, Basis("rename-class", r.record_id, conf, "type name", f"{name} -> {r.new}"))
             return
@@ -633,6 +646,28 @@ class GDScriptPatcher:
             self.replace(
                 node, r.new, Basis("rename-property", r.record_id, 0.9, f"self (extends {self.base})", f"{name} -> {r.new}")
             )
+
+    def types_a_viewport_value(self, node: Node) -> bool:
+        """`var v: Viewport = get_viewport()`, `get_tree().root as Viewport`: the type names the viewport a
+        node is in or the root window, not a Viewport node of a scene."""
+        parent = node.parent
+        if parent is None:
+            return False
+        value: Node | None = None
+        if parent.type == "type" and parent.parent is not None and parent.parent.type in _VARIABLE_STATEMENTS:
+            kids = parent.parent.children
+            value = next((kids[i + 1] for i, c in enumerate(kids[:-1]) if c.type == "="), None)
+        elif (
+            parent.type == "binary_operator"
+            and len(parent.children) == 3
+            and parent.children[1].type == "as"
+            and parent.children[2].id == node.id
+        ):
+            value = parent.children[0]
+        if value is None:
+            return False
+        text = "".join(self.src[value.start_byte : value.end_byte].decode("utf-8", "replace").split())
+        return _VIEWPORT_VALUE_RE.fullmatch(text) is not None
 
     def rename_member(self, node: Node, name: str, recv_node: Node | None, scope: _Scope) -> None:
         receiver, _ = self.receiver_for(node, scope)
