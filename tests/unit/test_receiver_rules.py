@@ -422,6 +422,35 @@ def test_a_member_an_engine_typed_receiver_lacks_is_the_projects_when_the_projec
     arm = judged["holder.gd"]["function:arm"]
     assert arm.signal == "neutral", arm.explanation
     assert "the project defines one" in arm.explanation
-    # Without the project's `init`, the name alone still decides (the object is some subclass).
+    # Without the project's `init`, the name alone decides (the object is some subclass): a name only one version
+    # has counts, but `init` is one of the one-word names projects declare themselves, which count for neither.
     alone = judge_project({"holder.gd": holder}, knowledge)["holder.gd"]["function:arm"]
-    assert alone.signal == "godot3", alone.explanation
+    assert alone.signal == "neutral", alone.explanation
+    lacking = holder.replace("gun.init(owner_node)", "gun.get_cellv(Vector2.ZERO)")  # a Godot 3 TileMap's
+    other = judge_project({"holder.gd": lacking}, knowledge)["holder.gd"]["function:arm"]
+    assert other.signal == "godot3", other.explanation
+
+
+def test_one_word_names_projects_declare_themselves_are_no_evidence_on_unknown_objects(knowledge):
+    """`enemy.speed`, `main.next()`, `vfx.init(...)`, `machine.process(delta)`: a pasted script (or a partial
+    project) calling such names on an object it cannot name calls the project's own members."""
+    snippet = (
+        'extends Node\n\nonready var main = get_node("../Main")\nvar current_state = null\n\n\n'
+        "func _process(delta):\n\tvar enemy = Enemy.instance()\n\tenemy.speed = 4.0\n\tmain.next()\n"
+        "\tvar effect = effect_scene.instantiate()\n\teffect.init(position)\n\tcurrent_state.process(delta)\n"
+    )
+    judged = judge_project({"snippet.gd": snippet}, knowledge)
+    verdict = judged["snippet.gd"]["function:_process"]
+    for word in ("speed", "next", "init", "process"):
+        assert f"member `{word}`" not in verdict.explanation, verdict.explanation
+    # `instance()` and `instantiate()` on unknown objects still count, each for its version.
+    assert "instance()" in verdict.explanation and "instantiate()" in verdict.explanation
+    # The engine's own one-word idioms still count on unknown objects.
+    for code, signal in (
+        ("var e = scene.instance()", "godot3"),
+        ("var hit = collision.collider", "godot3"),
+        ("died.emit()", "godot4"),
+        ("var alive = enemies.filter(is_alive)", "godot4"),
+    ):
+        one = judge_project({"o.gd": f"extends Node\n\n\nfunc f(scene, collision, died, enemies):\n\t{code}\n"}, knowledge)
+        assert one["o.gd"]["function:f"].signal == signal, (code, one["o.gd"]["function:f"].explanation)
