@@ -402,6 +402,39 @@ def evaluate_projects(knowledge: Knowledge, cases: list[ProjectCase] | None = No
     }
 
 
+def evaluate_scripts_alone(knowledge: Knowledge, cases: list[ProjectCase] | None = None) -> dict:
+    """Every script of the godot3 and godot4 projects judged on its own, as a pasted snippet is: no other script,
+    scene or project.godot to resolve its receivers or to declare the names it calls. Lists the chunks judged for
+    the version the project is not."""
+    cases = cases if cases is not None else load_projects()
+    started = time.perf_counter()
+    chunks = 0
+    against: list[str] = []
+    for case in cases:
+        other = {"godot3": "godot4", "godot4": "godot3"}.get(case.label)
+        if other is None:
+            continue
+        for f in project_files(case.path):
+            if f.source_kind != "gdscript" or not f.included:
+                continue
+            _, judged = judge_files([f], knowledge)
+            chunks += len(judged)
+            against.extend(
+                f"{case.path}/{source_file}:{chunk.chunk_id.split(':', 1)[1]} ({j.confidence:.2f}): {j.explanation[:200]}"
+                for source_file, chunk, j in judged
+                if j.signal == other
+            )
+    return {"script_chunks": chunks, "against": against, "seconds": time.perf_counter() - started}
+
+
+def print_scripts_alone(alone: dict, quiet: bool) -> None:
+    print(f"\n== each script of the godot3 and godot4 projects judged alone, as a snippet ({alone['seconds']:.2f} s)")
+    if not quiet:
+        for line in alone["against"]:
+            print(f"    judged for the other version: {line}")
+    print(f"script chunks judged for the other version: {len(alone['against'])} of {alone['script_chunks']}")
+
+
 CALIBRATION_BINS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.8), (0.8, 0.9), (0.9, 1.01))
 
 
@@ -539,8 +572,10 @@ def main(argv: list[str] | None = None) -> int:
         own = load_projects(args.projects) if args.projects is not None else None
         projects = evaluate_projects(knowledge, own, without_project_godot=args.without_project_godot)
         print_projects(projects, args.quiet)
+        alone = evaluate_scripts_alone(knowledge, own)
+        print_scripts_alone(alone, args.quiet)
         if args.json:
-            Path(args.json).write_text(json.dumps({"projects": projects}, indent=2))
+            Path(args.json).write_text(json.dumps({"projects": projects, "scripts_alone": alone}, indent=2))
             print(f"wrote {args.json}")
         return 0
     sets = {name: load_cases(CORPUS / name, not args.no_project_index) for name in SETS}
@@ -566,6 +601,9 @@ def main(argv: list[str] | None = None) -> int:
     projects = evaluate_projects(knowledge)
     print_projects(projects, args.quiet)
     report["projects"] = projects
+    alone = evaluate_scripts_alone(knowledge)
+    print_scripts_alone(alone, args.quiet)
+    report["scripts_alone"] = alone
     if args.llm:
         from godot_rag.settings import load_settings
 
