@@ -454,3 +454,17 @@ def test_one_word_names_projects_declare_themselves_are_no_evidence_on_unknown_o
     ):
         one = judge_project({"o.gd": f"extends Node\n\n\nfunc f(scene, collision, died, enemies):\n\t{code}\n"}, knowledge)
         assert one["o.gd"]["function:f"].signal == signal, (code, one["o.gd"]["function:f"].explanation)
+
+
+def test_move_and_slide_with_snap_on_any_object_is_godot3_unless_the_project_declares_it(knowledge):
+    # No Godot 4 class has it: called on an object the judge cannot name it is Godot 3 as when called bare.
+    for code in ("body.move_and_slide_with_snap(v, Vector2.DOWN, Vector2.UP)", "move_and_slide_with_snap(v, snap, up)"):
+        judged = judge_project({"a.gd": f"extends Node2D\n\n\nfunc f(body, v, snap, up):\n\t{code}\n"}, knowledge)
+        assert judged["a.gd"]["function:f"].signal == "godot3", (code, judged["a.gd"]["function:f"].explanation)
+    # A project class that declares its own is the project's.
+    files = {
+        "a.gd": "extends Node2D\n\nvar mover: Mover\n\n\nfunc f(v):\n\tmover.move_and_slide_with_snap(v)\n",
+        "m.gd": "class_name Mover\nextends Node\n\n\nfunc move_and_slide_with_snap(v):\n\tpass\n",
+    }
+    own = judge_project(files, knowledge)["a.gd"]["function:f"]
+    assert own.signal == "neutral" and "the project's own member" in own.explanation, own.explanation

@@ -44,7 +44,7 @@ from godot_rag.domain.models import (
 )
 from godot_rag.prompts import contract_schema
 
-RULES_JUDGE_VERSION = "rules/16"
+RULES_JUDGE_VERSION = "rules/17"
 
 # What a fact rests on. The verdict weighs them differently
 # (docs/judge.md, "Verdict rules"):
@@ -651,7 +651,9 @@ _G3_SYNTAX: list[tuple[re.Pattern[str] | _HeadParenScan, str, float, str, str]] 
         "func f(x)",
     ),
     (
-        re.compile(r"(?<![\w.])move_and_slide_with_snap[ \t]*\("),
+        # Bare, through self or on any object (`body.move_and_slide_with_snap(...)`): no Godot 4 class has it, and
+        # a project's own method of that name is set aside by its receiver (_syntax_member).
+        re.compile(r"(?:\.|(?<![\w.]))move_and_slide_with_snap[ \t]*\("),
         "`move_and_slide_with_snap()` (Godot 4 sets floor_snap_length)",
         0.9,
         "move_and_slide_with_snap()",
