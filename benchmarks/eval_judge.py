@@ -336,6 +336,18 @@ def load_project_function_labels() -> dict[tuple[str, str], tuple[str, str]]:
     return labels
 
 
+OTHER_VERSION = {"godot3": "godot4", "godot4": "godot3"}
+
+
+def judged_against(judged: list[tuple[str, Chunk, Judgment]], other: str | None, prefix: str = "") -> list[str]:
+    """One line per script chunk judged ``other``: the version its project is not."""
+    return [
+        f"{prefix}{source_file}:{chunk.chunk_id.split(':', 1)[1]} ({j.confidence:.2f}): {j.explanation[:200]}"
+        for source_file, chunk, j in judged
+        if j.signal == other
+    ]
+
+
 def evaluate_projects(knowledge: Knowledge, cases: list[ProjectCase] | None = None, *, without_project_godot: bool = False) -> dict:
     """Verdict of every labelled project and the judgment of every labelled function in them.
 
@@ -357,7 +369,7 @@ def evaluate_projects(knowledge: Knowledge, cases: list[ProjectCase] | None = No
         broken: list[str] = []
         outcomes, judged = judge_files(files, knowledge, broken)
         v = compute_verdict(outcomes)
-        other = {"godot3": "godot4", "godot4": "godot3"}.get(case.label)
+        other = OTHER_VERSION.get(case.label)
         rows.append(
             {
                 "project": case.path,
@@ -368,11 +380,7 @@ def evaluate_projects(knowledge: Knowledge, cases: list[ProjectCase] | None = No
                 "basis": list(v.basis),
                 "why": case.why,
                 "script_chunks": len(judged),
-                "against": [
-                    f"{source_file}:{chunk.chunk_id.split(':', 1)[1]} ({j.confidence:.2f}): {j.explanation[:200]}"
-                    for source_file, chunk, j in judged
-                    if j.signal == other
-                ],
+                "against": judged_against(judged, other),
                 "contract_errors": broken,
             }
         )
@@ -411,7 +419,7 @@ def evaluate_scripts_alone(knowledge: Knowledge, cases: list[ProjectCase] | None
     chunks = 0
     against: list[str] = []
     for case in cases:
-        other = {"godot3": "godot4", "godot4": "godot3"}.get(case.label)
+        other = OTHER_VERSION.get(case.label)
         if other is None:
             continue
         for f in project_files(case.path):
@@ -419,11 +427,7 @@ def evaluate_scripts_alone(knowledge: Knowledge, cases: list[ProjectCase] | None
                 continue
             _, judged = judge_files([f], knowledge)
             chunks += len(judged)
-            against.extend(
-                f"{case.path}/{source_file}:{chunk.chunk_id.split(':', 1)[1]} ({j.confidence:.2f}): {j.explanation[:200]}"
-                for source_file, chunk, j in judged
-                if j.signal == other
-            )
+            against.extend(judged_against(judged, other, f"{case.path}/"))
     return {"script_chunks": chunks, "against": against, "seconds": time.perf_counter() - started}
 
 

@@ -39,7 +39,6 @@ from godot_rag.domain.patching.knowledge import PatchKnowledge, Rename
 from godot_rag.domain.patching.model import Basis, Edit, Kept, Todo
 from godot_rag.domain.patching.symbols import ENGINE, NODE, SELF, UNKNOWN, USER, ProjectSymbols, Receiver
 
-_VARIABLE_STATEMENTS = ("variable_statement", "onready_variable_statement", "export_variable_statement")
 # The viewport a node is in (`get_viewport()`, `$A/B.get_viewport()`) or the root window
 # (`get_tree().root`, `get_tree().get_root()`, `get_node("/root")`, `$"/root"`), without whitespace.
 _VIEWPORT_VALUE_RE = re.compile(
@@ -654,9 +653,8 @@ class GDScriptPatcher:
         if parent is None:
             return False
         value: Node | None = None
-        if parent.type == "type" and parent.parent is not None and parent.parent.type in _VARIABLE_STATEMENTS:
-            kids = parent.parent.children
-            value = next((kids[i + 1] for i, c in enumerate(kids[:-1]) if c.type == "="), None)
+        if parent.type == "type" and parent.parent is not None and parent.parent.type in _VAR_NODES:
+            value = _initialiser(parent.parent)
         elif (
             parent.type == "binary_operator"
             and len(parent.children) == 3
@@ -666,8 +664,7 @@ class GDScriptPatcher:
             value = parent.children[0]
         if value is None:
             return False
-        text = "".join(self.src[value.start_byte : value.end_byte].decode("utf-8", "replace").split())
-        return _VIEWPORT_VALUE_RE.fullmatch(text) is not None
+        return _VIEWPORT_VALUE_RE.fullmatch("".join(self.text(value).split())) is not None
 
     def rename_member(self, node: Node, name: str, recv_node: Node | None, scope: _Scope) -> None:
         receiver, _ = self.receiver_for(node, scope)
