@@ -468,3 +468,36 @@ def test_move_and_slide_with_snap_on_any_object_is_godot3_unless_the_project_dec
     }
     own = judge_project(files, knowledge)["a.gd"]["function:f"]
     assert own.signal == "neutral" and "the project's own member" in own.explanation, own.explanation
+
+
+def test_a_godot3_member_on_a_class_only_godot4_names_is_no_evidence(knowledge):
+    # Godot 4.0 had NavigationAgent3D.time_horizon and NavigationServer3D.agent_set_callback; 4.1 removed them, so
+    # the 4.4 reference has them only on Godot 3's NavigationAgent / NavigationServer. Code that names the Godot 4
+    # class is not Godot 3 code.
+    files = {
+        "a.gd": (
+            "extends CharacterBody3D\n\n@onready var agent: NavigationAgent3D = $NavigationAgent3D\n\n\n"
+            "func setup():\n\tagent.time_horizon = 2.0\n\tagent.ignore_y = true\n\n\n"
+            'func server(a):\n\tNavigationServer3D.agent_set_callback(a, self, "_on_v")\n\n\n'
+            "func goal(p):\n\tagent.set_target_location(p)\n"
+        )
+    }
+    judged = judge_project(files, knowledge)["a.gd"]
+    setup = judged["function:setup"]
+    assert setup.signal == "neutral" and "a class only Godot 4 names" in setup.explanation, setup.explanation
+    assert "`time_horizon` on NavigationAgent3D" in setup.explanation
+    server = judged["function:server"]
+    assert server.signal == "godot4" and "`agent_set_callback` on NavigationServer3D" in server.explanation, server.explanation
+    goal = judged["function:goal"]
+    assert goal.signal == "neutral" and "renamed `set_target_position`" in goal.explanation, goal.explanation
+    # The same members on Godot 3's classes stay Godot 3 evidence.
+    files3 = {
+        "a.gd": (
+            "extends KinematicBody\n\nonready var agent: NavigationAgent = $NavigationAgent\n\n\n"
+            "func setup():\n\tagent.time_horizon = 2.0\n\n\n"
+            'func server(a):\n\tNavigationServer.agent_set_callback(a, self, "_on_v")\n'
+        )
+    }
+    judged3 = judge_project(files3, knowledge)["a.gd"]
+    assert judged3["function:setup"].signal == "godot3", judged3["function:setup"].explanation
+    assert judged3["function:server"].signal == "godot3", judged3["function:server"].explanation

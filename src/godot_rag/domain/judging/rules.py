@@ -218,6 +218,10 @@ class EngineVocabulary:
     def is_engine_class(self, name: str) -> bool:
         return name in self.classes3 or name in self.classes4 or name in self.singletons3 or name in self.singletons4
 
+    def godot4_only_class(self, name: str) -> bool:
+        """A class (or singleton) name only Godot 4 has: NavigationAgent3D, CharacterBody2D, Time."""
+        return (name in self.classes4 or name in self.singletons4) and not (name in self.classes3 or name in self.singletons3)
+
     def engine_name(self, name: str) -> bool:
         return (
             name in self.member_names3
@@ -1080,6 +1084,21 @@ def _syntax_member(ctx: _Context, start: int) -> _Member | None:
     return ctx.member_at(start, word) if word else None
 
 
+def _early_godot4_member(member: _Member, word: str, change: str, line: int) -> Fact:
+    """`agent.time_horizon` on a receiver of a class only Godot 4 names (`var agent: NavigationAgent3D`): Godot 3's
+    counterpart had the member and Godot 4.4's class has not, so it is a name of an earlier Godot 4 (4.0 had
+    both the class and the member) or a leftover in a port, never Godot 3 code: no evidence either way."""
+    return Fact(
+        SIGNAL_NEUTRAL,
+        0.0,
+        f"`{word}` on {member.engine}, a class only Godot 4 names ({change}): "
+        f"a name of an earlier Godot 4 or a port's leftover{_rests_on(member)}",
+        line,
+        symbol=word,
+        tier=-1,
+    )
+
+
 def _rests_on(member: _Member | None) -> str:
     return f" [{member.basis}]" if member is not None and member.basis else ""
 
@@ -1297,6 +1316,7 @@ def _rename_facts(
         if member is not None and member.kind == "project":
             continue  # a project member that shares a renamed engine member's name
         engine3 = _class_pair(member.engine, index)[0] if member is not None and member.kind == "engine" else ""
+        godot4_receiver = member is not None and member.kind == "engine" and vocab.godot4_only_class(member.engine)
         line = _line_of(chunk, t.start)
         # Retrieved hits first, so a note's basis is a record the request carried.
         for entry in [*hit_entries.get(word, ()), *index.by_old.get(word, ())]:
@@ -1308,6 +1328,9 @@ def _rename_facts(
                 if any((entry.old, line) == k for k in seen):
                     break
                 seen.add((entry.old, line))
+                if member is not None and godot4_receiver and entry.change_type in ("method", "property"):
+                    facts.append(_early_godot4_member(member, word, f"Godot 3's name, renamed `{entry.new}` in Godot 4", line))
+                    break
                 # The old name still callable in Godot 4 (a name there, or a property's setter) is weaker.
                 strength = 0.6 if entry.old_in_godot4 or entry.old in vocab.accessor_names4 else 0.9
                 facts.append(
@@ -1602,7 +1625,12 @@ def _vocabulary_facts(
                 in3 = w in vocab.members3.get(c3, frozenset())
                 in4 = w in vocab.members4.get(c4, frozenset())
                 rests = f" [{member.basis}]" if member.basis and not qualified else ""
-                if in3 and not in4:
+                if in3 and not in4 and vocab.godot4_only_class(member.engine):
+                    f = _early_godot4_member(
+                        member, w, f"Godot 3's {c3} has it, Godot 4.4's {c4} has not", _line_of(chunk, t.start)
+                    )
+                    add(f.signal, f.strength, f.what, t)
+                elif in3 and not in4:
                     new, basis = _replacement(index, c3, c4, w, qualified)
                     add(
                         SIGNAL_GODOT3,
@@ -2536,7 +2564,7 @@ def judge_chunk(
     if elided:
         suffix += f". {elided} more changes in this chunk are not listed as migration notes (at most {MAX_MIGRATION_NOTES})."
     if set_aside:
-        suffix += " Not evidence: " + "; ".join(set_aside) + "."
+        suffix += ("" if explanation.endswith(".") or suffix else ".") + " Not evidence: " + "; ".join(set_aside) + "."
     explanation = _fit(explanation, suffix, MAX_EXPLANATION)
 
     fact_records = {f.basis_record_id for f in facts if f.basis_record_id}
