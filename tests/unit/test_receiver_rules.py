@@ -9,6 +9,7 @@ import pytest
 
 from godot_rag import convert
 from godot_rag.domain.chunking.gdscript import parse_gdscript
+from godot_rag.domain.judging import rules
 from godot_rag.domain.judging.contract import ContractScope, from_judgment, validate
 from godot_rag.domain.judging.project_index import build_scopes
 from godot_rag.domain.judging.rules import REMOVED_IN_GODOT4, declared_names, judge_chunk
@@ -501,3 +502,48 @@ def test_a_godot3_member_on_a_class_only_godot4_names_is_no_evidence(knowledge):
     judged3 = judge_project(files3, knowledge)["a.gd"]
     assert judged3["function:setup"].signal == "godot3", judged3["function:setup"].explanation
     assert judged3["function:server"].signal == "godot3", judged3["function:server"].explanation
+
+
+def test_names_godot4_0_had_as_well_are_no_evidence():
+    page = (
+        "Change    GDScript Compatible\n"
+        "=====   =====\n"
+        "**PathFollow2D**\n"
+        "Property ``lookahead`` removed                       |❌|      |❌|     `GH-72842`_\n"
+        "**TileMap**\n"
+        "Property ``cell_quadrant_size`` renamed to ``rendering_quadrant_size``     |❌|   `GH-81070`_\n"
+        "=====   =====\n\n"
+        "Change    GDScript Compatible\n"
+        "Method ``orphan`` removed                             |❌|      `GH-1`_\n"
+    )
+    changes = rules.later_godot4_changes_of([("4.1", page)])
+    assert changes == {
+        ("PathFollow2D", "lookahead"): "removed in Godot 4.1",
+        ("TileMap", "cell_quadrant_size"): "renamed to `rendering_quadrant_size` in Godot 4.1",
+    }
+    # The shipped guides: 4.1 to 4.4.
+    shipped = rules.later_godot4_changes()
+    assert shipped[("NavigationAgent2D", "time_horizon")].endswith("in Godot 4.1")
+    assert shipped[("AnimationPlayer", "playback_process_mode")].endswith("in Godot 4.2")
+
+
+def test_a_member_a_later_godot4_removed_is_no_evidence_on_its_class(knowledge):
+    # PathFollow2D.lookahead and AnimationPlayer.playback_active are in Godot 3.6 and in Godot 4.0/4.1, gone from
+    # 4.4's reference: a Godot 4.0 project that uses them is not Godot 3 code.
+    files = {
+        "a.gd": (
+            "extends AnimationPlayer\n\nvar follow: PathFollow2D\nvar anim: AnimationPlayer\n\n\n"
+            "func f():\n\tfollow.lookahead = 4.0\n\n\n"
+            "func g():\n\tanim.playback_active = true\n\tplayback_process_mode = 0\n\n\n"
+            "func h():\n\tfollow.offset = 3.0\n"
+        )
+    }
+    judged = judge_project(files, knowledge)["a.gd"]
+    f = judged["function:f"]
+    assert f.signal == "neutral" and "`lookahead` of PathFollow2D: Godot 3 and early Godot 4" in f.explanation, f.explanation
+    assert "removed in Godot 4.1" in f.explanation
+    g = judged["function:g"]
+    assert g.signal == "neutral" and "`playback_active` of AnimationPlayer" in g.explanation, g.explanation
+    assert "`playback_process_mode` of AnimationPlayer" in g.explanation
+    # A Godot 3 name Godot 4.0 had renamed already stays Godot 3 evidence.
+    assert judged["function:h"].signal == "godot3", judged["function:h"].explanation

@@ -44,7 +44,7 @@ from godot_rag.domain.models import (
 )
 from godot_rag.prompts import contract_schema
 
-RULES_JUDGE_VERSION = "rules/17"
+RULES_JUDGE_VERSION = "rules/18"
 
 # What a fact rests on. The verdict weighs them differently
 # (docs/judge.md, "Verdict rules"):
@@ -1317,6 +1317,9 @@ def _rename_facts(
             continue  # a project member that shares a renamed engine member's name
         engine3 = _class_pair(member.engine, index)[0] if member is not None and member.kind == "engine" else ""
         godot4_receiver = member is not None and member.kind == "engine" and vocab.godot4_only_class(member.engine)
+        engine4 = _member_classes(member, index)[1] if member is not None and member.kind == "engine" else ""
+        # Only where both versions name the class alike: on Godot 3's NavigationAgent the member is Godot 3's.
+        later = later_godot4_change(vocab, engine4, word) if engine4 and engine4 == engine3 else ""
         line = _line_of(chunk, t.start)
         # Retrieved hits first, so a note's basis is a record the request carried.
         for entry in [*hit_entries.get(word, ()), *index.by_old.get(word, ())]:
@@ -1330,6 +1333,18 @@ def _rename_facts(
                 seen.add((entry.old, line))
                 if member is not None and godot4_receiver and entry.change_type in ("method", "property"):
                     facts.append(_early_godot4_member(member, word, f"Godot 3's name, renamed `{entry.new}` in Godot 4", line))
+                    break
+                if later and entry.change_type in ("method", "property"):
+                    facts.append(
+                        Fact(
+                            SIGNAL_NEUTRAL,
+                            0.0,
+                            _later_godot4_what(word, engine4, later) + _rests_on(member),
+                            line,
+                            symbol=word,
+                            tier=-1,
+                        )
+                    )
                     break
                 # The old name still callable in Godot 4 (a name there, or a property's setter) is weaker.
                 strength = 0.6 if entry.old_in_godot4 or entry.old in vocab.accessor_names4 else 0.9
@@ -1591,7 +1606,9 @@ def _vocabulary_facts(
                 # A member of the script's own base class, called or assigned bare.
                 in3, in4 = w in inherited3, w in inherited4
                 kind = "method" if t.next_char == "(" else "property"
-                if in3 and not in4:
+                if in3 and not in4 and base3 == base4 and (later := later_godot4_change(vocab, base4, w)):
+                    add(SIGNAL_NEUTRAL, 0.0, _later_godot4_what(w, base4, later), t)
+                elif in3 and not in4:
                     new, basis = _replacement(index, base3, base4, w)
                     via = (
                         f" [self: extends {ctx.self_engine} through the project's scripts]"
@@ -1607,7 +1624,9 @@ def _vocabulary_facts(
         if t.receiver == "self" and inherited3 and inherited4:
             # self.name: a member of the script's own base class, as when called bare.
             in3, in4 = w in inherited3, w in inherited4
-            if in3 and not in4:
+            if in3 and not in4 and base3 == base4 and (later := later_godot4_change(vocab, base4, w)):
+                add(SIGNAL_NEUTRAL, 0.0, _later_godot4_what(w, base4, later) + " [self]", t)
+            elif in3 and not in4:
                 new, basis = _replacement(index, base3, base4, w)
                 add(SIGNAL_GODOT3, 0.8, f"Godot 3 member `{w}` of {base3} (not in Godot 4's {base4}) [self]", t, w, new, basis)
             elif in4 and not in3:
@@ -1630,6 +1649,8 @@ def _vocabulary_facts(
                         member, w, f"Godot 3's {c3} has it, Godot 4.4's {c4} has not", _line_of(chunk, t.start)
                     )
                     add(f.signal, f.strength, f.what, t)
+                elif in3 and not in4 and c3 == c4 and (later := later_godot4_change(vocab, c4, w)):
+                    add(SIGNAL_NEUTRAL, 0.0, _later_godot4_what(w, c4, later) + rests, t)
                 elif in3 and not in4:
                     new, basis = _replacement(index, c3, c4, w, qualified)
                     add(
@@ -1740,6 +1761,9 @@ def _member_name_fact(add, t: _Token, vocab: EngineVocabulary, member: _Member |
         return False  # only an editor class has it; the receiver is unknown
     call = t.next_char == "("
     rests = _rests_on(member)
+    if in3 and not in4 and (later := later_godot4_names().get(w)):
+        add(SIGNAL_NEUTRAL, 0.0, f"`{w}`: a name early Godot 4 had as well ({later}){rests}", t)
+        return True
     if in3 and not in4:
         new, basis = _G3_REPLACEMENTS.get(w, ""), ""
         if not new:
@@ -1881,6 +1905,65 @@ def shipped_member_changes() -> dict[tuple[str, str], tuple[str, str]]:
             new = news[i] if len(news) == len(olds) else str(row.get("new_symbol", ""))
             out.setdefault((klass, member), (new[:200], f"change:{row['id']}"))
     return out
+
+
+# The Godot 4.x upgrade guides shipped with the knowledge base (godot-docs, CC BY 3.0): each names the members
+# a release removed or renamed, which the Godot 4.4 class reference no longer lists.
+LATER_GODOT4_GUIDES = tuple(f"docs/4.x/tutorials/migrating/upgrading_to_godot_4.{minor}.rst" for minor in (1, 2, 3, 4))
+_GUIDE_CLASS_RE = re.compile(r"^\*\*([A-Za-z_]\w*)\*\*\s*$")
+_GUIDE_ROW_RE = re.compile(r"^(Method|Property|Signal|Constant|Theme item)\s+``([A-Za-z_]\w*)``\s+(.+?)\s{2,}\|")
+
+
+def later_godot4_changes_of(pages: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """(class, member) -> what a Godot 4.x upgrade guide says happened to it (``removed in Godot 4.1``), from
+    ``(version, page text)`` pairs: a ``**Class**`` line heads the rows of its class."""
+    out: dict[tuple[str, str], str] = {}
+    for version, text in pages:
+        klass = ""
+        for line in text.splitlines():
+            if m := _GUIDE_CLASS_RE.match(line):
+                klass = m.group(1)
+            elif line.startswith("Change "):
+                klass = ""  # a new table's header: its rows wait for their class line
+            elif klass and (m := _GUIDE_ROW_RE.match(line)):
+                change = re.sub(r"\s+", " ", m.group(3).replace("``", "`")).strip()
+                out.setdefault((klass, m.group(2)), f"{change} in Godot {version}")
+    return out
+
+
+@lru_cache(maxsize=1)
+def later_godot4_changes() -> dict[tuple[str, str], str]:
+    """The shipped guides' changes (``later_godot4_changes_of``): names Godot 4.0 to 4.3 had, gone in 4.4."""
+    from godot_rag.domain.retrieval.knowledge import read_text
+
+    return later_godot4_changes_of((path.rsplit("_", 1)[1].removesuffix(".rst"), read_text(path)) for path in LATER_GODOT4_GUIDES)
+
+
+@lru_cache(maxsize=1)
+def later_godot4_names() -> dict[str, str]:
+    """Member name -> `Class.member` and its change, of the first class a guide names it for."""
+    out: dict[str, str] = {}
+    for (klass, member), change in later_godot4_changes().items():
+        out.setdefault(member, f"`{klass}.{member}` {change}")
+    return out
+
+
+def _later_godot4_what(word: str, klass4: str, change: str) -> str:
+    return f"`{word}` of {klass4}: Godot 3 and early Godot 4 both have it ({change})"
+
+
+def later_godot4_change(vocab: EngineVocabulary, klass4: str, member: str) -> str:
+    """What happened to ``klass4.member`` after Godot 4.0 ("" when no guide names it), looked up along the
+    class's Godot 4 ancestors (a guide names the declaring class: AnimationPlayer for a typed AnimationPlayer)."""
+    changes = later_godot4_changes()
+    k: str | None = klass4
+    for _ in range(64):
+        if not k:
+            return ""
+        if (k, member) in changes:
+            return changes[(k, member)]
+        k = vocab.parents4.get(k)
+    return ""
 
 
 @lru_cache(maxsize=1)
@@ -2332,6 +2415,8 @@ def _property_facts(chunk: Chunk, text: str, index: RenameIndex) -> list[Fact]:
         renamed = next((e for e in index.by_old.get(prop, ()) if e.enabled and e.change_type == "property"), None)
         if type3 and type4:
             in3, in4 = prop in vocab.members3[type3], prop in vocab.members4[type4]
+            if in3 and not in4 and type3 == type4 and later_godot4_change(vocab, type4, prop):
+                continue  # a property Godot 4.0 had as well (TileMap's cell_quadrant_size until 4.2): no evidence
             if in3 and not in4:
                 facts.append(
                     Fact(
