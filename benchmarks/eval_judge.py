@@ -277,7 +277,11 @@ def project_files(rel: str) -> list:
     if path.is_file():
         return files_from_expanded_text(path.read_text(encoding="utf-8"), max_bytes=2 << 20)
     roots = scan_projects(path, max_bytes=2 << 20)
-    return next(p.files for p in roots if p.root == "")
+    # A repository whose only project sits in a subfolder (`project/project.godot`) is that project.
+    top = [p for p in roots if p.root == ""] or (roots if len(roots) == 1 else [])
+    if not top:
+        raise SystemExit(f"{rel}: {len(roots)} projects below it and none at its top: label one of them")
+    return top[0].files
 
 
 def sample_verdicts(knowledge: Knowledge) -> list[dict]:

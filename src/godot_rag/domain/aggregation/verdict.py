@@ -35,7 +35,7 @@ from godot_rag.domain.models import (
     Verdict,
 )
 
-AGGREGATOR_VERSION = "verdict/6"
+AGGREGATOR_VERSION = "verdict/7"
 
 KIND_WEIGHT = {
     "gdscript": 1.0,
@@ -179,6 +179,7 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
         if REMOVED_TYPE in kinds and o.confidence >= REMOVED_TYPE_CONFIDENCE:
             side.removed_type = True
 
+    prerelease_config = _godot4_prerelease_config(files)
     total = {s: sum(f.sides[s].weight for f in files.values()) for s in _SIDES}
     config = {s: sum(f.sides[s].config for f in files.values()) for s in _SIDES}
     content = {s: sum(f.sides[s].content for f in files.values()) for s in _SIDES}
@@ -194,10 +195,18 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
         source = f"project.godot says {_NAME[own]} (config_version / config/features)"
     elif sum(content.values()) > 0:
         own = max(_SIDES, key=lambda s: (content[s], fmt[s]))
-        source = f"no project.godot version line; the content says {_NAME[own]}"
+        source = (
+            f"project.godot's version line set aside; the content says {_NAME[own]}"
+            if prerelease_config
+            else f"no project.godot version line; the content says {_NAME[own]}"
+        )
     elif sum(fmt.values()) > 0:
         own = max(_SIDES, key=lambda s: fmt[s])
-        source = f"no project.godot version line; only the file format says {_NAME[own]}"
+        source = (
+            f"project.godot's version line set aside; only the file format says {_NAME[own]}"
+            if prerelease_config
+            else f"no project.godot version line; only the file format says {_NAME[own]}"
+        )
     else:
         basis = ["no chunk carries a Godot-3-only or Godot-4-only signal"]
         if failed_line:
@@ -205,6 +214,12 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
         return Verdict(VERDICT_UNDETERMINED, 0.0, counts, tuple(basis))
     other = SIGNAL_GODOT4 if own == SIGNAL_GODOT3 else SIGNAL_GODOT3
     basis.insert(0, source)
+    if prerelease_config:
+        basis.insert(
+            1,
+            f"{_list(prerelease_config)}: config_version 3/4 beside Godot 4's Packed*Array values, a project file a "
+            "Godot 4 pre-release wrote; its version line is not taken as the project's",
+        )
 
     written_for = {name: why for name, f in sorted(files.items()) if (why := _written_for(f, other, own))}
     prerelease = _godot4_prerelease_files(files, written_for, other, own)
@@ -244,6 +259,21 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
     if failed_line:
         basis.append(failed_line)
     return Verdict(label, round(confidence, 3), counts, tuple(basis))
+
+
+def _godot4_prerelease_config(files: dict[str, _File]) -> list[str]:
+    """project.godot files whose Godot 3 version line (config_version=4) sits beside Godot 4's value types
+    (`enabled=PackedStringArray(...)`): Godot 3 writes Pool*Array and cannot read them, and Godot 4 development
+    builds wrote config_version=4 before 4.0 moved to 5. Such a version line is the file's format, not the
+    project's statement: it is counted as file format here, so the content decides."""
+    named = []
+    for name, f in sorted(files.items()):
+        g3, g4 = f.sides[SIGNAL_GODOT3], f.sides[SIGNAL_GODOT4]
+        if f.source_kind == "project_config" and g3.config > 0 and g4.config == 0 and g4.file_format > 0:
+            g3.file_format += g3.config
+            g3.config = 0.0
+            named.append(name)
+    return named
 
 
 def _written_for(f: _File, side: str, own: str) -> str:

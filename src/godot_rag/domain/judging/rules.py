@@ -2121,6 +2121,14 @@ def direct_facts(chunk: Chunk, source_kind: str, index: RenameIndex, declared_na
             KIND_CONFIG,
         )
         add(r"PoolStringArray\(", SIGNAL_GODOT3, 0.9, "PoolStringArray value (Godot 3 project file format)", KIND_FILE_FORMAT)
+        add(
+            # config/features is a version line of its own (above), not a value's format.
+            r"^(?!config/features\b)[^\n=]*=[^\n]*?(?<![\w\"])Packed(?:String|Int32|Float32|Byte|Color|Vector2)Array\(",
+            SIGNAL_GODOT4,
+            0.9,
+            "Packed*Array value (Godot 4 project file format; Godot 3 writes Pool*Array)",
+            KIND_FILE_FORMAT,
+        )
         add(r"\"scancode\"|\"physical_scancode\"", SIGNAL_GODOT3, 0.85, "input event scancode (keycode in Godot 4)", KIND_API)
         add(r"\"physical_keycode\"|\"keycode\"", SIGNAL_GODOT4, 0.85, "input event keycode (Godot 4)", KIND_API)
     elif source_kind in ("scene", "resource"):
