@@ -277,8 +277,11 @@ def project_files(rel: str) -> list:
     if path.is_file():
         return files_from_expanded_text(path.read_text(encoding="utf-8"), max_bytes=2 << 20)
     roots = scan_projects(path, max_bytes=2 << 20)
-    # A repository whose only project sits in a subfolder (`project/project.godot`) is that project.
-    top = [p for p in roots if p.root == ""] or (roots if len(roots) == 1 else [])
+    # A repository whose one Godot project sits in a subfolder (`game/project.godot`, its C# tests beside it)
+    # is labelled for that project; `godot-rag analyze` analyses each root apart.
+    with_project = [p for p in roots if any(f.source_file == "project.godot" for f in p.files)]
+    top = [p for p in with_project if p.root == ""] or (with_project if len(with_project) == 1 else [])
+    top = top or [p for p in roots if p.root == ""] or (roots if len(roots) == 1 else [])
     if not top:
         raise SystemExit(f"{rel}: {len(roots)} projects below it and none at its top: label one of them")
     return top[0].files

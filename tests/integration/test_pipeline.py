@@ -71,7 +71,7 @@ def test_godot3_sample_is_godot3(stack, repo):
     assert [
         r["version"]
         for r in stack.sql("select version from godot_rag.project_symbols where analysis_id = %s", (doc["analysis_id"],))
-    ] == ["symbols/2"]
+    ] == ["symbols/3"]
     scopes = {
         r["source_file"]: r["symbol_scope"]
         for r in stack.sql("select source_file, symbol_scope from godot_rag.files where analysis_id = %s", (doc["analysis_id"],))

@@ -271,8 +271,8 @@ def test_index_and_scope_survive_json(project):
     assert FileScope.from_json("{not json").known is False
     assert ProjectIndex.from_json('{"version": "other"}').scripts == {}
     # Well-formed JSON of the wrong shape is no scope either, never an exception.
-    assert FileScope.from_json('{"version": "symbols/2", "types": {"x": {"members": 5}}}').known is False
-    assert ProjectIndex.from_json('{"version": "symbols/2", "scripts": {"a.gd": {"inner": {"I": 3}, "members": 1}}}').scripts == {}
+    assert FileScope.from_json('{"version": "symbols/3", "types": {"x": {"members": 5}}}').known is False
+    assert ProjectIndex.from_json('{"version": "symbols/3", "scripts": {"a.gd": {"inner": {"I": 3}, "members": 1}}}').scripts == {}
 
 
 def test_masking_keeps_length_and_lines():

@@ -547,3 +547,36 @@ def test_a_member_a_later_godot4_removed_is_no_evidence_on_its_class(knowledge):
     assert "`playback_process_mode` of AnimationPlayer" in g.explanation
     # A Godot 3 name Godot 4.0 had renamed already stays Godot 3 evidence.
     assert judged["function:h"].signal == "godot3", judged["function:h"].explanation
+
+
+def test_a_member_variable_holding_a_dictionary_literal_reads_keys(knowledge):
+    # GUT's settings panel: `var _cfg_ctrls = {}` then `_cfg_ctrls.resolution.disabled` (a key, not Godot 4's
+    # `resolution` property), and `var names = []` then `names.empty()` (Godot 3's Array method, now resolved).
+    files = {
+        "a.gd": (
+            "extends Control\n\nvar _cfg_ctrls = {}\nvar names = []\n\n\n"
+            "func show_controls(should):\n\t_cfg_ctrls.resolution.disabled = !should\n\n\n"
+            "func is_done():\n\treturn names.empty()\n"
+        )
+    }
+    judged = judge_project(files, knowledge)["a.gd"]
+    assert judged["function:show_controls"].signal == "neutral", judged["function:show_controls"].explanation
+    done = judged["function:is_done"]
+    assert done.signal == "godot3" and "[receiver `names`: Array]" in done.explanation, done.explanation
+
+
+def test_properties_of_an_object_the_chunk_shows_to_be_the_projects_are_no_evidence(knowledge):
+    # `options` is a parameter: nothing types it, but the chunk reads `options.panel_options`, which no engine
+    # class has, so `font_name` / `font_size` (Godot 4 names) are the project's keys.
+    files = {
+        "a.gd": (
+            "extends Control\n\n\nfunc fonts(options):\n"
+            "\tadd_select('font_name', options.panel_options.font_name)\n\tadd_number('font_size', options.font_size)\n"
+        )
+    }
+    fonts = judge_project(files, knowledge)["a.gd"]["function:fonts"]
+    assert fonts.signal == "neutral", fonts.explanation
+    assert "`options` is the project's object or a dictionary" in fonts.explanation, fonts.explanation
+    # Alone, the same property name still counts.
+    alone = judge_project({"a.gd": "extends Control\n\n\nfunc fonts(options):\n\tprint(options.font_size)\n"}, knowledge)
+    assert alone["a.gd"]["function:fonts"].signal == "godot4", alone["a.gd"]["function:fonts"].explanation

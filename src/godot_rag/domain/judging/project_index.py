@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-PROJECT_INDEX_VERSION = "symbols/2"
+PROJECT_INDEX_VERSION = "symbols/3"
 
 # Keywords that may precede a declaration's head word in Godot 3 and 4.
 _PREFIX_WORDS = frozenset(
@@ -192,6 +192,13 @@ def _expr_type(mask: str, text: str, i: int, base_dir: str) -> str:
     Only a whole expression counts: ``$Sprite`` is a node, ``$Sprite.texture`` is not known here.
     """
     i = skip_blank(mask, i)
+    if i < len(mask) and mask[i] in "{[":
+        # A Dictionary or Array literal, the whole expression (`var controls = {}`): `controls.font_size` is a
+        # key, `controls.size()` the container's own method, never another class's member.
+        end = skip_balanced(mask, i)
+        line_end = mask.find("\n", end)
+        rest = mask[end : len(mask) if line_end < 0 else line_end]
+        return ("T:Dictionary" if mask[i] == "{" else "T:Array") if not rest.strip() else ""
     if i < len(mask) and mask[i] in "$%":
         path = _node_path_at(mask, text, i)
         end = _node_path_end(mask, i)

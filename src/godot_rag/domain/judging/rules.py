@@ -1556,6 +1556,7 @@ def _vocabulary_facts(
     inherited3 = vocab.members3.get(base3, frozenset())
     inherited4 = vocab.members4.get(base4, frozenset())
     locals_ = _local_names(mask)
+    project_objects = _project_objects(tokens, vocab)
     facts: list[Fact] = []
     seen: set[tuple[str, int]] = set()
 
@@ -1693,6 +1694,11 @@ def _vocabulary_facts(
                 elif both_known and in4 and not in3:
                     add(SIGNAL_GODOT4, 0.85, f"Godot 4 member `{r}.{w}` (not in Godot 3)", t)
             continue
+        if t.next_char != "(" and (shown := project_objects.get(t.receiver)):
+            # A property of an object the chunk also reads a non-engine name of (`options.panel_options`, `cfg.font_size`).
+            if _member_name_fact(lambda *a, **k: None, t, vocab, member):
+                add(SIGNAL_NEUTRAL, 0.0, f"`{t.receiver}.{w}`: `{t.receiver}` is the project's object or a dictionary ({shown})", t)
+            continue
         if not _member_name_fact(add, t, vocab, member) and t.next_char == "(":
             box3 = any(w in vocab.members3.get(k, ()) for k in _CONTAINERS3)
             box4 = any(w in vocab.members4.get(k, ()) for k in _CONTAINERS4)
@@ -1737,6 +1743,22 @@ _PROJECT_WORDS = frozenset(
         "progress", "spawn",
     }
 )  # fmt: skip
+
+
+def _project_objects(tokens: list[_Token], vocab: EngineVocabulary) -> dict[str, str]:
+    """Receivers the chunk itself shows to be the project's objects or dictionaries, with what shows it: one it
+    reads a member of that no engine class has (`options.panel_options`), and such a member used as a receiver
+    in turn (`options.panel_options.font_name`). A property name alone on them is no evidence (GUT's settings
+    dictionaries read `font_name`, `font_size` and `resolution`, which only Godot 4 classes have)."""
+    out: dict[str, str] = {}
+    for u in tokens:
+        w = u.word
+        if u.prev_char != "." or w in _KEYWORDS or vocab.engine_name(w) or w in vocab.accessor_names3 or w in vocab.accessor_names4:
+            continue
+        if u.receiver and u.receiver not in ("self", "?", ")", "]", "$node"):
+            out.setdefault(u.receiver, f"it has `{w}`, which no engine class has")
+        out.setdefault(w, f"`{w}`, which no engine class has")
+    return out
 
 
 def _member_name_fact(add, t: _Token, vocab: EngineVocabulary, member: _Member | None = None) -> bool:
