@@ -580,3 +580,15 @@ def test_properties_of_an_object_the_chunk_shows_to_be_the_projects_are_no_evide
     # Alone, the same property name still counts.
     alone = judge_project({"a.gd": "extends Control\n\n\nfunc fonts(options):\n\tprint(options.font_size)\n"}, knowledge)
     assert alone["a.gd"]["function:fonts"].signal == "godot4", alone["a.gd"]["function:fonts"].explanation
+
+
+def test_a_property_of_self_in_a_script_extending_an_unseen_project_class_is_no_evidence(knowledge):
+    # Judged alone (a snippet): `extends ServerActor` names a class of the project the judge does not see, so
+    # `self.attributes` (a Godot 4 engine name) is that class's property; a call by name alone still counts.
+    source = "extends ServerActor\n\n\nfunc _init():\n\tprint(self.attributes.stamina)\n\n\nfunc redraw():\n\tself.queue_redraw()\n"
+    judged = judge_project({"a.gd": source}, knowledge, with_index=False)["a.gd"]
+    init = judged["function:_init"]
+    assert init.signal == "neutral" and "the script extends `ServerActor`, the project's class" in init.explanation, (
+        init.explanation
+    )
+    assert judged["function:redraw"].signal == "godot4", judged["function:redraw"].explanation

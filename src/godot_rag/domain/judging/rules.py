@@ -1557,6 +1557,8 @@ def _vocabulary_facts(
     inherited4 = vocab.members4.get(base4, frozenset())
     locals_ = _local_names(mask)
     project_objects = _project_objects(tokens, vocab)
+    extends = _EXTENDS_RE.search(chunk.surrounding_context) or _EXTENDS_RE.search(mask)
+    project_base = extends.group(1) if extends and not (base3 or base4) and not vocab.is_engine_class(extends.group(1)) else ""
     facts: list[Fact] = []
     seen: set[tuple[str, int]] = set()
 
@@ -1693,6 +1695,13 @@ def _vocabulary_facts(
                     )
                 elif both_known and in4 and not in3:
                     add(SIGNAL_GODOT4, 0.85, f"Godot 4 member `{r}.{w}` (not in Godot 3)", t)
+            continue
+        if t.receiver == "self" and project_base and t.next_char != "(":
+            # `self.attributes` in a script that extends the project's `ServerActor`, whose file the judge does not
+            # see (a snippet, a partial project): the property is most likely that class's. A call
+            # (`self.queue_redraw()`) still counts: on the public projects, calls by name alone were never wrong.
+            if _member_name_fact(lambda *a, **k: None, t, vocab, member):
+                add(SIGNAL_NEUTRAL, 0.0, f"`self.{w}`: the script extends `{project_base}`, the project's class", t)
             continue
         if t.next_char != "(" and (shown := project_objects.get(t.receiver)):
             # A property of an object the chunk also reads a non-engine name of (`options.panel_options`, `cfg.font_size`).
