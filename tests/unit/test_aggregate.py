@@ -363,3 +363,14 @@ def test_a_godot3_csharp_project_file_left_in_a_godot4_project_is_a_named_leftov
     # Without project.godot, the SDK is the C# project's own statement of its version.
     alone = compute_verdict([chunk("Game.csproj", "godot4", ("godot4:removed_type",), 0.95, kind="text", chunk_kind="block")])
     assert alone.label == "godot4"
+
+
+def test_a_godot3_version_line_beside_godot4_values_in_project_godot_is_set_aside():
+    # config_version=4 and `enabled=PackedStringArray(...)` in one project.godot: a Godot 4 development build wrote
+    # it. The version line counts as file format and the Godot 4 scripts decide.
+    packed = chunk("project.godot", "godot4", ("godot4:file_format",), 0.9, chunk_kind="section")
+    v = compute_verdict([config(4), packed, *godot4_scripts(2)])
+    assert v.label == "godot4", v.basis
+    assert v.basis[0].startswith("project.godot's version line set aside") and "Godot 4 pre-release" in v.basis[1]
+    # Without the Godot 4 values, the version line decides: the Godot 4 scripts make it mixed.
+    assert compute_verdict([config(4), *godot4_scripts(2)]).label == "mixed"
