@@ -592,3 +592,27 @@ def test_a_property_of_self_in_a_script_extending_an_unseen_project_class_is_no_
         init.explanation
     )
     assert judged["function:redraw"].signal == "godot4", judged["function:redraw"].explanation
+
+
+def test_a_godot3_export_hint_types_the_variable(knowledge):
+    # `export(NodePath) var next_box`: Godot 3's NodePath has is_empty(), so `next_box.is_empty()` is no sign of
+    # Godot 4's String/Array method once the hint types the variable.
+    files = {
+        "a.gd": (
+            "extends Node2D\n\nexport(NodePath) var next_box\n\n\n"
+            "func interact():\n\tif !next_box.is_empty() and get_node(next_box):\n\t\tpass\n"
+        )
+    }
+    judged = judge_project(files, knowledge)["a.gd"]["function:interact"]
+    assert judged.signal == "neutral", judged.explanation
+
+
+def test_an_accessor_of_a_project_word_on_an_unknown_object_is_no_rename_evidence(knowledge):
+    # `get_speed` is InputEventMouseMotion's Godot 3 accessor (renamed get_velocity), and a project's own accessor of
+    # its `speed` far more often: on an object of a class the judge cannot see it is no evidence.
+    source = "extends Node\n\n@onready var unit: UnitObject = $Unit\n\n\nfunc reset():\n\tunit.current_speed = unit.get_speed()\n"
+    judged = judge_project({"a.gd": source}, knowledge, with_index=False)["a.gd"]["function:reset"]
+    assert judged.signal == "neutral", judged.explanation
+    # On a resolved InputEventMouseMotion it is still Godot 3's.
+    typed = "extends Node\n\n\nfunc _input(event: InputEventMouseMotion):\n\tprint(event.get_speed())\n"
+    assert judge_project({"a.gd": typed}, knowledge)["a.gd"]["function:_input"].signal == "godot3"

@@ -388,6 +388,15 @@ def _logical_lines(mask: str) -> Iterable[tuple[int, int, int]]:
     return
 
 
+_EXPORT_HINT_RE = re.compile(r"\bexport[ \t]*\([ \t]*([A-Za-z_]\w*)")
+
+
+def _export_hint_type(mask: str, start: int, head: int) -> str:
+    """Godot 3's ``export(NodePath) var target``: the hint's first word is the variable's type."""
+    m = _EXPORT_HINT_RE.search(mask, start, head)
+    return f"T:{m.group(1)}" if m else ""
+
+
 def _strip_prefixes(mask: str, i: int, end: int) -> int:
     """Skip annotations (``@export(...)``) and prefix keywords (``static``, ``onready``, ``export(int)``)."""
     for _ in range(32):  # bounded: a line of prefixes longer than this is garbage
@@ -466,7 +475,7 @@ def scan_script(path: str, text: str) -> ScriptSymbols:
                     if ret and ret not in ("T:void", "T:Variant"):
                         owner.returns.setdefault(name, ret)
         elif head in ("var", "const"):
-            t = declaration_type(mask[:end], text, k, base_dir)
+            t = declaration_type(mask[:end], text, k, base_dir) or _export_hint_type(mask, start, i)
             if t:
                 owner.member_types.setdefault(name, t)
     return script

@@ -1328,6 +1328,12 @@ def _rename_facts(
             if _rename_applies(entry, t, declared):
                 if engine3 and entry.change_type in ("method", "property") and word not in vocab.members3.get(engine3, ()):
                     break  # the receiver is an engine class that has no such member: not this rename
+                if (
+                    (member is None or member.kind == "unknown")
+                    and entry.change_type in ("method", "property")
+                    and _project_word(word)
+                ):
+                    break  # `unit.get_speed()` on an object nothing names: the project's accessor of its `speed`
                 if any((entry.old, line) == k for k in seen):
                     break
                 seen.add((entry.old, line))
@@ -1768,6 +1774,14 @@ def _project_objects(tokens: list[_Token], vocab: EngineVocabulary) -> dict[str,
             out.setdefault(u.receiver, f"it has `{w}`, which no engine class has")
         out.setdefault(w, f"`{w}`, which no engine class has")
     return out
+
+
+def _project_word(w: str) -> bool:
+    """One of ``_PROJECT_WORDS``, or its accessor (`get_speed`, `set_speed`, `is_input`)."""
+    if w in _PROJECT_WORDS:
+        return True
+    head, _, stem = w.partition("_")
+    return head in ("get", "set", "is") and stem in _PROJECT_WORDS
 
 
 def _member_name_fact(add, t: _Token, vocab: EngineVocabulary, member: _Member | None = None) -> bool:
