@@ -1706,12 +1706,12 @@ def _vocabulary_facts(
             # `self.attributes` in a script that extends the project's `ServerActor`, whose file the judge does not
             # see (a snippet, a partial project): the property is most likely that class's. A call
             # (`self.queue_redraw()`) still counts: on the public projects, calls by name alone were never wrong.
-            if _member_name_fact(lambda *a, **k: None, t, vocab, member):
+            if _is_member_name_evidence(t, vocab, member):
                 add(SIGNAL_NEUTRAL, 0.0, f"`self.{w}`: the script extends `{project_base}`, the project's class", t)
             continue
         if t.next_char != "(" and (shown := project_objects.get(t.receiver)):
             # A property of an object the chunk also reads a non-engine name of (`options.panel_options`, `cfg.font_size`).
-            if _member_name_fact(lambda *a, **k: None, t, vocab, member):
+            if _is_member_name_evidence(t, vocab, member):
                 add(SIGNAL_NEUTRAL, 0.0, f"`{t.receiver}.{w}`: `{t.receiver}` is the project's object or a dictionary ({shown})", t)
             continue
         if not _member_name_fact(add, t, vocab, member) and t.next_char == "(":
@@ -1774,6 +1774,11 @@ def _project_objects(tokens: list[_Token], vocab: EngineVocabulary) -> dict[str,
             out.setdefault(u.receiver, f"it has `{w}`, which no engine class has")
         out.setdefault(w, f"`{w}`, which no engine class has")
     return out
+
+
+def _is_member_name_evidence(t: _Token, vocab: EngineVocabulary, member: _Member | None) -> bool:
+    """Would ``_member_name_fact`` count ``t`` (its facts dropped): to say why a name it would count is set aside."""
+    return _member_name_fact(lambda *_args, **_kwargs: None, t, vocab, member)
 
 
 def _project_word(w: str) -> bool:
