@@ -46,6 +46,11 @@ def judge_project(files: dict[str, str], knowledge, with_index: bool = True) -> 
     return out
 
 
+def judge_script(source: str, knowledge, with_index: bool = True) -> dict:
+    """The chunks of one script `a.gd`, judged as ``judge_project`` does: {chunk key: judgment}."""
+    return judge_project({"a.gd": source}, knowledge, with_index)["a.gd"]
+
+
 def test_the_receivers_corpus_meets_the_targets_only_with_the_index(ev, knowledge):
     with_index = ev.load_cases(ev.CORPUS / "receivers")
     assert len(with_index) >= 35 and all(c.scope is not None and c.scope.known for c in with_index)
@@ -475,15 +480,13 @@ def test_a_godot3_member_on_a_class_only_godot4_names_is_no_evidence(knowledge):
     # Godot 4.0 had NavigationAgent3D.time_horizon and NavigationServer3D.agent_set_callback; 4.1 removed them, so
     # the 4.4 reference has them only on Godot 3's NavigationAgent / NavigationServer. Code that names the Godot 4
     # class is not Godot 3 code.
-    files = {
-        "a.gd": (
-            "extends CharacterBody3D\n\n@onready var agent: NavigationAgent3D = $NavigationAgent3D\n\n\n"
-            "func setup():\n\tagent.time_horizon = 2.0\n\tagent.ignore_y = true\n\n\n"
-            'func server(a):\n\tNavigationServer3D.agent_set_callback(a, self, "_on_v")\n\n\n'
-            "func goal(p):\n\tagent.set_target_location(p)\n"
-        )
-    }
-    judged = judge_project(files, knowledge)["a.gd"]
+    source = (
+        "extends CharacterBody3D\n\n@onready var agent: NavigationAgent3D = $NavigationAgent3D\n\n\n"
+        "func setup():\n\tagent.time_horizon = 2.0\n\tagent.ignore_y = true\n\n\n"
+        'func server(a):\n\tNavigationServer3D.agent_set_callback(a, self, "_on_v")\n\n\n'
+        "func goal(p):\n\tagent.set_target_location(p)\n"
+    )
+    judged = judge_script(source, knowledge)
     setup = judged["function:setup"]
     assert setup.signal == "neutral" and "a class only Godot 4 names" in setup.explanation, setup.explanation
     assert "`time_horizon` on NavigationAgent3D" in setup.explanation
@@ -492,14 +495,12 @@ def test_a_godot3_member_on_a_class_only_godot4_names_is_no_evidence(knowledge):
     goal = judged["function:goal"]
     assert goal.signal == "neutral" and "renamed `set_target_position`" in goal.explanation, goal.explanation
     # The same members on Godot 3's classes stay Godot 3 evidence.
-    files3 = {
-        "a.gd": (
-            "extends KinematicBody\n\nonready var agent: NavigationAgent = $NavigationAgent\n\n\n"
-            "func setup():\n\tagent.time_horizon = 2.0\n\n\n"
-            'func server(a):\n\tNavigationServer.agent_set_callback(a, self, "_on_v")\n'
-        )
-    }
-    judged3 = judge_project(files3, knowledge)["a.gd"]
+    source3 = (
+        "extends KinematicBody\n\nonready var agent: NavigationAgent = $NavigationAgent\n\n\n"
+        "func setup():\n\tagent.time_horizon = 2.0\n\n\n"
+        'func server(a):\n\tNavigationServer.agent_set_callback(a, self, "_on_v")\n'
+    )
+    judged3 = judge_script(source3, knowledge)
     assert judged3["function:setup"].signal == "godot3", judged3["function:setup"].explanation
     assert judged3["function:server"].signal == "godot3", judged3["function:server"].explanation
 
@@ -530,15 +531,13 @@ def test_names_godot4_0_had_as_well_are_no_evidence():
 def test_a_member_a_later_godot4_removed_is_no_evidence_on_its_class(knowledge):
     # PathFollow2D.lookahead and AnimationPlayer.playback_active are in Godot 3.6 and in Godot 4.0/4.1, gone from
     # 4.4's reference: a Godot 4.0 project that uses them is not Godot 3 code.
-    files = {
-        "a.gd": (
-            "extends AnimationPlayer\n\nvar follow: PathFollow2D\nvar anim: AnimationPlayer\n\n\n"
-            "func f():\n\tfollow.lookahead = 4.0\n\n\n"
-            "func g():\n\tanim.playback_active = true\n\tplayback_process_mode = 0\n\n\n"
-            "func h():\n\tfollow.offset = 3.0\n"
-        )
-    }
-    judged = judge_project(files, knowledge)["a.gd"]
+    source = (
+        "extends AnimationPlayer\n\nvar follow: PathFollow2D\nvar anim: AnimationPlayer\n\n\n"
+        "func f():\n\tfollow.lookahead = 4.0\n\n\n"
+        "func g():\n\tanim.playback_active = true\n\tplayback_process_mode = 0\n\n\n"
+        "func h():\n\tfollow.offset = 3.0\n"
+    )
+    judged = judge_script(source, knowledge)
     f = judged["function:f"]
     assert f.signal == "neutral" and "`lookahead` of PathFollow2D: Godot 3 and early Godot 4" in f.explanation, f.explanation
     assert "removed in Godot 4.1" in f.explanation
@@ -552,14 +551,12 @@ def test_a_member_a_later_godot4_removed_is_no_evidence_on_its_class(knowledge):
 def test_a_member_variable_holding_a_dictionary_literal_reads_keys(knowledge):
     # GUT's settings panel: `var _cfg_ctrls = {}` then `_cfg_ctrls.resolution.disabled` (a key, not Godot 4's
     # `resolution` property), and `var names = []` then `names.empty()` (Godot 3's Array method, now resolved).
-    files = {
-        "a.gd": (
-            "extends Control\n\nvar _cfg_ctrls = {}\nvar names = []\n\n\n"
-            "func show_controls(should):\n\t_cfg_ctrls.resolution.disabled = !should\n\n\n"
-            "func is_done():\n\treturn names.empty()\n"
-        )
-    }
-    judged = judge_project(files, knowledge)["a.gd"]
+    source = (
+        "extends Control\n\nvar _cfg_ctrls = {}\nvar names = []\n\n\n"
+        "func show_controls(should):\n\t_cfg_ctrls.resolution.disabled = !should\n\n\n"
+        "func is_done():\n\treturn names.empty()\n"
+    )
+    judged = judge_script(source, knowledge)
     assert judged["function:show_controls"].signal == "neutral", judged["function:show_controls"].explanation
     done = judged["function:is_done"]
     assert done.signal == "godot3" and "[receiver `names`: Array]" in done.explanation, done.explanation
@@ -568,25 +565,23 @@ def test_a_member_variable_holding_a_dictionary_literal_reads_keys(knowledge):
 def test_properties_of_an_object_the_chunk_shows_to_be_the_projects_are_no_evidence(knowledge):
     # `options` is a parameter: nothing types it, but the chunk reads `options.panel_options`, which no engine
     # class has, so `font_name` / `font_size` (Godot 4 names) are the project's keys.
-    files = {
-        "a.gd": (
-            "extends Control\n\n\nfunc fonts(options):\n"
-            "\tadd_select('font_name', options.panel_options.font_name)\n\tadd_number('font_size', options.font_size)\n"
-        )
-    }
-    fonts = judge_project(files, knowledge)["a.gd"]["function:fonts"]
+    source = (
+        "extends Control\n\n\nfunc fonts(options):\n"
+        "\tadd_select('font_name', options.panel_options.font_name)\n\tadd_number('font_size', options.font_size)\n"
+    )
+    fonts = judge_script(source, knowledge)["function:fonts"]
     assert fonts.signal == "neutral", fonts.explanation
     assert "`options` is the project's object or a dictionary" in fonts.explanation, fonts.explanation
     # Alone, the same property name still counts.
-    alone = judge_project({"a.gd": "extends Control\n\n\nfunc fonts(options):\n\tprint(options.font_size)\n"}, knowledge)
-    assert alone["a.gd"]["function:fonts"].signal == "godot4", alone["a.gd"]["function:fonts"].explanation
+    alone = judge_script("extends Control\n\n\nfunc fonts(options):\n\tprint(options.font_size)\n", knowledge)["function:fonts"]
+    assert alone.signal == "godot4", alone.explanation
 
 
 def test_a_property_of_self_in_a_script_extending_an_unseen_project_class_is_no_evidence(knowledge):
     # Judged alone (a snippet): `extends ServerActor` names a class of the project the judge does not see, so
     # `self.attributes` (a Godot 4 engine name) is that class's property; a call by name alone still counts.
     source = "extends ServerActor\n\n\nfunc _init():\n\tprint(self.attributes.stamina)\n\n\nfunc redraw():\n\tself.queue_redraw()\n"
-    judged = judge_project({"a.gd": source}, knowledge, with_index=False)["a.gd"]
+    judged = judge_script(source, knowledge, with_index=False)
     init = judged["function:_init"]
     assert init.signal == "neutral" and "the script extends `ServerActor`, the project's class" in init.explanation, (
         init.explanation
@@ -597,13 +592,11 @@ def test_a_property_of_self_in_a_script_extending_an_unseen_project_class_is_no_
 def test_a_godot3_export_hint_types_the_variable(knowledge):
     # `export(NodePath) var next_box`: Godot 3's NodePath has is_empty(), so `next_box.is_empty()` is no sign of
     # Godot 4's String/Array method once the hint types the variable.
-    files = {
-        "a.gd": (
-            "extends Node2D\n\nexport(NodePath) var next_box\n\n\n"
-            "func interact():\n\tif !next_box.is_empty() and get_node(next_box):\n\t\tpass\n"
-        )
-    }
-    judged = judge_project(files, knowledge)["a.gd"]["function:interact"]
+    source = (
+        "extends Node2D\n\nexport(NodePath) var next_box\n\n\n"
+        "func interact():\n\tif !next_box.is_empty() and get_node(next_box):\n\t\tpass\n"
+    )
+    judged = judge_script(source, knowledge)["function:interact"]
     assert judged.signal == "neutral", judged.explanation
 
 
@@ -611,8 +604,8 @@ def test_an_accessor_of_a_project_word_on_an_unknown_object_is_no_rename_evidenc
     # `get_speed` is InputEventMouseMotion's Godot 3 accessor (renamed get_velocity), and a project's own accessor of
     # its `speed` far more often: on an object of a class the judge cannot see it is no evidence.
     source = "extends Node\n\n@onready var unit: UnitObject = $Unit\n\n\nfunc reset():\n\tunit.current_speed = unit.get_speed()\n"
-    judged = judge_project({"a.gd": source}, knowledge, with_index=False)["a.gd"]["function:reset"]
+    judged = judge_script(source, knowledge, with_index=False)["function:reset"]
     assert judged.signal == "neutral", judged.explanation
     # On a resolved InputEventMouseMotion it is still Godot 3's.
     typed = "extends Node\n\n\nfunc _input(event: InputEventMouseMotion):\n\tprint(event.get_speed())\n"
-    assert judge_project({"a.gd": typed}, knowledge)["a.gd"]["function:_input"].signal == "godot3"
+    assert judge_script(typed, knowledge)["function:_input"].signal == "godot3"

@@ -179,7 +179,7 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
         if REMOVED_TYPE in kinds and o.confidence >= REMOVED_TYPE_CONFIDENCE:
             side.removed_type = True
 
-    prerelease_config = _godot4_prerelease_config(files)
+    prerelease_config = _set_aside_prerelease_config(files)
     total = {s: sum(f.sides[s].weight for f in files.values()) for s in _SIDES}
     config = {s: sum(f.sides[s].config for f in files.values()) for s in _SIDES}
     content = {s: sum(f.sides[s].content for f in files.values()) for s in _SIDES}
@@ -261,11 +261,11 @@ def compute_verdict(outcomes: list[ChunkOutcome]) -> Verdict:
     return Verdict(label, round(confidence, 3), counts, tuple(basis))
 
 
-def _godot4_prerelease_config(files: dict[str, _File]) -> list[str]:
-    """project.godot files whose Godot 3 version line (config_version=4) sits beside Godot 4's value types
-    (`enabled=PackedStringArray(...)`): Godot 3 writes Pool*Array and cannot read them, and Godot 4 development
-    builds wrote config_version=4 before 4.0 moved to 5. Such a version line is the file's format, not the
-    project's statement: it is counted as file format here, so the content decides."""
+def _set_aside_prerelease_config(files: dict[str, _File]) -> list[str]:
+    """Moves to file format, and names, the Godot 3 version line (config_version=4) of each project.godot that holds
+    Godot 4's value types (`enabled=PackedStringArray(...)`): Godot 3 writes Pool*Array and cannot read them, and
+    Godot 4 development builds wrote config_version=4 before 4.0 moved to 5. Such a line is the file's format, not
+    the project's statement, so the content decides."""
     named = []
     for name, f in sorted(files.items()):
         g3, g4 = f.sides[SIGNAL_GODOT3], f.sides[SIGNAL_GODOT4]

@@ -902,9 +902,9 @@ class _Context:
         self.index = index
         self.scope = scope or FileScope()
         self.mask = chunk.code_mask or chunk.code_text
-        m = _EXTENDS_RE.search(chunk.surrounding_context) or _EXTENDS_RE.search(self.mask)
+        extends = _extends_name(chunk)
         self.resolver = (
-            ReceiverResolver.for_chunk(self.scope, index.vocabulary, self.mask, chunk.code_text, m.group(1) if m else "")
+            ReceiverResolver.for_chunk(self.scope, index.vocabulary, self.mask, chunk.code_text, extends)
             if (index.vocabulary.classes3 or index.vocabulary.classes4)
             else None
         )
@@ -1084,19 +1084,18 @@ def _syntax_member(ctx: _Context, start: int) -> _Member | None:
     return ctx.member_at(start, word) if word else None
 
 
-def _early_godot4_member(member: _Member, word: str, change: str, line: int) -> Fact:
-    """`agent.time_horizon` on a receiver of a class only Godot 4 names (`var agent: NavigationAgent3D`): Godot 3's
-    counterpart had the member and Godot 4.4's class has not, so it is a name of an earlier Godot 4 (4.0 had
-    both the class and the member) or a leftover in a port, never Godot 3 code: no evidence either way."""
-    return Fact(
-        SIGNAL_NEUTRAL,
-        0.0,
-        f"`{word}` on {member.engine}, a class only Godot 4 names ({change}): "
-        f"a name of an earlier Godot 4 or a port's leftover{_rests_on(member)}",
-        line,
-        symbol=word,
-        tier=-1,
-    )
+def _early_godot4_name(vocab: EngineVocabulary, written: str, c3: str, c4: str, word: str, change: str = "") -> str:
+    """Why ``word``, a member of Godot 3's ``c3`` that Godot 4.4's ``c4`` lacks, is no Godot 3 evidence here ("" when
+    it is): the receiver's class as written only Godot 4 names (`var agent: NavigationAgent3D` then
+    `agent.time_horizon`: a name of an earlier Godot 4, which had both, or a port's leftover, never Godot 3 code),
+    or both versions name the class alike and a Godot 4.x upgrade guide removed or renamed the member after 4.0
+    (`PathFollow2D.lookahead`)."""
+    if written and vocab.godot4_only_class(written):
+        change = change or f"Godot 3's {c3} has it, Godot 4.4's {c4} has not"
+        return f"`{word}` on {written}, a class only Godot 4 names ({change}): a name of an earlier Godot 4 or a port's leftover"
+    if c3 and c3 == c4 and (later := later_godot4_change(vocab, c4, word)):
+        return f"`{word}` of {c4}: Godot 3 and early Godot 4 both have it ({later})"
+    return ""
 
 
 def _rests_on(member: _Member | None) -> str:
@@ -1316,10 +1315,7 @@ def _rename_facts(
         if member is not None and member.kind == "project":
             continue  # a project member that shares a renamed engine member's name
         engine3 = _class_pair(member.engine, index)[0] if member is not None and member.kind == "engine" else ""
-        godot4_receiver = member is not None and member.kind == "engine" and vocab.godot4_only_class(member.engine)
         engine4 = _member_classes(member, index)[1] if member is not None and member.kind == "engine" else ""
-        # Only where both versions name the class alike: on Godot 3's NavigationAgent the member is Godot 3's.
-        later = later_godot4_change(vocab, engine4, word) if engine4 and engine4 == engine3 else ""
         line = _line_of(chunk, t.start)
         # Retrieved hits first, so a note's basis is a record the request carried.
         for entry in [*hit_entries.get(word, ()), *index.by_old.get(word, ())]:
@@ -1337,20 +1333,15 @@ def _rename_facts(
                 if any((entry.old, line) == k for k in seen):
                     break
                 seen.add((entry.old, line))
-                if member is not None and godot4_receiver and entry.change_type in ("method", "property"):
-                    facts.append(_early_godot4_member(member, word, f"Godot 3's name, renamed `{entry.new}` in Godot 4", line))
-                    break
-                if later and entry.change_type in ("method", "property"):
-                    facts.append(
-                        Fact(
-                            SIGNAL_NEUTRAL,
-                            0.0,
-                            _later_godot4_what(word, engine4, later) + _rests_on(member),
-                            line,
-                            symbol=word,
-                            tier=-1,
-                        )
+                early = (
+                    _early_godot4_name(
+                        vocab, member.engine, engine3, engine4, word, f"Godot 3's name, renamed `{entry.new}` in Godot 4"
                     )
+                    if member is not None and member.kind == "engine" and entry.change_type in ("method", "property")
+                    else ""
+                )
+                if early:
+                    facts.append(Fact(SIGNAL_NEUTRAL, 0.0, early + _rests_on(member), line, symbol=word, tier=-1))
                     break
                 # The old name still callable in Godot 4 (a name there, or a property's setter) is weaker.
                 strength = 0.6 if entry.old_in_godot4 or entry.old in vocab.accessor_names4 else 0.9
@@ -1516,12 +1507,13 @@ def _script_base(chunk: Chunk, index: RenameIndex, engine_base: str = "") -> tup
     ``engine_base`` is where the project index says the script's extends chain
     ends (through project scripts); without it, the chunk's own ``extends`` line.
     """
-    if engine_base:
-        return _class_pair(engine_base, index)
+    return _class_pair(engine_base or _extends_name(chunk), index)
+
+
+def _extends_name(chunk: Chunk) -> str:
+    """The class name on the chunk's script's ``extends`` line ("" when none, or a path)."""
     m = _EXTENDS_RE.search(chunk.surrounding_context) or _EXTENDS_RE.search(chunk.code_mask or chunk.code_text)
-    if not m:
-        return "", ""
-    return _class_pair(m.group(1), index)
+    return m.group(1) if m else ""
 
 
 def _class_pair(base: str, index: RenameIndex) -> tuple[str, str]:
@@ -1563,8 +1555,8 @@ def _vocabulary_facts(
     inherited4 = vocab.members4.get(base4, frozenset())
     locals_ = _local_names(mask)
     project_objects = _project_objects(tokens, vocab)
-    extends = _EXTENDS_RE.search(chunk.surrounding_context) or _EXTENDS_RE.search(mask)
-    project_base = extends.group(1) if extends and not (base3 or base4) and not vocab.is_engine_class(extends.group(1)) else ""
+    extends = _extends_name(chunk)
+    project_base = extends if extends and not (base3 or base4) and not vocab.is_engine_class(extends) else ""
     facts: list[Fact] = []
     seen: set[tuple[str, int]] = set()
 
@@ -1615,8 +1607,8 @@ def _vocabulary_facts(
                 # A member of the script's own base class, called or assigned bare.
                 in3, in4 = w in inherited3, w in inherited4
                 kind = "method" if t.next_char == "(" else "property"
-                if in3 and not in4 and base3 == base4 and (later := later_godot4_change(vocab, base4, w)):
-                    add(SIGNAL_NEUTRAL, 0.0, _later_godot4_what(w, base4, later), t)
+                if in3 and not in4 and (early := _early_godot4_name(vocab, "", base3, base4, w)):
+                    add(SIGNAL_NEUTRAL, 0.0, early, t)
                 elif in3 and not in4:
                     new, basis = _replacement(index, base3, base4, w)
                     via = (
@@ -1633,8 +1625,8 @@ def _vocabulary_facts(
         if t.receiver == "self" and inherited3 and inherited4:
             # self.name: a member of the script's own base class, as when called bare.
             in3, in4 = w in inherited3, w in inherited4
-            if in3 and not in4 and base3 == base4 and (later := later_godot4_change(vocab, base4, w)):
-                add(SIGNAL_NEUTRAL, 0.0, _later_godot4_what(w, base4, later) + " [self]", t)
+            if in3 and not in4 and (early := _early_godot4_name(vocab, "", base3, base4, w)):
+                add(SIGNAL_NEUTRAL, 0.0, early + " [self]", t)
             elif in3 and not in4:
                 new, basis = _replacement(index, base3, base4, w)
                 add(SIGNAL_GODOT3, 0.8, f"Godot 3 member `{w}` of {base3} (not in Godot 4's {base4}) [self]", t, w, new, basis)
@@ -1653,13 +1645,8 @@ def _vocabulary_facts(
                 in3 = w in vocab.members3.get(c3, frozenset())
                 in4 = w in vocab.members4.get(c4, frozenset())
                 rests = f" [{member.basis}]" if member.basis and not qualified else ""
-                if in3 and not in4 and vocab.godot4_only_class(member.engine):
-                    f = _early_godot4_member(
-                        member, w, f"Godot 3's {c3} has it, Godot 4.4's {c4} has not", _line_of(chunk, t.start)
-                    )
-                    add(f.signal, f.strength, f.what, t)
-                elif in3 and not in4 and c3 == c4 and (later := later_godot4_change(vocab, c4, w)):
-                    add(SIGNAL_NEUTRAL, 0.0, _later_godot4_what(w, c4, later) + rests, t)
+                if in3 and not in4 and (early := _early_godot4_name(vocab, member.engine, c3, c4, w)):
+                    add(SIGNAL_NEUTRAL, 0.0, early + rests, t)
                 elif in3 and not in4:
                     new, basis = _replacement(index, c3, c4, w, qualified)
                     add(
@@ -1996,10 +1983,6 @@ def later_godot4_names() -> dict[str, str]:
     for (klass, member), change in later_godot4_changes().items():
         out.setdefault(member, f"`{klass}.{member}` {change}")
     return out
-
-
-def _later_godot4_what(word: str, klass4: str, change: str) -> str:
-    return f"`{word}` of {klass4}: Godot 3 and early Godot 4 both have it ({change})"
 
 
 def later_godot4_change(vocab: EngineVocabulary, klass4: str, member: str) -> str:
@@ -2473,7 +2456,7 @@ def _property_facts(chunk: Chunk, text: str, index: RenameIndex) -> list[Fact]:
         renamed = next((e for e in index.by_old.get(prop, ()) if e.enabled and e.change_type == "property"), None)
         if type3 and type4:
             in3, in4 = prop in vocab.members3[type3], prop in vocab.members4[type4]
-            if in3 and not in4 and type3 == type4 and later_godot4_change(vocab, type4, prop):
+            if in3 and not in4 and _early_godot4_name(vocab, "", type3, type4, prop):
                 continue  # a property Godot 4.0 had as well (TileMap's cell_quadrant_size until 4.2): no evidence
             if in3 and not in4:
                 facts.append(
