@@ -111,9 +111,15 @@ def prefix_cache_counters(base_url: str) -> tuple[float, float] | None:
         return None
     if resp.status_code != 200:
         return None
+    return prefix_cache_of_metrics(resp.text)
+
+
+def prefix_cache_of_metrics(text: str) -> tuple[float, float] | None:
+    """(hits, queries) summed over the prefix-cache counters of a Prometheus exposition (vLLM's V1 engine:
+    `vllm:prefix_cache_hits_total{...}`; V0: `vllm:gpu_prefix_cache_hits`), or None when it has none."""
     hits = queries = 0.0
     found = False
-    for line in resp.text.splitlines():
+    for line in text.splitlines():
         if line.startswith("#"):
             continue
         m = re.match(r"(vllm:(?:gpu_)?prefix_cache_(hits|queries))(?:_total)?(?:\{[^}]*\})?\s+([0-9.eE+-]+)", line)
